@@ -1,0 +1,45 @@
+# `make help` lists the targets. `make train` and `make test` install what they need first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+CONFIG ?= configs/digits.yaml
+ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help install train test test-fast lint format tensorboard clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed ## create .venv and install the project with its dev tools (idempotent)
+
+train: install ## fit CONFIG (default configs/digits.yaml), then test its best checkpoint; extra flags in ARGS
+	$(PY) -m project fit --config $(CONFIG) $(ARGS)
+	$(PY) -m project test --config $(CONFIG) --ckpt_path best $(ARGS)
+
+test: install ## run the whole test suite, slow tests included (what CI runs)
+	$(PY) -m pytest
+
+test-fast: install ## run the fast tests only
+	$(PY) -m pytest -m "not slow"
+
+lint: install ## check style and common bugs with ruff
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install ## format and auto-fix with ruff
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+tensorboard: install ## serve runs/ on http://localhost:6006 (this machine only; see README for SSH)
+	$(VENV)/bin/tensorboard --logdir runs --host 127.0.0.1 --port 6006
+
+clean: ## remove caches and build leftovers (keeps runs/ and .venv)
+	rm -rf .pytest_cache .ruff_cache *.egg-info
+	find . -name __pycache__ -not -path "./$(VENV)/*" -prune -exec rm -rf {} +

@@ -1,0 +1,3 @@
+from project.cli import cli_main
+
+cli_main()

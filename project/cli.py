@@ -1,0 +1,210 @@
+"""`python -m project {fit,validate,test,predict}`: a LightningCLI whose runs live in runs/<name>/version_N."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+from jsonargparse import ArgumentError
+from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
+
+from project.callbacks import PredictionWriter
+from project.data import DigitsDataModule
+from project.model import DigitsClassifier
+from project.runs import claim_version, free_path, newest_checkpoint, run_dir, run_of_checkpoint
+
+# Data settings that may differ from the checkpoint's: they do not change which samples are in which split.
+FREE_DATA_KEYS = {"batch_size", "predict_path", "_instantiator"}
+
+
+class DigitsCLI(LightningCLI):
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.link_arguments("data.num_classes", "model.num_classes", apply_on="instantiate")
+        parser.add_lightning_class_args(EarlyStopping, "early_stopping")
+        parser.set_defaults({"early_stopping.monitor": "val/loss", "early_stopping.patience": 10})
+        # Two checkpoints in <run>/checkpoints: `best` by val/acc and `last` after every epoch. (`save_last` on
+        # the best one is rewritten only when val/acc improves, so it falls epochs behind.) Both save at the end
+        # of the training epoch, after validation and early stopping, so their callback state is current.
+        parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
+        parser.set_defaults(
+            {
+                "checkpoint.monitor": "val/acc",
+                "checkpoint.mode": "max",
+                "checkpoint.filename": "best",
+                "checkpoint.enable_version_counter": False,
+            }
+        )
+        parser.add_lightning_class_args(ModelCheckpoint, "last_checkpoint")
+        parser.set_defaults({"last_checkpoint.filename": "last", "last_checkpoint.enable_version_counter": False})
+        parser.add_lightning_class_args(LearningRateMonitor, "lr_monitor")
+        parser.set_defaults({"lr_monitor.logging_interval": "step"})
+        parser.add_lightning_class_args(PredictionWriter, "prediction_writer")
+
+    def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
+        super().parse_arguments(parser, args)
+        # Before LightningCLI reads the checkpoint's hyperparameters, so `last`/`best` are real paths by then.
+        if self.config.get("subcommand"):
+            given = _keys_given(sys.argv[1:] if args is None else args)
+            try:
+                self._place_run(self.config.subcommand, self.config[self.config.subcommand], given)
+            except ValueError as error:
+                _fail(str(error))
+
+    def _place_run(self, subcommand: str, config, given: set[str]) -> None:
+        """Resolve `--ckpt_path last|best` and put the command's outputs in the run that owns the checkpoint.
+
+        Lightning's default would start a new version folder, look for `last` there, find nothing and train
+        from step 0 without complaint.
+        """
+        logger, ckpt_path = config.trainer.logger, config.get("ckpt_path")
+        if ckpt_path in ("last", "best"):
+            if not _is_tensorboard(logger):
+                raise ValueError(f"--ckpt_path {ckpt_path} looks in runs/ of the TensorBoardLogger; give a file")
+            experiment = Path(logger.init_args.save_dir) / logger.init_args.name
+            found = newest_checkpoint(experiment, ckpt_path)
+            if found is None and subcommand != "fit":
+                raise ValueError(
+                    f"--ckpt_path {ckpt_path}: no {experiment}/version_*/checkpoints/{ckpt_path}.ckpt;"
+                    " train first (make train) or give a checkpoint file"
+                )
+            if found is None:
+                rank_zero_info(f"No {experiment}/version_*/checkpoints/last.ckpt yet: starting from step 0.")
+            config.ckpt_path = ckpt_path = None if found is None else str(found)
+        if ckpt_path is None:
+            return
+        checkpoint = _read_checkpoint(Path(ckpt_path))
+        _reconcile(subcommand, config, checkpoint, given)
+        run = run_of_checkpoint(Path(ckpt_path))
+        if run is not None and _is_tensorboard(logger):
+            logger.init_args.save_dir, logger.init_args.name, logger.init_args.version = run
+            rank_zero_info(f"{subcommand} from {ckpt_path}; outputs go to {run_dir(*run)}")
+
+    def before_instantiate_classes(self) -> None:
+        config = self.config[self.subcommand]
+        logger = config.trainer.logger
+        if not _is_tensorboard(logger) or config.trainer.fast_dev_run:
+            return
+        log_args = logger.init_args
+        if log_args.version is None:
+            if self.subcommand == "fit" and rank_zero_only.rank == 0:
+                # Claimed only now, after the config and checkpoint parsed: a rejected command leaves no folder.
+                log_args.version = claim_version(Path(log_args.save_dir) / log_args.name)
+                self._claimed = run_dir(log_args.save_dir, log_args.name, log_args.version)
+            return  # evaluation without a checkpoint gets Lightning's next version
+        # A resumed fit or an evaluation in an existing run keeps every earlier file: its config is saved
+        # beside them as config.<subcommand>[-N].yaml.
+        folder = run_dir(log_args.save_dir, log_args.name, log_args.version)
+        if (folder / "config.yaml").exists():
+            self.save_config_kwargs["config_filename"] = free_path(folder / f"config.{self.subcommand}.yaml").name
+
+    def instantiate_classes(self) -> None:
+        try:
+            super().instantiate_classes()
+        except ValueError as error:  # an argument check in an __init__, such as split fractions summing past 1
+            if getattr(self, "_claimed", None) is not None:
+                self._claimed.rmdir()  # still empty: nothing has run
+            _fail(str(error))
+
+
+def _reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> None:
+    """The checkpoint's model and data settings win over the config (Lightning merges the model's after this).
+
+    A resumed fit must continue the saved run, and evaluation must score the split the model was trained
+    against. A setting typed on this command line that the checkpoint contradicts would otherwise be ignored
+    silently: resuming refuses it, evaluation warns.
+    """
+    saved = {"model": checkpoint.get("hyper_parameters", {}), "data": checkpoint.get("datamodule_hyper_parameters", {})}
+    conflicts, adopted = [], []
+    for group, values in saved.items():
+        for key, value in values.items():
+            if key.startswith("_") or key not in config[group] or (group == "data" and key in FREE_DATA_KEYS):
+                continue
+            current = config[group][key]
+            if _plain(current) == _plain(value):
+                continue
+            if f"{group}.{key}" in given:
+                conflicts.append(f"--{group}.{key} {_plain(current)} (checkpoint: {_plain(value)})")
+            else:
+                adopted.append(f"{group}.{key}={_plain(value)}")
+            if group == "data":
+                config.data[key] = value
+    if conflicts and subcommand == "fit":
+        raise ValueError(
+            f"{'; '.join(conflicts)}: a resumed run keeps its checkpoint's settings;"
+            " drop --ckpt_path to start a new run with these"
+        )
+    if conflicts and rank_zero_only.rank == 0:
+        print(f"warning: ignoring {'; '.join(conflicts)}: the checkpoint's settings are used", file=sys.stderr)
+    if adopted:
+        rank_zero_info(f"Using the checkpoint's {', '.join(adopted)}")
+
+
+def _keys_given(args: list[str]) -> set[str]:
+    """`model.lr` for `--model.lr 0.1` or `--model.lr=0.1`; `model.network` for `--model.network.dropout`."""
+    keys = set()
+    for arg in args:
+        if arg.startswith(("--model.", "--data.")):
+            group, key = arg[2:].split("=")[0].split(".")[:2]
+            keys.add(f"{group}.{key}")
+    return keys
+
+
+def _plain(value):
+    """Config values (namespaces, tuples, paths) and checkpoint values (dicts, lists) in one comparable form."""
+    if hasattr(value, "as_dict"):
+        value = value.as_dict()
+    return json.loads(json.dumps(value, default=str))
+
+
+def _read_checkpoint(path: Path) -> dict:
+    if not path.is_file():
+        raise ValueError(f"--ckpt_path {path}: no such file")
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as error:  # empty, truncated, not a torch file, or holding objects that are not plain data
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"--ckpt_path {path}: not a readable checkpoint ({reason})") from None
+    if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
+        raise ValueError(f"--ckpt_path {path}: not a Lightning checkpoint (no state_dict)")
+    return checkpoint
+
+
+def _is_tensorboard(logger) -> bool:
+    return str(getattr(logger, "class_path", "")).endswith("TensorBoardLogger")
+
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def cli_main(args: list[str] | None = None) -> DigitsCLI:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
+    try:
+        return _build_cli(args)
+    except ArgumentError as error:
+        # jsonargparse would print the whole usage (100+ lines) above its message: say only what is wrong.
+        message = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        _fail(f"{message} (python -m project <subcommand> --help lists the options)")
+
+
+def _build_cli(args: list[str] | None) -> DigitsCLI:
+    return DigitsCLI(
+        DigitsClassifier,
+        DigitsDataModule,
+        seed_everything_default=0,
+        trainer_defaults={
+            "max_epochs": 30,
+            "log_every_n_steps": 1,  # 22 steps an epoch: the default of 50 would log no step at all
+            "logger": {
+                "class_path": "lightning.pytorch.loggers.TensorBoardLogger",
+                "init_args": {"save_dir": "runs", "name": "digits", "default_hp_metric": False},
+            },
+        },
+        parser_kwargs={name: {"exit_on_error": False} for name in ("fit", "validate", "test", "predict")}
+        | {"exit_on_error": False},
+        args=args,
+    )

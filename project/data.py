@@ -1,0 +1,151 @@
+"""The digits data: a seeded train/val/test split, train-only normalization statistics, in-memory batches."""
+
+import math
+import operator
+from collections.abc import Iterator
+from pathlib import Path
+
+import lightning as L
+import numpy as np
+import torch
+from jsonargparse.typing import OpenUnitInterval, PositiveInt
+from sklearn.datasets import load_digits
+
+Batch = tuple[torch.Tensor, ...]
+
+
+class ShardSampler:
+    """The order in which this rank sees the samples, like DistributedSampler.
+
+    Training shuffles with a generator of its own seeded by (seed, epoch): the same permutation on every rank,
+    independent of the global RNG, so resumed and uninterrupted runs see the same order. It pads by wrapping
+    around so every rank steps equally often. Evaluation neither shuffles nor pads: each sample counts once.
+    """
+
+    def __init__(self, n: int, shuffle: bool, seed: int = 0, rank: int = 0, world_size: int = 1) -> None:
+        self.n, self.shuffle, self.seed, self.rank, self.world_size = n, shuffle, seed, rank, world_size
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:  # Lightning calls this at the start of every training epoch
+        self.epoch = epoch
+
+    def indices(self) -> torch.Tensor:
+        if not self.shuffle:
+            return torch.arange(self.rank, self.n, self.world_size)
+        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        order = torch.randperm(self.n, generator=generator)
+        padded = math.ceil(self.n / self.world_size) * self.world_size
+        return torch.cat([order, order[: padded - self.n]])[self.rank :: self.world_size]
+
+    def __len__(self) -> int:
+        return math.ceil(self.n / self.world_size) if self.shuffle else len(range(self.rank, self.n, self.world_size))
+
+
+class TensorBatches:
+    """Batches sliced from in-memory tensors: one index operation per batch, no per-sample Python, no workers.
+
+    Stateful: a checkpoint taken mid-epoch records how many batches were handed out, and the resumed run
+    continues with the next one. Lightning finds `sampler.set_epoch` as it does on a DataLoader.
+    """
+
+    batch_sampler = None  # read by Lightning's DataLoader checks; batches are sliced here instead
+
+    def __init__(self, tensors: Batch, batch_size: int, sampler: ShardSampler, drop_last: bool = False) -> None:
+        self.tensors, self.batch_size, self.sampler, self.drop_last = tensors, batch_size, sampler, drop_last
+        self.position = 0  # batches of the current epoch handed out so far
+        self._resume_at = 0
+
+    def __len__(self) -> int:
+        divide = operator.floordiv if self.drop_last else lambda a, b: -(-a // b)
+        return divide(len(self.sampler), self.batch_size)
+
+    def __iter__(self) -> Iterator[Batch]:
+        start, self._resume_at = self._resume_at, 0
+        indices = self.sampler.indices()
+        for i in range(start, len(self)):
+            self.position = i + 1  # before yielding: a checkpoint taken after this batch resumes at the next
+            batch = indices[i * self.batch_size : (i + 1) * self.batch_size]
+            yield tuple(t[batch] for t in self.tensors)
+
+    def state_dict(self) -> dict[str, int]:
+        return {"position": self.position}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self._resume_at = state["position"] if state["position"] < len(self) else 0
+
+
+def load_images(path: Path) -> torch.Tensor:
+    """Raw 8x8 digits from .npy, .npz (array `images`) or .csv (64 values a row), as (N, 8, 8) float32 in 0-16."""
+    path = Path(path)
+    if path.suffix == ".npz":
+        with np.load(path) as archive:
+            array = archive["images"]
+    elif path.suffix == ".npy":
+        array = np.load(path, allow_pickle=False)
+    elif path.suffix == ".csv":
+        array = np.loadtxt(path, delimiter=",", dtype=np.float32, ndmin=2)
+    else:
+        raise ValueError(f"{path}: unsupported file type {path.suffix!r}; use .npy, .npz or .csv")
+    if array.size % 64 or array.ndim not in (2, 3):
+        raise ValueError(f"{path}: expected N images of 8x8 (or 64 values each), got shape {array.shape}")
+    return torch.as_tensor(array, dtype=torch.float32).reshape(-1, 8, 8)
+
+
+class DigitsDataModule(L.LightningDataModule):
+    def __init__(
+        self,
+        batch_size: PositiveInt = 64,
+        val_fraction: OpenUnitInterval = 0.1,
+        test_fraction: OpenUnitInterval = 0.1,
+        seed: int = 0,
+        predict_path: Path | None = None,
+    ) -> None:
+        super().__init__()
+        if val_fraction + test_fraction >= 1:
+            raise ValueError(f"val_fraction + test_fraction must be below 1, got {val_fraction + test_fraction}")
+        self.save_hyperparameters()
+        self.mean = self.std = None  # train-split pixel statistics, set in setup()
+
+    def load(self) -> tuple[torch.Tensor, torch.Tensor]:
+        digits = load_digits()  # ships inside scikit-learn: no download
+        images = torch.as_tensor(digits.images, dtype=torch.float32)  # (1797, 8, 8), pixels 0-16
+        return images, torch.as_tensor(digits.target, dtype=torch.long)
+
+    @property
+    def num_classes(self) -> int:
+        return 10
+
+    def split(self, n: int) -> dict[str, torch.Tensor]:
+        order = torch.randperm(n, generator=torch.Generator().manual_seed(self.hparams.seed))
+        n_val, n_test = round(n * self.hparams.val_fraction), round(n * self.hparams.test_fraction)
+        return {"val": order[:n_val], "test": order[n_val : n_val + n_test], "train": order[n_val + n_test :]}
+
+    def setup(self, stage: str) -> None:
+        images, labels = self.load()
+        self.splits = {name: (images[idx], labels[idx]) for name, idx in self.split(len(images)).items()}
+        train_images = self.splits["train"][0]
+        # Statistics of the train split only: validation and test pixels must not leak into training.
+        self.mean, self.std = train_images.mean().item(), train_images.std().item()
+
+    def _batches(self, tensors: Batch, shuffle: bool = False, train: bool = False) -> TensorBatches:
+        trainer = self.trainer
+        rank, world = (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
+        sampler = ShardSampler(len(tensors[0]), shuffle, self.hparams.seed, rank, world)
+        # Training drops the ragged last batch: a batch of one breaks BatchNorm, and epochs are reshuffled.
+        return TensorBatches(tensors, self.hparams.batch_size, sampler, drop_last=train)
+
+    def train_dataloader(self) -> TensorBatches:
+        # `overfit_batches` means the same few batches every epoch; Lightning can only unshuffle a DataLoader.
+        overfitting = self.trainer is not None and self.trainer.overfit_batches > 0
+        return self._batches(self.splits["train"], shuffle=not overfitting, train=True)
+
+    def val_dataloader(self) -> TensorBatches:
+        return self._batches(self.splits["val"])
+
+    def test_dataloader(self) -> TensorBatches:
+        return self._batches(self.splits["test"])
+
+    def predict_dataloader(self) -> TensorBatches:
+        if self.hparams.predict_path is None:
+            return self._batches(self.splits["test"])
+        return self._batches((load_images(self.hparams.predict_path),))

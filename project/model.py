@@ -1,0 +1,123 @@
+"""The digits network (plain PyTorch) and the LightningModule that trains it."""
+
+from collections.abc import Callable
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, PositiveFloat, PositiveInt, restricted_number_type
+from torch import nn
+from torchmetrics import MeanMetric
+from torchmetrics.classification import MulticlassAccuracy
+
+from project.schedule import warmup_cosine
+
+# Fraction of all optimizer steps spent warming up: [0, 1), so warmup can never outlast training.
+STAGES = ("train", "val", "test")
+WarmupFraction = restricted_number_type("WarmupFraction", float, [(">=", 0), ("<", 1)])
+
+
+class DigitsCNN(nn.Module):
+    def __init__(self, num_classes: int, channels: tuple[int, int] = (32, 64), dropout: float = 0.1) -> None:
+        super().__init__()
+        c1, c2 = channels
+        self.features = nn.Sequential(
+            nn.Conv2d(1, c1, kernel_size=3, padding=1),  # (N, c1, 8, 8)
+            nn.BatchNorm2d(c1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # (N, c1, 4, 4)
+            nn.Conv2d(c1, c2, kernel_size=3, padding=1),  # (N, c2, 4, 4)
+            nn.BatchNorm2d(c2),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),  # (N, c2)
+        )
+        self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(c2, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))  # (N, 1, 8, 8) -> (N, num_classes) logits
+
+
+class DigitsClassifier(L.LightningModule):
+    def __init__(
+        self,
+        # A factory, not an instance: the class count comes from the data (linked in cli.py), so a config
+        # swaps the network by class_path without repeating it.
+        network: Callable[[int], nn.Module] = DigitsCNN,
+        num_classes: PositiveInt = 10,
+        lr: PositiveFloat = 1e-2,
+        weight_decay: NonNegativeFloat = 0.05,
+        warmup_fraction: WarmupFraction = 0.1,
+        min_lr: NonNegativeFloat = 1e-5,
+        label_smoothing: ClosedUnitInterval = 0.0,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.network = network(num_classes)
+        # Train-split statistics, filled from the DataModule at fit start; buffers so that a checkpoint alone
+        # turns raw 0-16 pixels into the inputs the network was trained on.
+        self.register_buffer("input_mean", torch.tensor(0.0))
+        self.register_buffer("input_std", torch.tensor(1.0))
+        # One metric object per stage; the loss is a per-sample mean over the whole split (and all ranks),
+        # not a mean of batch means.
+        self.metrics = nn.ModuleDict(
+            {f"{stage}_acc": MulticlassAccuracy(num_classes, average="micro") for stage in STAGES}
+        )
+        self.metrics.update({f"{stage}_loss": MeanMetric() for stage in ("val", "test")})
+
+    def setup(self, stage: str) -> None:
+        datamodule = getattr(self.trainer, "datamodule", None)
+        if stage == "fit" and datamodule is not None:
+            self.input_mean.fill_(datamodule.mean)
+            self.input_std.fill_(datamodule.std)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        # images: (N, 8, 8) raw pixels in 0-16 -> (N, num_classes) logits
+        x = (images.unsqueeze(1) - self.input_mean) / self.input_std
+        return self.network(x)
+
+    def _step(self, batch: tuple[torch.Tensor, torch.Tensor], stage: str) -> torch.Tensor:
+        images, labels = batch
+        logits = self(images)
+        loss = F.cross_entropy(logits, labels, label_smoothing=self.hparams.label_smoothing)
+        accuracy = self.metrics[f"{stage}_acc"]
+        accuracy.update(logits, labels)
+        self.log(f"{stage}/acc", accuracy, on_step=False, on_epoch=True)
+        if stage == "train":
+            self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True)
+        else:
+            mean_loss = self.metrics[f"{stage}_loss"]
+            mean_loss.update(loss, weight=len(labels))
+            self.log(f"{stage}/loss", mean_loss, on_step=False, on_epoch=True, prog_bar=True)
+        return loss
+
+    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        return self._step(batch, "train")
+
+    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
+        self._step(batch, "val")
+
+    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
+        self._step(batch, "test")
+
+    def predict_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> torch.Tensor:
+        return self(batch[0]).softmax(dim=-1)  # (N, num_classes) class probabilities
+
+    def configure_optimizers(self):
+        # Decay matrices and conv kernels only; biases and normalization parameters (1-D) are not decayed.
+        decay, no_decay = [], []
+        for param in self.network.parameters():
+            if param.requires_grad:
+                (decay if param.ndim >= 2 else no_decay).append(param)
+        optimizer = torch.optim.AdamW(
+            [
+                {"name": "decay", "params": decay, "weight_decay": self.hparams.weight_decay},
+                {"name": "no_decay", "params": no_decay, "weight_decay": 0.0},
+            ],
+            lr=self.hparams.lr,
+        )
+        # Derived from epochs, batches, devices and gradient accumulation, so the curve always completes.
+        total = int(self.trainer.estimated_stepping_batches)
+        scheduler = warmup_cosine(optimizer, total, round(self.hparams.warmup_fraction * total), self.hparams.min_lr)
+        # Logged by LearningRateMonitor as lr/decay and lr/no_decay.
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step", "name": "lr"}}

@@ -1,0 +1,57 @@
+"""Where runs live: runs/<name>/version_N/{config.yaml, events, checkpoints/{best,last}.ckpt, ...}."""
+
+import os
+import re
+from pathlib import Path
+
+_VERSION = re.compile(r"version_(\d+)")
+
+
+def claim_version(experiment: Path) -> int:
+    """The next free version number, its folder created atomically so concurrent runs never share one."""
+    experiment.mkdir(parents=True, exist_ok=True)
+    taken = [int(m.group(1)) for p in experiment.iterdir() if (m := _VERSION.fullmatch(p.name))]
+    version = max(taken, default=-1) + 1
+    while True:
+        try:
+            (experiment / f"version_{version}").mkdir()
+            return version
+        except FileExistsError:
+            version += 1
+
+
+def newest_checkpoint(experiment: Path, name: str) -> Path | None:
+    """`<experiment>/version_N/checkpoints/<name>.ckpt` with the highest N that has one."""
+    found = [
+        (int(m.group(1)), path / "checkpoints" / f"{name}.ckpt")
+        for path in experiment.glob("version_*")
+        if (m := _VERSION.fullmatch(path.name)) and (path / "checkpoints" / f"{name}.ckpt").is_file()
+    ]
+    return max(found)[1] if found else None
+
+
+def run_of_checkpoint(ckpt_path: Path) -> tuple[str, str, int | str] | None:
+    """(save_dir, name, version) of the run that wrote `<run>/checkpoints/x.ckpt`, or None for a loose file.
+
+    Relative to the working directory when inside it, as the run's own paths were written, so that the
+    checkpoint callbacks recognise their folder and restore their state.
+    """
+    folder = Path(ckpt_path).resolve().parent
+    if folder.name != "checkpoints":
+        return None
+    run = Path(os.path.relpath(folder.parent))
+    match = _VERSION.fullmatch(run.name)
+    return str(run.parent.parent), run.parent.name, int(match.group(1)) if match else run.name
+
+
+def run_dir(save_dir: str, name: str, version: int | str) -> Path:
+    return Path(save_dir) / name / (version if isinstance(version, str) else f"version_{version}")
+
+
+def free_path(path: Path) -> Path:
+    """`path` if it does not exist yet, else the first free `<stem>-N<suffix>`: nothing is overwritten."""
+    candidate, n = path, 0
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+    return candidate

@@ -1,0 +1,99 @@
+"""The split, the normalization statistics and the in-memory batches."""
+
+import numpy as np
+import pytest
+import torch
+
+from project.data import DigitsDataModule, ShardSampler, TensorBatches, load_images
+
+
+def prepared(**kwargs) -> DigitsDataModule:
+    datamodule = DigitsDataModule(**kwargs)
+    datamodule.setup("fit")
+    return datamodule
+
+
+def test_split_is_disjoint_complete_and_80_10_10():
+    indices = DigitsDataModule().split(1797)
+    sets = {name: set(idx.tolist()) for name, idx in indices.items()}
+    assert not (sets["train"] & sets["val"] or sets["train"] & sets["test"] or sets["val"] & sets["test"])
+    assert sets["train"] | sets["val"] | sets["test"] == set(range(1797))
+    assert (len(sets["train"]), len(sets["val"]), len(sets["test"])) == (1437, 180, 180)
+
+
+def test_the_seed_decides_the_split():
+    same = [DigitsDataModule(seed=3).split(1797)["test"] for _ in range(2)]
+    other = DigitsDataModule(seed=4).split(1797)["test"]
+    assert torch.equal(*same)
+    assert not torch.equal(same[0], other)
+
+
+def test_fractions_are_arguments():
+    indices = DigitsDataModule(val_fraction=0.2, test_fraction=0.3).split(1000)
+    assert (len(indices["val"]), len(indices["test"]), len(indices["train"])) == (200, 300, 500)
+
+
+def test_normalization_uses_train_statistics_only():
+    datamodule = prepared(seed=1)
+    train_images = datamodule.splits["train"][0]
+    all_images, _ = datamodule.load()
+    assert datamodule.mean == pytest.approx(train_images.mean().item())
+    assert datamodule.std == pytest.approx(train_images.std().item())
+    assert datamodule.mean != pytest.approx(all_images.mean().item(), abs=1e-4)
+
+
+def test_train_batches_cover_the_split_in_a_new_order_every_epoch():
+    datamodule = prepared(batch_size=64)
+    loader = datamodule.train_dataloader()
+    first = torch.cat([labels for _, labels in loader])
+    loader.sampler.set_epoch(1)
+    second = torch.cat([labels for _, labels in loader])
+    assert len(loader) == 1437 // 64 and len(first) == 64 * (1437 // 64)  # the ragged last batch is dropped
+    assert not torch.equal(first, second)
+    images, labels = next(iter(loader))
+    assert images.shape == (64, 8, 8) and images.dtype == torch.float32 and labels.dtype == torch.long
+
+
+def test_evaluation_shards_score_every_sample_exactly_once_across_ranks():
+    tensors = (torch.arange(181),)  # not divisible by the world size
+    shards = [TensorBatches(tensors, 16, ShardSampler(181, shuffle=False, rank=r, world_size=2)) for r in range(2)]
+    seen = torch.cat([batch[0] for shard in shards for batch in shard])
+    assert sorted(seen.tolist()) == list(range(181))
+
+
+def test_training_shards_are_equal_so_every_rank_steps_equally_often():
+    samplers = [ShardSampler(181, shuffle=True, seed=0, rank=r, world_size=2) for r in range(2)]
+    first, second = (s.indices() for s in samplers)
+    assert len(first) == len(second) == 91
+    assert set(first.tolist()) | set(second.tolist()) == set(range(181))
+
+
+def test_a_loader_resumes_at_the_batch_after_the_saved_position():
+    batches = TensorBatches((torch.arange(100),), 10, ShardSampler(100, shuffle=True, seed=5), drop_last=True)
+    uninterrupted = [b[0] for b in batches]
+    iterator = iter(batches)
+    for _ in range(4):
+        next(iterator)
+    state = batches.state_dict()
+    resumed = TensorBatches((torch.arange(100),), 10, ShardSampler(100, shuffle=True, seed=5), drop_last=True)
+    resumed.load_state_dict(state)
+    assert [b[0].tolist() for b in resumed] == [b.tolist() for b in uninterrupted[4:]]
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".npz", ".csv"])
+def test_predict_reads_raw_digits_from_a_file(tmp_path, suffix):
+    images = np.random.default_rng(0).integers(0, 17, (7, 8, 8)).astype(np.float32)
+    path = tmp_path / f"digits{suffix}"
+    if suffix == ".npy":
+        np.save(path, images)
+    elif suffix == ".npz":
+        np.savez(path, images=images)
+    else:
+        np.savetxt(path, images.reshape(7, 64), delimiter=",")
+    torch.testing.assert_close(load_images(path), torch.from_numpy(images))
+
+
+def test_a_file_of_the_wrong_shape_is_refused_with_its_shape(tmp_path):
+    np.save(tmp_path / "bad.npy", np.zeros((3, 10)))
+    with pytest.raises(ValueError, match=r"expected N images of 8x8.*\(3, 10\)"):
+        load_images(tmp_path / "bad.npy")

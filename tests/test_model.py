@@ -1,0 +1,79 @@
+"""The network, the optimizer's parameter groups and the learning-rate curve."""
+
+import math
+from itertools import pairwise
+
+import pytest
+import torch
+from lightning import Trainer
+
+from project.model import DigitsClassifier, DigitsCNN
+from project.schedule import warmup_cosine
+
+
+def test_network_maps_a_batch_of_digits_to_class_logits():
+    network = DigitsCNN(num_classes=10, channels=(8, 16), dropout=0.5)
+    assert network(torch.randn(5, 1, 8, 8)).shape == (5, 10)
+
+
+def test_classifier_takes_raw_pixels_and_normalizes_them_with_its_buffers():
+    model = DigitsClassifier().eval()
+    model.input_mean.fill_(4.0)
+    model.input_std.fill_(2.0)
+    raw = torch.randint(0, 17, (3, 8, 8)).float()
+    torch.testing.assert_close(model(raw), model.network(((raw - 4.0) / 2.0).unsqueeze(1)))
+
+
+def optimizer_of(model: DigitsClassifier, steps: int = 100):
+    trainer = Trainer(max_steps=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    model.trainer = trainer
+    config = model.configure_optimizers()
+    return config["optimizer"], config["lr_scheduler"]
+
+
+def test_weights_of_convs_and_linears_decay_while_biases_and_norms_do_not():
+    model = DigitsClassifier(weight_decay=0.1)
+    optimizer, _ = optimizer_of(model)
+    names = {id(p): name for name, p in model.network.named_parameters()}
+    groups = {g["name"]: ({names[id(p)] for p in g["params"]}, g["weight_decay"]) for g in optimizer.param_groups}
+    decayed, decay_value = groups["decay"]
+    kept, keep_value = groups["no_decay"]
+    assert decayed == {"features.0.weight", "features.4.weight", "head.1.weight"}
+    assert kept == {
+        "features.0.bias", "features.1.weight", "features.1.bias",
+        "features.4.bias", "features.5.weight", "features.5.bias", "head.1.bias",
+    }  # fmt: skip
+    assert (decay_value, keep_value) == (0.1, 0.0)
+
+
+def lr_curve(total: int, warmup: int, lr: float, min_lr: float) -> list[float]:
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=lr)
+    scheduler = warmup_cosine(optimizer, total, warmup, min_lr)
+    curve = []
+    for _ in range(total):
+        curve.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    return [*curve, optimizer.param_groups[0]["lr"]]  # the LR after the final step too
+
+
+@pytest.mark.parametrize("total,warmup", [(690, 69), (100, 1), (50, 0)])
+def test_lr_warms_up_linearly_then_follows_a_cosine_down_to_min_lr(total, warmup):
+    lr, min_lr = 1e-2, 1e-5
+    curve = lr_curve(total, warmup, lr, min_lr)
+    assert curve[0] <= 0.01 * lr + 1e-12
+    peak = max(1, warmup)
+    assert curve[peak] == pytest.approx(lr)
+    assert all(a < b for a, b in pairwise(curve[: peak + 1])), "warmup rises"
+    assert all(a >= b - 1e-12 for a, b in pairwise(curve[peak:])), "monotone after warmup"
+    assert curve[-1] == pytest.approx(min_lr, abs=1e-9)
+    middle = peak + (total - peak) // 2
+    assert curve[middle] == pytest.approx(min_lr + (lr - min_lr) * 0.5 * (1 + math.cos(math.pi * 0.5)), rel=0.05)
+
+
+def test_schedule_length_comes_from_the_trainer_so_the_curve_always_completes():
+    model = DigitsClassifier(warmup_fraction=0.25)
+    _, config = optimizer_of(model, steps=40)
+    assert config["interval"] == "step"
+    scheduler = config["scheduler"]
+    assert scheduler._milestones == [10]  # 25% of the trainer's 40 steps
