@@ -3,16 +3,19 @@
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
-import torch
 from jsonargparse import ArgumentError
 from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from project.callbacks import PredictionWriter
+from project.checkpoints import RandomState, read_checkpoint
 from project.data import DigitsDataModule
+from project.faults import SIGTERM_EXIT_CODE, CheckpointOnSigterm, StopOnNonFinite
 from project.model import DigitsClassifier
 from project.runs import claim_version, free_path, newest_checkpoint, run_dir, run_of_checkpoint
 
@@ -42,6 +45,10 @@ class DigitsCLI(LightningCLI):
         parser.add_lightning_class_args(LearningRateMonitor, "lr_monitor")
         parser.set_defaults({"lr_monitor.logging_interval": "step"})
         parser.add_lightning_class_args(PredictionWriter, "prediction_writer")
+        # Exact resume and clean stops: RNG state in every checkpoint, NaN/Inf stops the run, SIGTERM saves.
+        parser.add_lightning_class_args(RandomState, "random_state")
+        parser.add_lightning_class_args(StopOnNonFinite, "stop_on_non_finite")
+        parser.add_lightning_class_args(CheckpointOnSigterm, "checkpoint_on_sigterm")
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
         super().parse_arguments(parser, args)
@@ -75,12 +82,14 @@ class DigitsCLI(LightningCLI):
             config.ckpt_path = ckpt_path = None if found is None else str(found)
         if ckpt_path is None:
             return
-        checkpoint = _read_checkpoint(Path(ckpt_path))
+        checkpoint = read_checkpoint(Path(ckpt_path))
         _reconcile(subcommand, config, checkpoint, given)
         run = run_of_checkpoint(Path(ckpt_path))
         if run is not None and _is_tensorboard(logger):
             logger.init_args.save_dir, logger.init_args.name, logger.init_args.version = run
             rank_zero_info(f"{subcommand} from {ckpt_path}; outputs go to {run_dir(*run)}")
+            # Continuing in the run's own folder is the point; Lightning warns about it as if it were a mistake.
+            warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand]
@@ -105,7 +114,7 @@ class DigitsCLI(LightningCLI):
             super().instantiate_classes()
         except ValueError as error:  # an argument check in an __init__, such as split fractions summing past 1
             if getattr(self, "_claimed", None) is not None:
-                self._claimed.rmdir()  # still empty: nothing has run
+                os.removedirs(self._claimed)  # still empty, as are the parents it may have created: nothing ran
             _fail(str(error))
 
 
@@ -159,26 +168,13 @@ def _plain(value):
     return json.loads(json.dumps(value, default=str))
 
 
-def _read_checkpoint(path: Path) -> dict:
-    if not path.is_file():
-        raise ValueError(f"--ckpt_path {path}: no such file")
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception as error:  # empty, truncated, not a torch file, or holding objects that are not plain data
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValueError(f"--ckpt_path {path}: not a readable checkpoint ({reason})") from None
-    if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
-        raise ValueError(f"--ckpt_path {path}: not a Lightning checkpoint (no state_dict)")
-    return checkpoint
-
-
 def _is_tensorboard(logger) -> bool:
     return str(getattr(logger, "class_path", "")).endswith("TensorBoardLogger")
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 2) -> None:
     print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)
+    sys.exit(code)
 
 
 def cli_main(args: list[str] | None = None) -> DigitsCLI:
@@ -189,6 +185,10 @@ def cli_main(args: list[str] | None = None) -> DigitsCLI:
         # jsonargparse would print the whole usage (100+ lines) above its message: say only what is wrong.
         message = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
         _fail(f"{message} (python -m project <subcommand> --help lists the options)")
+    except FloatingPointError as error:  # the run diverged; its last good checkpoint is still on disk
+        _fail(str(error), code=1)
+    except SIGTERMException as error:  # Lightning's would exit 0, which tells a scheduler the job is done
+        _fail(str(error) or "stopped by SIGTERM", code=SIGTERM_EXIT_CODE)
 
 
 def _build_cli(args: list[str] | None) -> DigitsCLI:
@@ -199,6 +199,8 @@ def _build_cli(args: list[str] | None) -> DigitsCLI:
         trainer_defaults={
             "max_epochs": 30,
             "log_every_n_steps": 1,  # 22 steps an epoch: the default of 50 would log no step at all
+            # Checkpoints written next to their target, fsynced and renamed: a kill never leaves a torn file.
+            "plugins": [{"class_path": "project.checkpoints.AtomicCheckpointIO"}],
             "logger": {
                 "class_path": "lightning.pytorch.loggers.TensorBoardLogger",
                 "init_args": {"save_dir": "runs", "name": "digits", "default_hp_metric": False},

@@ -105,6 +105,8 @@ class DigitsDataModule(L.LightningDataModule):
             raise ValueError(f"val_fraction + test_fraction must be below 1, got {val_fraction + test_fraction}")
         self.save_hyperparameters()
         self.mean = self.std = None  # train-split pixel statistics, set in setup()
+        self._train_batches: TensorBatches | None = None
+        self._resume_state: dict[str, int] | None = None
 
     def load(self) -> tuple[torch.Tensor, torch.Tensor]:
         digits = load_digits()  # ships inside scikit-learn: no download
@@ -137,7 +139,21 @@ class DigitsDataModule(L.LightningDataModule):
     def train_dataloader(self) -> TensorBatches:
         # `overfit_batches` means the same few batches every epoch; Lightning can only unshuffle a DataLoader.
         overfitting = self.trainer is not None and self.trainer.overfit_batches > 0
-        return self._batches(self.splits["train"], shuffle=not overfitting, train=True)
+        self._train_batches = self._batches(self.splits["train"], shuffle=not overfitting, train=True)
+        if self._resume_state is not None:
+            self._train_batches.load_state_dict(self._resume_state)
+            self._resume_state = None
+        return self._train_batches
+
+    # The train loader's position also travels in the DataModule's own checkpoint state, which Lightning restores
+    # before building the loader. Lightning restores a loader's own state only if the loader is built after the
+    # checkpoint is read, but `estimated_stepping_batches` in configure_optimizers builds it first: a mid-epoch
+    # resume would replay the epoch from batch 0.
+    def state_dict(self) -> dict[str, dict[str, int]]:
+        return {"train_batches": self._train_batches.state_dict()} if self._train_batches is not None else {}
+
+    def load_state_dict(self, state: dict[str, dict[str, int]]) -> None:
+        self._resume_state = state.get("train_batches")
 
     def val_dataloader(self) -> TensorBatches:
         return self._batches(self.splits["val"])

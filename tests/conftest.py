@@ -1,13 +1,16 @@
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import torch
+from lightning.pytorch.callbacks import Callback
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from project.cli import cli_main
+from project.model import DigitsCNN
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = str(ROOT / "configs" / "digits.yaml")
@@ -27,14 +30,17 @@ def run(*args: str):
     return cli_main([subcommand, "--config", DEFAULT, *QUIET, *rest])
 
 
-def run_subprocess(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_subprocess(
+    *args: str, timeout: float = 300, env: dict | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     """`python -m project <args>` as a user types it; needed where Lightning starts processes itself (DDP)."""
     return subprocess.run(
         [sys.executable, "-m", "project", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}", **(env or {})},
     )
 
 
@@ -46,3 +52,73 @@ def scalars(run_dir: Path, tag: str) -> list[tuple[int, float]]:
 
 def load(path: Path) -> dict:
     return torch.load(path, map_location="cpu", weights_only=True)
+
+
+class CrashAt(Callback):
+    """A test helper: raises as the given global step begins, as a crash or a kill would stop a run."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.global_step == self.step:
+            raise RuntimeError(f"crash at step {self.step}")
+
+
+class NaNAfter(DigitsCNN):
+    """A test helper network: its training outputs turn to NaN from the given training step on."""
+
+    def __init__(self, num_classes: int, step: int = 30) -> None:
+        super().__init__(num_classes)
+        self.step, self.calls = step, 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = super().forward(x)
+        if self.training:
+            self.calls += 1
+            if self.calls > self.step:
+                return logits * float("nan")
+        return logits
+
+
+def start(*args: str, env: dict | None = None) -> subprocess.Popen:
+    """`python -m project <args>` in the background, for tests that signal or kill it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "project", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}", **(env or {})},
+    )
+
+
+def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
+        time.sleep(0.01)
+
+
+def assert_same_checkpoint(a: dict, b: dict) -> None:
+    """Weights, optimizer, scheduler and callback states equal bit for bit (RNG states included)."""
+    assert a["global_step"] == b["global_step"] and a["epoch"] == b["epoch"]
+    for key in a["state_dict"]:
+        assert torch.equal(a["state_dict"][key], b["state_dict"][key]), key
+    state_a, state_b = a["optimizer_states"][0]["state"], b["optimizer_states"][0]["state"]
+    for param in state_a:
+        for key in state_a[param]:
+            assert torch.equal(state_a[param][key], state_b[param][key]), (param, key)
+    assert a["lr_schedulers"] == b["lr_schedulers"]
+    for key in a["callbacks"]:
+        assert same(a["callbacks"][key], b["callbacks"][key]), key
+
+
+def same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return isinstance(b, list | tuple) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b

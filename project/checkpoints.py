@@ -1,0 +1,147 @@
+"""Checkpoints that survive kills and resume exactly: atomic writes, RNG state, and loading that trusts nothing."""
+
+import importlib
+import os
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from lightning.fabric.utilities.types import _PATH
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.plugins.io import TorchCheckpointIO
+
+# The only instantiator Lightning should ever call when it rebuilds a model from a checkpoint's hparams.
+LIGHTNING_INSTANTIATOR = "lightning.pytorch.cli.instantiate_module"
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Writes each checkpoint next to its target, flushes and fsyncs it, then renames it into place.
+
+    Lightning's default writes a temp file in $TMPDIR and moves it: on another filesystem that is a copy, and a
+    kill mid-copy leaves a truncated checkpoint with the previous one already gone. Here a kill at any moment
+    leaves the old or the new file, whole. On Linux the temp file has no name until it is complete
+    (O_TMPFILE), so a killed writer leaves nothing behind either.
+    """
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: _PATH, storage_options: Any = None) -> None:
+        path = Path(path)
+        _refuse_non_finite(checkpoint.get("state_dict", {}), path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, lambda file: torch.save(checkpoint, file))
+
+
+def write_atomically(path: Path, write) -> None:
+    """Call `write(file)` on a temp file in `path`'s folder, fsync it, and rename it over `path`."""
+    folder = os.open(path.parent, os.O_RDONLY)
+    temp = f".{path.name}.{os.getpid()}.tmp"
+    named = False
+    try:
+        try:
+            fd = os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o644, dir_fd=folder)
+        except (AttributeError, OSError):  # not Linux, or a filesystem without O_TMPFILE
+            fd, named = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644, dir_fd=folder), True
+        with os.fdopen(fd, "wb") as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+            if not named:
+                # Give the finished file a name only now: a kill before this line leaves no trace.
+                os.link(f"/proc/self/fd/{file.fileno()}", temp, dst_dir_fd=folder)
+                named = True
+        os.replace(temp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+        named = False
+        os.fsync(folder)  # make the rename itself durable
+    finally:
+        if named:
+            os.unlink(temp, dir_fd=folder)
+        os.close(folder)
+
+
+def _refuse_non_finite(state_dict: dict[str, torch.Tensor], path: Path) -> None:
+    bad = [name for name, t in state_dict.items() if t.is_floating_point() and not torch.isfinite(t).all()]
+    if bad:
+        raise FloatingPointError(f"refusing to write {path}: non-finite values in {', '.join(bad[:3])}")
+
+
+class RandomState(Callback):
+    """Saves and restores the torch, CUDA, NumPy and Python RNG states, so a resumed run draws the same dropout
+    masks as an uninterrupted one (Lightning's checkpoints do not carry them).
+
+    All ranks were seeded alike and draw alike, so rank zero's state (the one that gets written) is every rank's.
+    Stored as tensors and lists only: loadable with `torch.load(weights_only=True)`.
+    """
+
+    def state_dict(self) -> dict[str, Any]:
+        kind, keys, position, has_gauss, cached = np.random.get_state()
+        version, python_state, gauss_next = random.getstate()
+        return {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "numpy": [kind, keys.tolist(), position, has_gauss, cached],
+            "python": [version, list(python_state), gauss_next],
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        torch.set_rng_state(state["torch"])
+        if state["cuda"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda"])
+        kind, keys, position, has_gauss, cached = state["numpy"]
+        np.random.set_state((kind, np.array(keys, dtype=np.uint32), position, has_gauss, cached))
+        version, python_state, gauss_next = state["python"]
+        random.setstate((version, tuple(python_state), gauss_next))
+
+
+def read_checkpoint(path: Path) -> dict:
+    """Load a checkpoint as plain data, or raise ValueError saying what is wrong with it, in one line."""
+    if not path.is_file():
+        raise ValueError(f"--ckpt_path {path}: no such file")
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as error:  # empty, truncated, not a torch file, or holding objects that are not plain data
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"--ckpt_path {path}: not a readable checkpoint ({reason})") from None
+    if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
+        raise ValueError(f"--ckpt_path {path}: not a Lightning checkpoint (no state_dict)")
+    for key in ("hyper_parameters", "datamodule_hyper_parameters"):
+        problem = _unsafe_reference(checkpoint.get(key, {}))
+        if problem:
+            raise ValueError(f"--ckpt_path {path}: refusing to load, its {key} {problem}")
+    return checkpoint
+
+
+def _unsafe_reference(hparams: Any) -> str | None:
+    """Why these hyperparameters could make loading call arbitrary code, or None.
+
+    Lightning rebuilds the model by calling the `_instantiator` they name, and the CLI imports every class path
+    in them; a checkpoint from elsewhere could name `os.system`. Only Lightning's instantiator and classes
+    (never functions) are accepted.
+    """
+    if not isinstance(hparams, dict):
+        return None
+    instantiator = hparams.get("_instantiator")
+    if instantiator is not None and instantiator != LIGHTNING_INSTANTIATOR:
+        return f"name {instantiator!r} as instantiator"
+    for key, value in hparams.items():
+        if key == "_instantiator":
+            continue
+        if isinstance(value, dict):
+            problem = _unsafe_reference(value)
+        elif isinstance(value, str) and (key in ("class_path", "_class_path") or _DOTTED.fullmatch(value)):
+            problem = None if _is_class(value) else f"name {value!r}, which is not a class"
+        else:
+            problem = None
+        if problem:
+            return problem
+    return None
+
+
+def _is_class(dotted: str) -> bool:
+    module, _, name = dotted.rpartition(".")
+    try:
+        return isinstance(getattr(importlib.import_module(module), name), type)
+    except (ImportError, AttributeError, ValueError):
+        return True  # not importable here: loading will fail on its own, without calling anything
