@@ -13,7 +13,7 @@ from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from project.callbacks import PredictionWriter
-from project.checkpoints import RandomState, read_checkpoint
+from project.checkpoints import BestCheckpoint, RandomState, read_checkpoint
 from project.data import DigitsDataModule
 from project.faults import SIGTERM_EXIT_CODE, CheckpointOnSigterm, StopOnNonFinite
 from project.model import DigitsClassifier
@@ -28,10 +28,11 @@ class DigitsCLI(LightningCLI):
         parser.link_arguments("data.num_classes", "model.num_classes", apply_on="instantiate")
         parser.add_lightning_class_args(EarlyStopping, "early_stopping")
         parser.set_defaults({"early_stopping.monitor": "val/loss", "early_stopping.patience": 10})
-        # Two checkpoints in <run>/checkpoints: `best` by val/acc and `last` after every epoch. (`save_last` on
-        # the best one is rewritten only when val/acc improves, so it falls epochs behind.) Both save at the end
-        # of the training epoch, after validation and early stopping, so their callback state is current.
-        parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
+        # Two checkpoints in <run>/checkpoints: `best` by val/acc (ties to the later epoch) and `last` after every
+        # epoch. (`save_last` on the best one is rewritten only when val/acc improves, so it falls epochs behind.)
+        # Both save at the end of the training epoch, after validation and early stopping, so their callback
+        # state is current.
+        parser.add_lightning_class_args(BestCheckpoint, "checkpoint")
         parser.set_defaults(
             {
                 "checkpoint.monitor": "val/acc",

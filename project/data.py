@@ -8,7 +8,8 @@ from pathlib import Path
 import lightning as L
 import numpy as np
 import torch
-from jsonargparse.typing import OpenUnitInterval, PositiveInt
+import torch.nn.functional as F
+from jsonargparse.typing import NonNegativeFloat, OpenUnitInterval, PositiveInt
 from sklearn.datasets import load_digits
 
 Batch = tuple[torch.Tensor, ...]
@@ -74,6 +75,23 @@ class TensorBatches:
         self._resume_at = state["position"] if state["position"] < len(self) else 0
 
 
+def random_affine(images: torch.Tensor, degrees: float, shift: float) -> torch.Tensor:
+    """Rotate each image by up to ±`degrees` and shift it by up to ±`shift` pixels, each with its own draw.
+
+    torchvision's v2.RandomAffine draws one set of parameters per call, so a whole batch would move together
+    (measured worse on the validation splits); per-sample parameters cost one grid_sample per batch.
+    """
+    n, height, width = images.shape  # (N, 8, 8)
+    angle = (torch.rand(n, device=images.device) * 2 - 1) * math.radians(degrees)
+    # affine_grid works in [-1, 1] coordinates: one pixel is 2 / size.
+    pixel = torch.tensor([2 / width, 2 / height], device=images.device)
+    offset = (torch.rand(n, 2, device=images.device) * 2 - 1) * shift * pixel
+    cos, sin = angle.cos(), angle.sin()
+    theta = torch.stack([torch.stack([cos, -sin, offset[:, 0]], 1), torch.stack([sin, cos, offset[:, 1]], 1)], 1)
+    grid = F.affine_grid(theta, [n, 1, height, width], align_corners=False)  # (N, 8, 8, 2)
+    return F.grid_sample(images.unsqueeze(1), grid, align_corners=False).squeeze(1)
+
+
 def load_images(path: Path) -> torch.Tensor:
     """Raw 8x8 digits from .npy, .npz (array `images`) or .csv (64 values a row), as (N, 8, 8) float32 in 0-16."""
     path = Path(path)
@@ -98,6 +116,8 @@ class DigitsDataModule(L.LightningDataModule):
         val_fraction: OpenUnitInterval = 0.1,
         test_fraction: OpenUnitInterval = 0.1,
         seed: int = 0,
+        rotation: NonNegativeFloat = 0.0,
+        shift: NonNegativeFloat = 0.0,
         predict_path: Path | None = None,
     ) -> None:
         super().__init__()
@@ -160,6 +180,14 @@ class DigitsDataModule(L.LightningDataModule):
 
     def test_dataloader(self) -> TensorBatches:
         return self._batches(self.splits["test"])
+
+    def on_after_batch_transfer(self, batch: Batch, dataloader_idx: int) -> Batch:
+        # Training-time augmentation, on the device, one kernel per batch: degrees in [-rotation, rotation],
+        # pixels in [-shift, shift]. 0 and 0 turn it off.
+        if self.trainer is not None and self.trainer.training and (self.hparams.rotation or self.hparams.shift):
+            images, *rest = batch
+            return (random_affine(images, self.hparams.rotation, self.hparams.shift), *rest)
+        return batch
 
     def predict_dataloader(self) -> TensorBatches:
         if self.hparams.predict_path is None:

@@ -1,5 +1,6 @@
 """Where runs live: runs/<name>/version_N/{config.yaml, events, checkpoints/{best,last}.ckpt, ...}."""
 
+import json
 import os
 import re
 from pathlib import Path
@@ -55,3 +56,11 @@ def free_path(path: Path) -> Path:
         n += 1
         candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
     return candidate
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write `data` as JSON atomically: readers see the old file or the new one, never half of one."""
+    from project.checkpoints import write_atomically  # torch-free callers of this module stay light
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, lambda file: file.write(json.dumps(data, indent=2).encode()))
