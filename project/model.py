@@ -84,7 +84,9 @@ class DigitsClassifier(L.LightningModule):
         accuracy.update(logits, labels)
         self.log(f"{stage}/acc", accuracy, on_step=False, on_epoch=True)
         if stage == "train":
-            self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True)
+            # Averaged over ranks: the loss of the global batch, one scalar all-reduce a step (every rank steps
+            # equally often, so it always pairs up).
+            self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, sync_dist=True)
         else:
             mean_loss = self.metrics[f"{stage}_loss"]
             mean_loss.update(loss, weight=len(labels))
