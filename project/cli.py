@@ -89,7 +89,7 @@ class DigitsCLI(LightningCLI):
             return
         log_args = logger.init_args
         if log_args.version is None:
-            if self.subcommand == "fit" and rank_zero_only.rank == 0:
+            if self.subcommand == "fit" and _launched_as_rank_zero():
                 # Claimed only now, after the config and checkpoint parsed: a rejected command leaves no folder.
                 log_args.version = claim_version(Path(log_args.save_dir) / log_args.name)
                 self._claimed = run_dir(log_args.save_dir, log_args.name, log_args.version)
@@ -170,6 +170,15 @@ def _read_checkpoint(path: Path) -> dict:
     if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
         raise ValueError(f"--ckpt_path {path}: not a Lightning checkpoint (no state_dict)")
     return checkpoint
+
+
+def _launched_as_rank_zero() -> bool:
+    """Whether this process will be global rank zero, before the Trainer exists to say so.
+
+    `rank_zero_only.rank` comes from the launcher's variables (torchrun's RANK, SLURM_PROCID, LOCAL_RANK of
+    Lightning's own children); Lightning's multi-node launch starts every node's first process with only NODE_RANK.
+    """
+    return rank_zero_only.rank == 0 and os.environ.get("NODE_RANK", "0") == "0"
 
 
 def _is_tensorboard(logger) -> bool:
