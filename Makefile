@@ -6,7 +6,7 @@ CONFIG ?= configs/digits.yaml
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install train test test-fast lint format tensorboard clean
+.PHONY: help install train test test-fast lint format tensorboard gpu-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -39,6 +39,9 @@ format: install ## format and auto-fix with ruff
 
 tensorboard: install ## serve runs/ on http://localhost:6006 (this machine only; see README for SSH)
 	$(VENV)/bin/tensorboard --logdir runs --host 127.0.0.1 --port 6006
+
+gpu-check: install ## check a GPU machine in one call (<8 min): GPU tests, fits, samples/s; ARGS=--cpu without one
+	$(PY) benchmarks/gpu_check.py $(ARGS)
 
 clean: ## remove caches and build leftovers (keeps runs/ and .venv)
 	rm -rf .pytest_cache .ruff_cache *.egg-info

@@ -12,7 +12,8 @@ from project.runs import free_path
 class PredictionWriter(BasePredictionWriter):
     """Writes `predictions.csv` (index, predicted label, its probability) into the run directory.
 
-    An existing file is never overwritten: the next free `predictions-N.csv` is used instead.
+    An existing file is never overwritten: the next free `predictions-N.csv` is used instead. Under DDP, rank zero
+    writes one file for the whole set, in the input's order.
     """
 
     def __init__(self, filename: str = "predictions.csv") -> None:
@@ -20,12 +21,31 @@ class PredictionWriter(BasePredictionWriter):
         self.filename = filename
 
     def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices) -> None:
-        probabilities = torch.cat(predictions)  # (N, num_classes)
+        # Every rank takes part in both: under DDP, gathering the shards and `trainer.log_dir` are collective.
+        probabilities = gather_shards(trainer, torch.cat(predictions).to(pl_module.device)).cpu()  # (N, num_classes)
+        log_dir = trainer.log_dir
+        if not trainer.is_global_zero:
+            return
         confidence, labels = probabilities.max(dim=-1)
-        path = free_path(Path(trainer.log_dir) / self.filename)
+        path = free_path(Path(log_dir) / self.filename)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", newline="") as file:
             writer = csv.writer(file)
             writer.writerow(["index", "label", "probability"])
             writer.writerows(zip(range(len(labels)), labels.tolist(), confidence.tolist(), strict=True))
         print(f"Wrote {len(labels)} predictions to {path}")
+
+
+def gather_shards(trainer, shard: torch.Tensor) -> torch.Tensor:
+    """Every rank's evaluation shard, back in sample order: ShardSampler gives rank r the samples r, r + W, r + 2W...
+
+    Shards differ in length by at most one row; each is padded to the longest for the all-gather, and the padding
+    lands past the last sample.
+    """
+    if trainer.world_size == 1:
+        return shard
+    counts = trainer.strategy.all_gather(torch.tensor(len(shard), device=shard.device))  # (W,)
+    longest = int(counts.max())
+    padded = torch.cat([shard, shard.new_zeros(longest - len(shard), *shard.shape[1:])])
+    gathered = trainer.strategy.all_gather(padded)  # (W, longest, ...): row j of rank r is sample j * W + r
+    return gathered.transpose(0, 1).flatten(0, 1)[: int(counts.sum())]

@@ -99,7 +99,7 @@ class DigitsCLI(LightningCLI):
             return
         log_args = logger.init_args
         if log_args.version is None:
-            if self.subcommand == "fit" and rank_zero_only.rank == 0:
+            if self.subcommand == "fit" and _launched_as_rank_zero():
                 # Claimed only now, after the config and checkpoint parsed: a rejected command leaves no folder.
                 log_args.version = claim_version(Path(log_args.save_dir) / log_args.name)
                 self._claimed = run_dir(log_args.save_dir, log_args.name, log_args.version)
@@ -167,6 +167,15 @@ def _plain(value):
     if hasattr(value, "as_dict"):
         value = value.as_dict()
     return json.loads(json.dumps(value, default=str))
+
+
+def _launched_as_rank_zero() -> bool:
+    """Whether this process will be global rank zero, before the Trainer exists to say so.
+
+    `rank_zero_only.rank` comes from the launcher's variables (torchrun's RANK, SLURM_PROCID, LOCAL_RANK of
+    Lightning's own children); Lightning's multi-node launch starts every node's first process with only NODE_RANK.
+    """
+    return rank_zero_only.rank == 0 and os.environ.get("NODE_RANK", "0") == "0"
 
 
 def _is_tensorboard(logger) -> bool:

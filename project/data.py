@@ -92,6 +92,16 @@ def random_affine(images: torch.Tensor, degrees: float, shift: float) -> torch.T
     return F.grid_sample(images.unsqueeze(1), grid, align_corners=False).squeeze(1)
 
 
+def on_device(tensors: Batch, device: torch.device, max_share: float = 0.25) -> Batch:
+    """The tensors moved to a GPU once if they take under `max_share` of its free memory, so that batches are
+    gathered there instead of copied from the host every step; anything else stays where it is."""
+    if device.type != "cuda":
+        return tensors
+    free, _ = torch.cuda.mem_get_info(device)
+    size = sum(t.numel() * t.element_size() for t in tensors)
+    return tuple(t.to(device) for t in tensors) if size < max_share * free else tensors
+
+
 def load_images(path: Path) -> torch.Tensor:
     """Raw 8x8 digits from .npy, .npz (array `images`) or .csv (64 values a row), as (N, 8, 8) float32 in 0-16."""
     path = Path(path)
@@ -152,6 +162,8 @@ class DigitsDataModule(L.LightningDataModule):
     def _batches(self, tensors: Batch, shuffle: bool = False, train: bool = False) -> TensorBatches:
         trainer = self.trainer
         rank, world = (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
+        if trainer is not None:
+            tensors = on_device(tensors, trainer.strategy.root_device)  # once per loader, not per batch
         sampler = ShardSampler(len(tensors[0]), shuffle, self.hparams.seed, rank, world)
         # Training drops the ragged last batch: a batch of one breaks BatchNorm, and epochs are reshuffled.
         return TensorBatches(tensors, self.hparams.batch_size, sampler, drop_last=train)

@@ -84,7 +84,9 @@ class DigitsClassifier(L.LightningModule):
         self.log(f"{stage}/acc", accuracy, on_step=False, on_epoch=True)
         if stage == "train":
             loss = F.cross_entropy(logits, labels, label_smoothing=self.hparams.label_smoothing)
-            self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True)
+            # Averaged over ranks: the loss of the global batch, one scalar all-reduce a step (every rank steps
+            # equally often, so it always pairs up).
+            self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, sync_dist=True)
             return loss
         # Evaluated without label smoothing: a proper score, comparable across recipes.
         loss = F.cross_entropy(logits, labels)
