@@ -1,7 +1,12 @@
-"""The digits data: a seeded train/val/test split, train-only normalization statistics, in-memory batches."""
+"""Labelled 8x8 images in memory: a seeded train/val/test split, train-only normalization statistics, batches.
+
+`ArrayDataModule` holds what every dataset shares; a subclass only says how to `load()` its arrays and how many
+classes there are: `DigitsDataModule` (scikit-learn's digits) and `FileDataModule` (your own .npz or .csv).
+"""
 
 import math
 import operator
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,12 +91,58 @@ def load_images(path: Path) -> torch.Tensor:
         array = np.loadtxt(path, delimiter=",", dtype=np.float32, ndmin=2)
     else:
         raise ValueError(f"{path}: unsupported file type {path.suffix!r}; use .npy, .npz or .csv")
+    return _as_images(array, path)
+
+
+def load_labelled(path: Path) -> tuple[torch.Tensor, torch.Tensor]:
+    """Images and labels from .npz (arrays `images` and `labels`) or .csv (64 pixel values, then the label).
+
+    A CSV may start with a header row. Labels are the integers 0 to num_classes - 1.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    if path.suffix == ".npz":
+        with np.load(path) as archive:
+            missing = {"images", "labels"} - set(archive.files)
+            if missing:
+                raise ValueError(f"{path}: no array named {', '.join(sorted(missing))} (found {archive.files})")
+            images, labels = archive["images"], archive["labels"]
+    elif path.suffix == ".csv":
+        rows = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2, skiprows=int(_has_header(path)))
+        if rows.shape[1] != 65:
+            raise ValueError(f"{path}: expected 65 columns (64 pixels, then the label), got {rows.shape[1]}")
+        images, labels = rows[:, :64], rows[:, 64]
+    else:
+        raise ValueError(f"{path}: unsupported file type {path.suffix!r}; use .npz or .csv")
+    labels = np.asarray(labels).reshape(-1)
+    if labels.size == 0 or labels.min() < 0 or not np.array_equal(labels, labels.astype(np.int64)):
+        raise ValueError(f"{path}: labels must be the integers 0, 1, 2, ... (one per image)")
+    images = _as_images(images, path)
+    if len(images) != len(labels):
+        raise ValueError(f"{path}: {len(images)} images but {len(labels)} labels")
+    return images, torch.as_tensor(labels.astype(np.int64))
+
+
+def _has_header(path: Path) -> bool:
+    with path.open() as file:
+        first = file.readline().split(",")[0]
+    try:
+        float(first)
+    except ValueError:
+        return True
+    return False
+
+
+def _as_images(array: np.ndarray, path: Path) -> torch.Tensor:
     if array.size % 64 or array.ndim not in (2, 3):
         raise ValueError(f"{path}: expected N images of 8x8 (or 64 values each), got shape {array.shape}")
     return torch.as_tensor(array, dtype=torch.float32).reshape(-1, 8, 8)
 
 
-class DigitsDataModule(L.LightningDataModule):
+class ArrayDataModule(L.LightningDataModule, ABC):
+    """Any labelled 8x8 images that fit in memory; a subclass says how to `load()` them and their `num_classes`."""
+
     def __init__(
         self,
         batch_size: PositiveInt = 64,
@@ -108,14 +159,14 @@ class DigitsDataModule(L.LightningDataModule):
         self._train_batches: TensorBatches | None = None
         self._resume_state: dict[str, int] | None = None
 
+    @abstractmethod
     def load(self) -> tuple[torch.Tensor, torch.Tensor]:
-        digits = load_digits()  # ships inside scikit-learn: no download
-        images = torch.as_tensor(digits.images, dtype=torch.float32)  # (1797, 8, 8), pixels 0-16
-        return images, torch.as_tensor(digits.target, dtype=torch.long)
+        """All samples: (N, 8, 8) float32 raw pixels and (N,) int64 labels in 0..num_classes-1."""
 
     @property
+    @abstractmethod
     def num_classes(self) -> int:
-        return 10
+        """Read when the model is built, before setup() (cli.py links it to model.num_classes)."""
 
     def split(self, n: int) -> dict[str, torch.Tensor]:
         order = torch.randperm(n, generator=torch.Generator().manual_seed(self.hparams.seed))
@@ -165,3 +216,32 @@ class DigitsDataModule(L.LightningDataModule):
         if self.hparams.predict_path is None:
             return self._batches(self.splits["test"])
         return self._batches((load_images(self.hparams.predict_path),))
+
+
+class DigitsDataModule(ArrayDataModule):
+    """scikit-learn's 1,797 handwritten digits: ships inside the package, nothing is downloaded."""
+
+    def load(self) -> tuple[torch.Tensor, torch.Tensor]:
+        digits = load_digits()
+        images = torch.as_tensor(digits.images, dtype=torch.float32)  # (1797, 8, 8), pixels 0-16
+        return images, torch.as_tensor(digits.target, dtype=torch.long)
+
+    @property
+    def num_classes(self) -> int:
+        return 10
+
+
+class FileDataModule(ArrayDataModule):
+    """Your own labelled 8x8 images from one file (see `load_labelled`), split and normalized like the digits."""
+
+    def __init__(self, path: str, **kwargs) -> None:  # a str, not a Path: checkpoints store it for weights_only
+        super().__init__(**kwargs)
+        # Read now, not in setup(): the model needs the class count when it is built.
+        self.images, self.labels = load_labelled(Path(path))
+
+    def load(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.images, self.labels
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.labels.max()) + 1
