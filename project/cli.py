@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -205,12 +206,29 @@ def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) 
         return _build_cli(args, list(callbacks))
     except ArgumentError as error:
         # jsonargparse would print the whole usage (100+ lines) above its message: say only what is wrong.
-        message = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        message = " ".join(line.strip() for line in _reason(str(error)).splitlines() if line.strip())
         _fail(f"{message} (python -m project <subcommand> --help lists the options)")
     except FloatingPointError as error:  # the run diverged; its last good checkpoint is still on disk
         _fail(str(error), code=1)
     except SIGTERMException as error:  # Lightning's would exit 0, which tells a scheduler the job is done
         _fail(str(error) or "stopped by SIGTERM", code=SIGTERM_EXIT_CODE)
+
+
+# A bad option of a class chosen by class path (--data.batch_size 0) comes back as a failed match against every
+# type --data allows; the reason given for the chosen class is what the user needs.
+_SUBCLASS_ERROR = re.compile(
+    r'Parser key "(?P<group>[\w.]+)":.*?Problem with given class_path \'[\w.]+\':\s*'
+    r'(?:Parser key "(?P<key>[\w.]+)":\s*)?(?P<reason>.*?)\n\s*- ',
+    flags=re.DOTALL,
+)
+
+
+def _reason(message: str) -> str:
+    match = _SUBCLASS_ERROR.search(message)
+    if match is None:
+        return message
+    key = match["group"] + (f".{match['key']}" if match["key"] else "")
+    return f'Parser key "{key}": {match["reason"]}'
 
 
 def _build_cli(args: list[str] | None, callbacks: list[Callback]) -> DigitsCLI:
