@@ -105,6 +105,18 @@ def test_a_trial_trailing_the_median_is_pruned_and_a_complete_one_scores_its_bes
 NO_PRUNING = ["--pruning_startup_trials=5"]
 
 
+@pytest.mark.slow
+def test_a_diverging_trial_fails_alone_instead_of_stopping_the_sweep(capsys):
+    # The network turns its outputs to NaN at step 2: the run stops with exit code 1, the code Ctrl-C also gets.
+    space = {"model.lr": {"low": 0.01, "high": 0.1}}
+    args = ["--trainer.max_epochs=1", "--model.network=conftest.NaNAfter", "--model.network.step=2", *QUIET]
+    Path("nan.yaml").write_text(yaml.safe_dump({"study": "diverging", "space": space, "args": args}))
+    study = main(["--config", "nan.yaml", "--configs", json.dumps([DEFAULT]), "--n_trials=2"])
+    assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
+    assert not any(t.user_attrs.get("interrupted") for t in study.trials)
+    assert capsys.readouterr().err.count("step 2: the loss or its gradients are NaN/Inf") == 2
+
+
 class CtrlC(Callback):
     def on_train_batch_end(self, *args) -> None:
         raise KeyboardInterrupt
