@@ -100,7 +100,7 @@ def sweep(
                 trial.set_user_attr("interrupted", True)
                 raise KeyboardInterrupt from exit  # Optuna records the trial as failed, then the sweep stops
             raise RuntimeError(f"trial {trial.number} exited with {exit.code} (why is printed above)") from None
-        # Same numbering in every study: a trial's number is its index.
+        # Trials are numbered 0, 1, 2, ... within a study: the number is the index.
         values = optuna_study.get_trials(deepcopy=False)[trial.number].intermediate_values.values()
         if not values:
             raise ValueError(f"{metric} was never logged; the sweep's metric must be one the model logs")
