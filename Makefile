@@ -3,10 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 CONFIG ?= configs/digits.yaml
+SWEEP ?= sweeps/digits.yaml
+FORMAT ?= onnx
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install train test test-fast lint format tensorboard gpu-check clean
+.PHONY: help install train test test-fast lint format tensorboard gpu-check clean sweep export new-project
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -22,6 +24,16 @@ install: $(VENV)/.installed ## create .venv and install the project with its dev
 train: install ## fit CONFIG (default configs/digits.yaml), then test its best checkpoint; extra flags in ARGS
 	$(PY) -m project fit --config $(CONFIG) $(ARGS)
 	$(PY) -m project test --config $(CONFIG) --ckpt_path best $(ARGS)
+
+sweep: install ## run or resume the Optuna sweep SWEEP (default sweeps/digits.yaml); extra flags in ARGS
+	$(PY) -m project.sweep --config $(SWEEP) $(ARGS)
+
+export: install ## export CKPT=<file.ckpt> as FORMAT (onnx, torchscript or pt2), beside the checkpoint
+	$(if $(CKPT),,$(error give the checkpoint: make export CKPT=runs/digits/version_0/checkpoints/best.ckpt))
+	$(PY) -m project.export --ckpt_path $(CKPT) --format $(FORMAT) $(ARGS)
+
+new-project: ## copy this template to DEST as package NAME, in a new git repository: DEST=../my-exp NAME=my_exp
+	$(PYTHON) -m project.new_project $(DEST) $(NAME)
 
 test: install ## run the whole test suite, slow tests included (what CI runs)
 	$(PY) -m pytest

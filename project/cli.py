@@ -2,19 +2,21 @@
 
 import json
 import os
+import re
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
-from jsonargparse import ArgumentError
-from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor, ModelCheckpoint
+from jsonargparse import ArgumentError, Namespace
+from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from project.callbacks import PredictionWriter
 from project.checkpoints import BestCheckpoint, RandomState, read_checkpoint
-from project.data import DigitsDataModule
+from project.data import ArrayDataModule, DigitsDataModule
 from project.faults import SIGTERM_EXIT_CODE, CheckpointOnSigterm, StopOnNonFinite
 from project.model import DigitsClassifier
 from project.runs import claim_version, free_path, newest_checkpoint, run_dir, run_of_checkpoint
@@ -25,6 +27,7 @@ FREE_DATA_KEYS = {"batch_size", "predict_path", "_instantiator"}
 
 class DigitsCLI(LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.set_defaults({"data": {"class_path": f"{DigitsDataModule.__module__}.{DigitsDataModule.__name__}"}})
         parser.link_arguments("data.num_classes", "model.num_classes", apply_on="instantiate")
         parser.add_lightning_class_args(EarlyStopping, "early_stopping")
         parser.set_defaults({"early_stopping.monitor": "val/loss", "early_stopping.patience": 10})
@@ -116,7 +119,7 @@ class DigitsCLI(LightningCLI):
         except ValueError as error:  # an argument check in an __init__, such as split fractions summing past 1
             if getattr(self, "_claimed", None) is not None:
                 os.removedirs(self._claimed)  # still empty, as are the parents it may have created: nothing ran
-            _fail(str(error))
+            _fail(str(error.__cause__ or error))  # the DataModule's own message, not jsonargparse's wrapping of it
 
 
 def _reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> None:
@@ -128,11 +131,13 @@ def _reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> No
     """
     saved = {"model": checkpoint.get("hyper_parameters", {}), "data": checkpoint.get("datamodule_hyper_parameters", {})}
     conflicts, adopted = [], []
+    _reconcile_data_class(config, saved["data"], given, conflicts, adopted)
+    sections = {"model": config.model, "data": config.data.init_args}  # --data is a class path plus its arguments
     for group, values in saved.items():
         for key, value in values.items():
-            if key.startswith("_") or key not in config[group] or (group == "data" and key in FREE_DATA_KEYS):
+            if key.startswith("_") or key not in sections[group] or (group == "data" and key in FREE_DATA_KEYS):
                 continue
-            current = config[group][key]
+            current = sections[group][key]
             if _plain(current) == _plain(value):
                 continue
             if f"{group}.{key}" in given:
@@ -140,7 +145,7 @@ def _reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> No
             else:
                 adopted.append(f"{group}.{key}={_plain(value)}")
             if group == "data":
-                config.data[key] = value
+                sections["data"][key] = value
     if conflicts and subcommand == "fit":
         raise ValueError(
             f"{'; '.join(conflicts)}: a resumed run keeps its checkpoint's settings;"
@@ -152,13 +157,30 @@ def _reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> No
         rank_zero_info(f"Using the checkpoint's {', '.join(adopted)}")
 
 
+def _reconcile_data_class(config, saved: dict, given: set[str], conflicts: list[str], adopted: list[str]) -> None:
+    """A checkpoint trained on another DataModule (a FileDataModule, say) brings that class and its arguments."""
+    saved_class = saved.get("_class_path")
+    if saved_class is None or saved_class == config.data.class_path:
+        return
+    if "data.class_path" in given:
+        conflicts.append(f"--data {config.data.class_path} (checkpoint: {saved_class})")
+        return
+    adopted.append(f"data={saved_class}")
+    init_args = {key: value for key, value in saved.items() if not key.startswith("_")}
+    init_args |= {key: config.data.init_args[key] for key in FREE_DATA_KEYS if key in config.data.init_args}
+    config.data = Namespace(class_path=saved_class, init_args=Namespace(**init_args))
+
+
 def _keys_given(args: list[str]) -> set[str]:
-    """`model.lr` for `--model.lr 0.1` or `--model.lr=0.1`; `model.network` for `--model.network.dropout`."""
+    """`model.lr` for `--model.lr 0.1` or `--model.lr=0.1`; `model.network` for `--model.network.dropout`;
+    `data.class_path` for `--data project.data.FileDataModule`."""
     keys = set()
     for arg in args:
         if arg.startswith(("--model.", "--data.")):
             group, key = arg[2:].split("=")[0].split(".")[:2]
             keys.add(f"{group}.{key}")
+        elif arg.split("=")[0] == "--data":
+            keys.add("data.class_path")
     return keys
 
 
@@ -187,13 +209,14 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-def cli_main(args: list[str] | None = None) -> DigitsCLI:
+def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) -> DigitsCLI:
+    """`callbacks`: objects a config cannot build, added to every Trainer (the sweep's pruning callback)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
     try:
-        return _build_cli(args)
+        return _build_cli(args, list(callbacks))
     except ArgumentError as error:
         # jsonargparse would print the whole usage (100+ lines) above its message: say only what is wrong.
-        message = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        message = " ".join(line.strip() for line in _reason(str(error)).splitlines() if line.strip())
         _fail(f"{message} (python -m project <subcommand> --help lists the options)")
     except FloatingPointError as error:  # the run diverged; its last good checkpoint is still on disk
         _fail(str(error), code=1)
@@ -201,12 +224,31 @@ def cli_main(args: list[str] | None = None) -> DigitsCLI:
         _fail(str(error) or "stopped by SIGTERM", code=SIGTERM_EXIT_CODE)
 
 
-def _build_cli(args: list[str] | None) -> DigitsCLI:
+# A bad option of a class chosen by class path (--data.batch_size 0) comes back as a failed match against every
+# type --data allows; the reason given for the chosen class is what the user needs.
+_SUBCLASS_ERROR = re.compile(
+    r'Parser key "(?P<group>[\w.]+)":.*?Problem with given class_path \'[\w.]+\':\s*'
+    r'(?:Parser key "(?P<key>[\w.]+)":\s*)?(?P<reason>.*?)\n\s*- ',
+    flags=re.DOTALL,
+)
+
+
+def _reason(message: str) -> str:
+    match = _SUBCLASS_ERROR.search(message)
+    if match is None:
+        return message
+    key = match["group"] + (f".{match['key']}" if match["key"] else "")
+    return f'Parser key "{key}": {match["reason"]}'
+
+
+def _build_cli(args: list[str] | None, callbacks: list[Callback]) -> DigitsCLI:
     return DigitsCLI(
         DigitsClassifier,
-        DigitsDataModule,
+        ArrayDataModule,  # any subclass, chosen with --data (a class path); DigitsDataModule by default
+        subclass_mode_data=True,
         seed_everything_default=0,
         trainer_defaults={
+            "callbacks": callbacks,  # appended to those of the config
             "max_epochs": 30,
             "log_every_n_steps": 1,  # 22 steps an epoch: the default of 50 would log no step at all
             # Checkpoints written next to their target, fsynced and renamed: a kill never leaves a torn file.

@@ -1,16 +1,22 @@
-"""The digits data: a seeded train/val/test split, train-only normalization statistics, in-memory batches."""
+"""Labelled 8x8 images in memory: a seeded train/val/test split, train-only normalization statistics, batches.
+
+`ArrayDataModule` holds what every dataset shares; a subclass only says how to `load()` its arrays and how many
+classes there are: `DigitsDataModule` (scikit-learn's digits) and `FileDataModule` (your own .npz or .csv).
+"""
 
 import math
 import operator
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 
 import lightning as L
-import numpy as np
 import torch
 import torch.nn.functional as F
 from jsonargparse.typing import NonNegativeFloat, OpenUnitInterval, PositiveInt
 from sklearn.datasets import load_digits
+
+from project.files import load_images, load_labelled
 
 Batch = tuple[torch.Tensor, ...]
 
@@ -102,24 +108,9 @@ def on_device(tensors: Batch, device: torch.device, max_share: float = 0.25) -> 
     return tuple(t.to(device) for t in tensors) if size < max_share * free else tensors
 
 
-def load_images(path: Path) -> torch.Tensor:
-    """Raw 8x8 digits from .npy, .npz (array `images`) or .csv (64 values a row), as (N, 8, 8) float32 in 0-16."""
-    path = Path(path)
-    if path.suffix == ".npz":
-        with np.load(path) as archive:
-            array = archive["images"]
-    elif path.suffix == ".npy":
-        array = np.load(path, allow_pickle=False)
-    elif path.suffix == ".csv":
-        array = np.loadtxt(path, delimiter=",", dtype=np.float32, ndmin=2)
-    else:
-        raise ValueError(f"{path}: unsupported file type {path.suffix!r}; use .npy, .npz or .csv")
-    if array.size % 64 or array.ndim not in (2, 3):
-        raise ValueError(f"{path}: expected N images of 8x8 (or 64 values each), got shape {array.shape}")
-    return torch.as_tensor(array, dtype=torch.float32).reshape(-1, 8, 8)
+class ArrayDataModule(L.LightningDataModule, ABC):
+    """Any labelled 8x8 images that fit in memory; a subclass says how to `load()` them and their `num_classes`."""
 
-
-class DigitsDataModule(L.LightningDataModule):
     def __init__(
         self,
         batch_size: PositiveInt = 64,
@@ -138,14 +129,14 @@ class DigitsDataModule(L.LightningDataModule):
         self._train_batches: TensorBatches | None = None
         self._resume_state: dict[str, int] | None = None
 
+    @abstractmethod
     def load(self) -> tuple[torch.Tensor, torch.Tensor]:
-        digits = load_digits()  # ships inside scikit-learn: no download
-        images = torch.as_tensor(digits.images, dtype=torch.float32)  # (1797, 8, 8), pixels 0-16
-        return images, torch.as_tensor(digits.target, dtype=torch.long)
+        """All samples: (N, 8, 8) float32 raw pixels and (N,) int64 labels in 0..num_classes-1."""
 
     @property
+    @abstractmethod
     def num_classes(self) -> int:
-        return 10
+        """Read when the model is built, before setup() (cli.py links it to model.num_classes)."""
 
     def split(self, n: int) -> dict[str, torch.Tensor]:
         order = torch.randperm(n, generator=torch.Generator().manual_seed(self.hparams.seed))
@@ -205,3 +196,32 @@ class DigitsDataModule(L.LightningDataModule):
         if self.hparams.predict_path is None:
             return self._batches(self.splits["test"])
         return self._batches((load_images(self.hparams.predict_path),))
+
+
+class DigitsDataModule(ArrayDataModule):
+    """scikit-learn's 1,797 handwritten digits: ships inside the package, nothing is downloaded."""
+
+    def load(self) -> tuple[torch.Tensor, torch.Tensor]:
+        digits = load_digits()
+        images = torch.as_tensor(digits.images, dtype=torch.float32)  # (1797, 8, 8), pixels 0-16
+        return images, torch.as_tensor(digits.target, dtype=torch.long)
+
+    @property
+    def num_classes(self) -> int:
+        return 10
+
+
+class FileDataModule(ArrayDataModule):
+    """Your own labelled 8x8 images from one file (see `load_labelled`), split and normalized like the digits."""
+
+    def __init__(self, path: str, **kwargs) -> None:  # a str, not a Path: checkpoints store it for weights_only
+        super().__init__(**kwargs)
+        # Read now, not in setup(): the model needs the class count when it is built.
+        self.images, self.labels = load_labelled(Path(path))
+
+    def load(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.images, self.labels
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.labels.max()) + 1

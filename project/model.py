@@ -1,4 +1,4 @@
-"""The digits network (plain PyTorch) and the LightningModule that trains it."""
+"""The digits networks (plain PyTorch: a CNN and an MLP baseline) and the LightningModule that trains them."""
 
 from collections.abc import Callable
 
@@ -36,6 +36,21 @@ class DigitsCNN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.features(x))  # (N, 1, 8, 8) -> (N, num_classes) logits
+
+
+class MLP(nn.Module):
+    """A baseline without convolutions: the flattened pixels through fully connected layers."""
+
+    def __init__(self, num_classes: int, hidden: tuple[PositiveInt, ...] = (128, 64), dropout: float = 0.1) -> None:
+        super().__init__()
+        layers, width = [nn.Flatten()], 8 * 8  # (N, 1, 8, 8) -> (N, 64)
+        for size in hidden:
+            layers += [nn.Linear(width, size), nn.ReLU(), nn.Dropout(dropout)]
+            width = size
+        self.layers = nn.Sequential(*layers, nn.Linear(width, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)  # (N, 1, 8, 8) -> (N, num_classes) logits
 
 
 class DigitsClassifier(L.LightningModule):

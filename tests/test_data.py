@@ -1,10 +1,10 @@
-"""The split, the normalization statistics and the in-memory batches."""
+"""The split, the normalization statistics and the in-memory batches, for the digits and for your own files."""
 
 import numpy as np
 import pytest
 import torch
 
-from project.data import DigitsDataModule, ShardSampler, TensorBatches, load_images
+from project.data import DigitsDataModule, FileDataModule, ShardSampler, TensorBatches, load_images
 
 
 def prepared(**kwargs) -> DigitsDataModule:
@@ -97,3 +97,54 @@ def test_a_file_of_the_wrong_shape_is_refused_with_its_shape(tmp_path):
     np.save(tmp_path / "bad.npy", np.zeros((3, 10)))
     with pytest.raises(ValueError, match=r"expected N images of 8x8.*\(3, 10\)"):
         load_images(tmp_path / "bad.npy")
+
+
+def write_digits(path, digits: DigitsDataModule) -> None:
+    """The digits as a user's own file: .npz with `images` and `labels`, or a CSV of 64 pixels then the label."""
+    images, labels = digits.load()
+    if path.suffix == ".npz":
+        np.savez(path, images=images.numpy(), labels=labels.numpy())
+    else:
+        rows = np.column_stack([images.reshape(-1, 64).numpy().astype(int), labels.numpy()])
+        header = ",".join([f"pixel_{i}" for i in range(64)] + ["label"])
+        np.savetxt(path, rows, delimiter=",", fmt="%d", header=header, comments="")
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".csv"])
+def test_your_own_file_gets_the_same_split_statistics_and_batches_as_the_digits(tmp_path, suffix):
+    digits = prepared(seed=2, batch_size=32)
+    write_digits(tmp_path / f"mine{suffix}", digits)
+    mine = FileDataModule(str(tmp_path / f"mine{suffix}"), seed=2, batch_size=32)
+    mine.setup("fit")
+    assert mine.num_classes == digits.num_classes == 10
+    for name in ("train", "val", "test"):
+        for theirs, ours in zip(digits.splits[name], mine.splits[name], strict=True):
+            torch.testing.assert_close(ours, theirs)
+    assert (mine.mean, mine.std) == (digits.mean, digits.std)
+    torch.testing.assert_close(next(iter(mine.train_dataloader())), next(iter(digits.train_dataloader())))
+
+
+def test_the_class_count_comes_from_the_labels(tmp_path):
+    np.savez(tmp_path / "three.npz", images=np.zeros((30, 64)), labels=np.arange(30) % 3)
+    assert FileDataModule(str(tmp_path / "three.npz")).num_classes == 3
+
+
+@pytest.mark.parametrize(
+    "arrays,message",
+    [
+        ({"images": np.zeros((4, 8, 8))}, "no array named labels"),
+        ({"images": np.zeros((4, 8, 8)), "labels": [0, 1, 2]}, "4 images but 3 labels"),
+        ({"images": np.zeros((4, 8, 8)), "labels": [0, 1, 0.5, 1]}, "labels must be the integers"),
+        ({"images": np.zeros((4, 7, 7)), "labels": [0, 1, 0, 1]}, r"expected N images of 8x8.*\(4, 7, 7\)"),
+    ],
+)
+def test_a_file_that_is_not_labelled_8x8_images_is_refused_with_the_reason(tmp_path, arrays, message):
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(ValueError, match=message):
+        FileDataModule(str(tmp_path / "bad.npz"))
+
+
+def test_a_csv_needs_64_pixels_and_a_label_per_row(tmp_path):
+    np.savetxt(tmp_path / "bad.csv", np.zeros((3, 64)), delimiter=",")
+    with pytest.raises(ValueError, match="expected 65 columns"):
+        FileDataModule(str(tmp_path / "bad.csv"))

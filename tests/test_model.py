@@ -1,4 +1,4 @@
-"""The network, the optimizer's parameter groups and the learning-rate curve."""
+"""The networks, the optimizer's parameter groups and the learning-rate curve."""
 
 import math
 from itertools import pairwise
@@ -7,13 +7,24 @@ import pytest
 import torch
 from lightning import Trainer
 
-from project.model import DigitsClassifier, DigitsCNN
+from project.model import MLP, DigitsClassifier, DigitsCNN
 from project.schedule import warmup_cosine
 
 
 def test_network_maps_a_batch_of_digits_to_class_logits():
     network = DigitsCNN(num_classes=10, channels=(8, 16), dropout=0.5)
     assert network(torch.randn(5, 1, 8, 8)).shape == (5, 10)
+
+
+def test_mlp_baseline_maps_a_batch_of_digits_to_class_logits():
+    network = MLP(num_classes=3, hidden=(16, 8, 4), dropout=0.0)
+    assert network(torch.randn(5, 1, 8, 8)).shape == (5, 3)
+    assert [layer.out_features for layer in network.layers if isinstance(layer, torch.nn.Linear)] == [16, 8, 4, 3]
+
+
+def test_the_classifier_trains_whichever_network_factory_it_is_given():
+    model = DigitsClassifier(network=MLP, num_classes=4)
+    assert isinstance(model.network, MLP) and model(torch.rand(2, 8, 8) * 16).shape == (2, 4)
 
 
 def test_classifier_takes_raw_pixels_and_normalizes_them_with_its_buffers():

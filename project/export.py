@@ -1,0 +1,56 @@
+"""`python -m project.export --ckpt_path <file> --format onnx|torchscript|pt2`: the trained model for serving.
+
+The exported model is the LightningModule's own `forward`, normalization included, so raw (N, 8, 8) pixels in
+0-16 go straight in and (N, num_classes) logits come out, for any batch size N.
+"""
+
+from pathlib import Path
+from typing import Literal
+
+import torch
+from jsonargparse import CLI
+from torch.export import Dim
+
+from project.model import DigitsClassifier
+
+SUFFIXES = {"onnx": ".onnx", "torchscript": ".torchscript.pt", "pt2": ".pt2"}
+EXAMPLE = torch.zeros(2, 8, 8)  # a batch of 2: with 1 the exporters would take the batch size for a constant
+BATCH = ({0: Dim("batch", min=1)},)  # the first dimension of `images` stays free
+
+
+def export(
+    ckpt_path: Path,
+    format: Literal["onnx", "torchscript", "pt2"] = "onnx",
+    output: Path | None = None,
+) -> Path:
+    """Write the checkpoint's model in `format` and return where.
+
+    Args:
+        ckpt_path: a checkpoint written by `python -m project fit`, e.g. runs/digits/version_0/checkpoints/best.ckpt
+        format: onnx (onnxruntime and most serving stacks), torchscript (torch.jit.load, C++ libtorch; deprecated
+            in PyTorch, still loadable) or pt2 (torch.export.load, the format PyTorch recommends now)
+        output: the file to write (replaced if it exists); by default beside the checkpoint, e.g. best.onnx
+    """
+    output = Path(output or Path(ckpt_path).with_suffix(SUFFIXES[format]))
+    model = DigitsClassifier.load_from_checkpoint(ckpt_path, map_location="cpu").eval()
+    if format == "onnx":
+        program = torch.onnx.export(
+            model, (EXAMPLE,), dynamic_shapes=BATCH, input_names=["images"], output_names=["logits"], verbose=False
+        )
+        program.save(str(output))
+    else:
+        program = torch.export.export(model, (EXAMPLE,), dynamic_shapes=BATCH)
+        if format == "pt2":
+            torch.export.save(program, output)
+        else:  # traced from the captured graph: tracing the LightningModule trips over its `trainer` property
+            torch.jit.save(torch.jit.trace(program.module(), EXAMPLE), str(output))
+    print(f"Wrote {output}: raw (N, 8, 8) pixels in 0-16 -> (N, {model.hparams.num_classes}) logits")
+    return output
+
+
+def main(args: list[str] | None = None) -> Path:
+    return CLI(export, args=args, as_positional=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""`python -m project.sweep --config sweeps/digits.yaml`: an Optuna search over ranges declared in a YAML file.
+
+Each trial is an ordinary `python -m project fit` run, in runs/sweeps/<study>/version_N, with the sampled values
+as command-line overrides. The study is a SQLite file, runs/sweeps/<study>.db, so running the same command again
+continues it. TPE samples; trials whose validation metric trails the median of earlier trials are pruned.
+"""
+
+import math
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import optuna
+from jsonargparse import CLI
+from jsonargparse.typing import NonNegativeInt, PositiveInt
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities.exceptions import SIGTERMException
+from optuna.trial import TrialState
+from optuna_integration import PyTorchLightningPruningCallback
+
+from project.cli import cli_main
+
+
+@dataclass
+class Range:
+    """Sampled from [low, high], evenly or, with `log`, log-uniformly; integers when both ends are integers."""
+
+    low: int | float
+    high: int | float
+    log: bool = False
+
+
+@dataclass
+class Choice:
+    """One of `choices`, for categories and for numbers only some values make sense (batch sizes)."""
+
+    choices: list[str | int | float | bool]
+
+
+class RecordRun(Callback):
+    """Stores the trial's run folder in the study, so that every trial, pruned or failed too, can be looked up."""
+
+    def __init__(self, trial: optuna.Trial) -> None:
+        self.trial = trial
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        self.trial.set_user_attr("run", trainer.log_dir)
+
+
+def sweep(
+    study: str,
+    space: dict[str, Range | Choice],
+    n_trials: PositiveInt = 20,
+    configs: tuple[str, ...] = ("configs/digits.yaml",),
+    args: tuple[str, ...] = (),
+    metric: str = "val/acc",
+    direction: Literal["maximize", "minimize"] = "maximize",
+    pruning_startup_trials: NonNegativeInt = 5,
+    pruning_warmup_epochs: NonNegativeInt = 3,
+    seed: int = 0,
+    save_dir: str = "runs/sweeps",
+) -> optuna.Study:
+    """Run trials until the study holds `n_trials` finished ones (complete, pruned or failed).
+
+    Args:
+        study: the study's name, which is also its file and its runs' folder name
+        space: option of `python -m project fit` (such as `model.lr`) -> the values to sample it from
+        n_trials: finished trials the study should hold; a trial cut short by Ctrl-C does not count
+        configs: the configs every trial stacks, in this order
+        args: fixed options for every trial, before the sampled ones
+        metric: what a trial is scored by: its best value over the epochs, as its best checkpoint
+        direction: whether a higher or a lower `metric` is better
+        pruning_startup_trials: trials that always run to the end, to learn what a median epoch looks like
+        pruning_warmup_epochs: epochs of every trial that are never pruned
+        seed: the sampler's seed (offset by the trials already run, so a resumed study samples new values)
+        save_dir: the folder of studies: <save_dir>/<study>.db and the trials' runs in <save_dir>/<study>/
+    """
+    Path(save_dir).mkdir(parents=True, exist_ok=True)
+    storage = f"sqlite:///{Path(save_dir, f'{study}.db').resolve()}"
+    pruner = optuna.pruners.MedianPruner(pruning_startup_trials, pruning_warmup_epochs)
+    optuna_study = optuna.create_study(
+        storage=storage, study_name=study, direction=direction, pruner=pruner, load_if_exists=True
+    )
+    optuna_study.sampler = optuna.samplers.TPESampler(seed=seed + len(optuna_study.trials))
+    remaining = n_trials - _finished(optuna_study)
+    print(f"Study {study!r} in {storage}: {n_trials - remaining} of {n_trials} trials finished", flush=True)
+
+    def objective(trial: optuna.Trial) -> float:
+        overrides = [f"--{key}={_suggest(trial, key, values)}" for key, values in space.items()]
+        place = [f"--trainer.logger.init_args.save_dir={save_dir}", f"--trainer.logger.init_args.name={study}"]
+        command = ["fit", *(f"--config={config}" for config in configs), *args, *overrides, *place]
+        print(f"Trial {trial.number}: python -m project {shlex.join(command)}", flush=True)
+        pruning = PyTorchLightningPruningCallback(trial, monitor=metric)  # trial.report after every validation
+        try:
+            cli_main(command, callbacks=[pruning, RecordRun(trial)])
+        except SystemExit as exit:  # cli_main's way to report an error, and Lightning's to end on Ctrl-C or SIGTERM
+            if _stopped_by_user(exit):
+                trial.set_user_attr("interrupted", True)
+                raise KeyboardInterrupt from exit  # Optuna records the trial as failed, then the sweep stops
+            raise RuntimeError(f"trial {trial.number} exited with {exit.code} (why is printed above)") from None
+        # Trials are numbered 0, 1, 2, ... within a study: the number is the index.
+        values = optuna_study.get_trials(deepcopy=False)[trial.number].intermediate_values.values()
+        if not values:
+            raise ValueError(f"{metric} was never logged; the sweep's metric must be one the model logs")
+        return max(values) if direction == "maximize" else min(values)
+
+    if remaining > 0:
+        optuna_study.optimize(objective, n_trials=remaining, catch=(Exception,))
+    _summarize(optuna_study)
+    return optuna_study
+
+
+def _suggest(trial: optuna.Trial, name: str, values: Range | Choice):
+    if isinstance(values, Choice):
+        return trial.suggest_categorical(name, values.choices)
+    if isinstance(values.low, int) and isinstance(values.high, int):
+        return trial.suggest_int(name, values.low, values.high, log=values.log)
+    return trial.suggest_float(name, values.low, values.high, log=values.log)
+
+
+def _stopped_by_user(exit: SystemExit) -> bool:
+    """Lightning answers Ctrl-C with sys.exit(1) and SIGTERM with SIGTERMException, a SystemExit."""
+    return isinstance(exit, SIGTERMException) or isinstance(exit.__context__, (KeyboardInterrupt, SIGTERMException))
+
+
+def _finished(study: optuna.Study) -> int:
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL))
+    return sum(not trial.user_attrs.get("interrupted") for trial in done)
+
+
+def _summarize(study: optuna.Study) -> None:
+    for trial in study.trials:
+        value = "" if trial.value is None or math.isnan(trial.value) else f"{trial.value:.4f}"
+        run = trial.user_attrs.get("run", "")
+        print(f"  trial {trial.number:3d}  {trial.state.name:8s} {value:8s} {run}  {trial.params}")
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if complete:
+        print(f"Best: trial {study.best_trial.number}, value {study.best_value:.4f}, {study.best_params}")
+
+
+def main(args: list[str] | None = None) -> optuna.Study:
+    try:
+        return CLI(sweep, args=args, as_positional=False)
+    except KeyboardInterrupt:
+        print("Interrupted: run the same command again to continue the study.", file=sys.stderr)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()
