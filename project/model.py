@@ -76,7 +76,7 @@ class DigitsClassifier(L.LightningModule):
         x = (images.unsqueeze(1) - self.input_mean) / self.input_std
         return self.network(x)
 
-    def _step(self, batch: tuple[torch.Tensor, torch.Tensor], stage: str) -> torch.Tensor:
+    def _step(self, batch: tuple[torch.Tensor, torch.Tensor], stage: str) -> tuple[torch.Tensor, torch.Tensor]:
         images, labels = batch
         logits = self(images)
         loss = F.cross_entropy(logits, labels, label_smoothing=self.hparams.label_smoothing)
@@ -89,16 +89,18 @@ class DigitsClassifier(L.LightningModule):
             mean_loss = self.metrics[f"{stage}_loss"]
             mean_loss.update(loss, weight=len(labels))
             self.log(f"{stage}/loss", mean_loss, on_step=False, on_epoch=True, prog_bar=True)
-        return loss
+        return loss, logits
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        return self._step(batch, "train")
+        return self._step(batch, "train")[0]
 
-    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        self._step(batch, "val")
+    # Evaluation returns the (N, num_classes) logits for callbacks' on_*_batch_end (figures.py: confusion
+    # matrices, misclassified digits); Lightning does not keep them.
+    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        return self._step(batch, "val")[1].detach()
 
-    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        self._step(batch, "test")
+    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        return self._step(batch, "test")[1].detach()
 
     def predict_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> torch.Tensor:
         return self(batch[0]).softmax(dim=-1)  # (N, num_classes) class probabilities
