@@ -12,6 +12,8 @@ from torchmetrics.classification import MulticlassConfusionMatrix
 from torchvision.utils import make_grid
 
 UPSCALE = 4  # 8x8 digits are specks in TensorBoard; nearest-neighbour upscaling keeps their pixels sharp
+# numpy's bin estimator: ~1.4 KB for a conv kernel's histogram instead of ~9 KB with torch's default bins
+BINS = "auto"
 
 
 def tensorboard(trainer) -> TensorBoardLogger | None:
@@ -112,7 +114,7 @@ class Figures(Callback):
         if logger is None or pictures is None:
             return
         writer, (matrix, images, labels, predictions, step) = logger.experiment, pictures
-        figure = Figure(figsize=(5, 4.5), dpi=80, layout="constrained")
+        figure = Figure(figsize=(5, 4.5), dpi=64, layout="constrained")  # ~27 KB a PNG
         ax = figure.subplots()
         self._confusion[stage].plot(val=matrix, ax=ax)
         ax.set_title(f"{stage}: {int(matrix.sum())} digits, {int(matrix.trace())} right (step {step})")
@@ -158,7 +160,7 @@ def _misclassified_figure(images: torch.Tensor, labels: torch.Tensor, prediction
 
 class Histograms(Callback):
     """`weights/<parameter>` after every N epochs, and with `gradients` also `gradients/<parameter>` of the
-    epoch's last step (before clipping). Never per step: a histogram of a conv layer costs ~1 ms and ~10 KB.
+    epoch's last step (before clipping). Never per step: each histogram costs about a millisecond and 1-2 KB.
     """
 
     def __init__(self, every_n_epochs: NonNegativeInt = 5, gradients: bool = False) -> None:
@@ -173,16 +175,17 @@ class Histograms(Callback):
         logger = tensorboard(trainer)
         if logger is None or not (self.gradients and self._last_batch and self._due(trainer)):
             return
+        writer = logger.experiment
         for name, param in pl_module.named_parameters():
             if param.grad is not None:  # logged at the step this gradient completes, like the weights below
-                logger.experiment.add_histogram(f"gradients/{name}", param.grad.float(), trainer.global_step + 1)
+                writer.add_histogram(f"gradients/{name}", param.grad.float(), trainer.global_step + 1, bins=BINS)
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         logger = tensorboard(trainer)
         if logger is None or not self._due(trainer):
             return
         for name, param in pl_module.named_parameters():
-            logger.experiment.add_histogram(f"weights/{name}", param.detach().float(), trainer.global_step)
+            logger.experiment.add_histogram(f"weights/{name}", param.detach().float(), trainer.global_step, bins=BINS)
 
     def _due(self, trainer) -> bool:
         return _every(self.every_n_epochs, trainer.current_epoch)
