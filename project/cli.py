@@ -18,8 +18,12 @@ from project.callbacks import PredictionWriter
 from project.checkpoints import BestCheckpoint, RandomState, read_checkpoint
 from project.data import ArrayDataModule, DigitsDataModule
 from project.faults import SIGTERM_EXIT_CODE, CheckpointOnSigterm, StopOnNonFinite
+from project.figures import Figures, Histograms
 from project.model import DigitsClassifier
+from project.monitors import GradNormMonitor, SampleRateMonitor
+from project.quiet import add_quiet_option, apply_quiet
 from project.runs import claim_version, free_path, newest_checkpoint, run_dir, run_of_checkpoint
+from project.summary import RunSummary
 
 # Data settings that may differ from the checkpoint's: they do not change which samples are in which split.
 FREE_DATA_KEYS = {"batch_size", "predict_path", "_instantiator"}
@@ -53,9 +57,18 @@ class DigitsCLI(LightningCLI):
         parser.add_lightning_class_args(RandomState, "random_state")
         parser.add_lightning_class_args(StopOnNonFinite, "stop_on_non_finite")
         parser.add_lightning_class_args(CheckpointOnSigterm, "checkpoint_on_sigterm")
+        # Observability: scalars Lightning lacks, pictures every N epochs, and <run>/summary.json.
+        parser.add_lightning_class_args(GradNormMonitor, "grad_norm")
+        parser.add_lightning_class_args(SampleRateMonitor, "throughput")
+        parser.add_lightning_class_args(Figures, "figures")
+        parser.add_lightning_class_args(Histograms, "histograms")
+        parser.add_lightning_class_args(RunSummary, "summary")
+        add_quiet_option(parser)
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
         super().parse_arguments(parser, args)
+        if self.config.get("subcommand"):
+            apply_quiet(self.config[self.config.subcommand])
         # Before LightningCLI reads the checkpoint's hyperparameters, so `last`/`best` are real paths by then.
         if self.config.get("subcommand"):
             given = _keys_given(sys.argv[1:] if args is None else args)

@@ -91,7 +91,7 @@ class DigitsClassifier(L.LightningModule):
         x = (images.unsqueeze(1) - self.input_mean) / self.input_std
         return self.network(x)
 
-    def _step(self, batch: tuple[torch.Tensor, torch.Tensor], stage: str) -> torch.Tensor:
+    def _step(self, batch: tuple[torch.Tensor, torch.Tensor], stage: str) -> tuple[torch.Tensor, torch.Tensor]:
         images, labels = batch
         logits = self(images)
         accuracy = self.metrics[f"{stage}_acc"]
@@ -102,22 +102,24 @@ class DigitsClassifier(L.LightningModule):
             # Averaged over ranks: the loss of the global batch, one scalar all-reduce a step (every rank steps
             # equally often, so it always pairs up).
             self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, sync_dist=True)
-            return loss
+            return loss, logits
         # Evaluated without label smoothing: a proper score, comparable across recipes.
         loss = F.cross_entropy(logits, labels)
         mean_loss = self.metrics[f"{stage}_loss"]
         mean_loss.update(loss, weight=len(labels))
         self.log(f"{stage}/loss", mean_loss, on_step=False, on_epoch=True, prog_bar=True)
-        return loss
+        return loss, logits
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        return self._step(batch, "train")
+        return self._step(batch, "train")[0]
 
-    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        self._step(batch, "val")
+    # Evaluation returns the (N, num_classes) logits for callbacks' on_*_batch_end (figures.py: confusion
+    # matrices, misclassified digits); Lightning does not keep them.
+    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        return self._step(batch, "val")[1].detach()
 
-    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        self._step(batch, "test")
+    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        return self._step(batch, "test")[1].detach()
 
     def predict_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> torch.Tensor:
         return self(batch[0]).softmax(dim=-1)  # (N, num_classes) class probabilities

@@ -147,3 +147,29 @@ def same(a, b) -> bool:
     if isinstance(a, list | tuple):
         return isinstance(b, list | tuple) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return a == b
+
+
+# The short run the observability tests and the notebooks read: 5 epochs of 5 steps, pictures and histograms
+# every 2 epochs (so epoch 5 is logged as the end of fit, not as one of every 2), gradient histograms on, a
+# throughput window of 3 steps; then `test` on its best checkpoint, which logs into the same run directory.
+SHORT_RUN = [
+    "--trainer.max_epochs=5",
+    "--trainer.limit_train_batches=5",
+    "--figures.every_n_epochs=2",
+    "--histograms.every_n_epochs=2",
+    "--histograms.gradients=true",
+    "--throughput.window=3",
+]
+
+
+@pytest.fixture(scope="session")
+def short_run(tmp_path_factory):
+    home = tmp_path_factory.mktemp("short_run")
+    cwd = os.getcwd()
+    os.chdir(home)
+    try:
+        fit = run("fit", *SHORT_RUN)
+        test = run("test", "--ckpt_path", "best")
+    finally:
+        os.chdir(cwd)
+    return home / "runs/digits/version_0", fit, test

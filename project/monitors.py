@@ -1,0 +1,63 @@
+"""Per-step scalars Lightning does not log by itself: the gradient norm and the training throughput."""
+
+import time
+
+import torch
+from jsonargparse.typing import PositiveFloat, PositiveInt
+from lightning.fabric.utilities.throughput import Throughput
+from lightning.pytorch.callbacks import Callback
+
+
+class GradNormMonitor(Callback):
+    """`train/grad_norm`: the norm of all gradients together at every optimizer step, before any clipping.
+
+    Lightning calls `on_before_optimizer_step` after mixed precision unscales the gradients and before it clips
+    them (`--trainer.gradient_clip_val`), so this is the norm the clipping threshold is compared with.
+    """
+
+    def __init__(self, norm_type: PositiveFloat = 2.0) -> None:
+        self.norm_type = norm_type
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+        grads = [p.grad for p in pl_module.parameters() if p.grad is not None]
+        if not grads:
+            return
+        # Stays on the device: Lightning's `grad_norm` utility builds its total with `torch.tensor(list of norms)`,
+        # one GPU sync per parameter. This tensor is read once, with the loss, when Lightning writes the step.
+        norms = torch.stack([torch.linalg.vector_norm(g, self.norm_type) for g in grads])
+        pl_module.log("train/grad_norm", torch.linalg.vector_norm(norms, self.norm_type), on_step=True, on_epoch=False)
+
+
+class SampleRateMonitor(Callback):
+    """`train/samples_per_sec` over all ranks, a rolling mean of the last `window` steps, also in the progress bar.
+
+    Lightning's ThroughputMonitor does not fit here: it synchronizes CUDA after every step, reports nothing
+    before 100 steps, and logs validation against the batch index rather than the global step.
+    """
+
+    def __init__(self, window: PositiveInt = 10) -> None:
+        self.window = window
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        # `window` + 1 timestamps give `window` steps; the rate appears once the window is full.
+        self._meter = Throughput(world_size=trainer.world_size, window_size=self.window + 1)
+        self._elapsed, self._batches, self._samples = 0.0, 0, 0
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        # Restart the clock: validation and checkpointing between epochs are not training time.
+        self._last = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        # No CUDA sync: on a GPU the host runs ahead by the queued work, which the rolling window averages out;
+        # Lightning's own read of the loss synchronizes at every logged step anyway.
+        now = time.perf_counter()
+        self._elapsed, self._last = self._elapsed + now - self._last, now
+        self._batches += 1
+        self._samples += len(batch[0])  # this rank's samples; the meter multiplies by the world size
+        self._meter.update(time=self._elapsed, batches=self._batches, samples=self._samples)
+        rates = self._meter.compute()
+        # Throughput names the all-rank rate `samples_per_sec` only when there is more than one rank.
+        rate = rates.get("samples_per_sec", rates.get("device/samples_per_sec"))
+        if rate is not None:
+            # A CPU tensor: logging a Python float would copy it to the GPU, and that copy waits for the GPU.
+            pl_module.log("train/samples_per_sec", torch.tensor(rate), on_step=True, on_epoch=False, prog_bar=True)

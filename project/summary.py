@@ -1,0 +1,227 @@
+"""<run>/summary.json: what a run was, how it ended and what it scored, plus its HPARAMS entry in TensorBoard."""
+
+import json
+import math
+import os
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.utilities import rank_zero_warn
+from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+from project import provenance
+from project.figures import tensorboard
+
+# HPARAMS tab metrics: declared (as NaN) when fit starts, filled in when known; TensorBoard shows the latest.
+BEST_VAL_ACC, TEST_ACC = "hp/best_val_acc", "hp/test_acc"
+
+
+class RunSummary(Callback):
+    """Writes `summary.json` into the run directory (rank zero only, atomically): `running` when fit starts and
+    after every epoch, then `completed`, `failed` (with the exception) or `interrupted` (Ctrl+C, SIGTERM).
+    `test` and `validate` on a checkpoint of the run add their metrics to it under `evaluations`.
+    """
+
+    def __init__(self, filename: str = "summary.json") -> None:
+        self.filename = filename
+        self._started = None
+        self._epochs = self._samples = 0
+        self._facts = self._config_text = None
+        self._loaded = {}  # epoch and global_step of the checkpoint loaded, if any
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        if trainer.is_global_zero and not trainer.fast_dev_run and stage != "predict":
+            self._facts = {
+                "git": provenance.git_state(),
+                "versions": provenance.versions(),
+                "device": provenance.device(trainer),
+            }
+
+    def on_load_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
+        # `test` and `validate` restore weights only: trainer.global_step stays 0 there.
+        self._loaded = {"epoch": checkpoint.get("epoch"), "global_step": checkpoint.get("global_step")}
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        self._started, self._samples = time.time(), 0
+        self._config_text = provenance.saved_config(trainer)
+        self._write(trainer, self._fit_record(trainer, "running"))
+        logger = tensorboard(trainer)
+        if logger is None:
+            return
+        if self._config_text is not None:  # indented four spaces: a code block in TensorBoard's markdown
+            lines = self._config_text.splitlines()
+            logger.experiment.add_text("config", "".join(f"    {line}\n" for line in lines), 0)
+        # What Lightning logs as hyperparameters (hparams.yaml), now with metrics: the HPARAMS tab.
+        params = {**pl_module.hparams, **(trainer.datamodule.hparams if trainer.datamodule else {})}
+        params = {k: v for k, v in params.items() if not k.startswith("_")}
+        logger.log_hyperparams(params, {BEST_VAL_ACC: math.nan, TEST_ACC: math.nan}, step=0)
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self._epochs = trainer.current_epoch  # after a resumed checkpoint has been restored
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self._samples += len(batch[0]) * trainer.world_size
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self._epochs = trainer.current_epoch + 1
+        self._write(trainer, self._fit_record(trainer, "running"))
+
+    def on_fit_end(self, trainer, pl_module) -> None:
+        # A SIGTERM handler may stop training cleanly instead of raising: still not a completed run.
+        error = {"type": "SIGTERM", "message": "stopped early on SIGTERM"} if trainer.received_sigterm else None
+        self._write(trainer, self._fit_record(trainer, "interrupted" if error else "completed", error))
+        self._log_best(trainer)
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if trainer.state.fn == "validate":
+            self._evaluated(trainer, "completed")
+
+    def on_test_end(self, trainer, pl_module) -> None:
+        self._evaluated(trainer, "completed")
+        logger = tensorboard(trainer)
+        if logger is not None and "test/acc" in trainer.callback_metrics:
+            logger.log_metrics({TEST_ACC: trainer.callback_metrics["test/acc"]}, step=trainer.global_step)
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        # SIGTERMException is a SystemExit, and Lightning turns Ctrl+C into KeyboardInterrupt.
+        status = "interrupted" if isinstance(exception, KeyboardInterrupt | SystemExit) else "failed"
+        message = str(exception) or {SIGTERMException: "SIGTERM", KeyboardInterrupt: "Ctrl+C"}.get(type(exception), "")
+        error = {"type": type(exception).__name__, "message": message}
+        try:
+            if trainer.state.fn == "fit":
+                self._write(trainer, self._fit_record(trainer, status, error))
+                self._log_best(trainer)  # before Lightning closes the writer, which it does next
+            elif trainer.state.fn in ("validate", "test"):
+                self._evaluated(trainer, status, error)
+        except Exception as failure:  # raising here would skip Lightning's closing of the event files
+            rank_zero_warn(f"could not record the {status} run in {self.filename}: {failure!r}")
+
+    def _fit_record(self, trainer, status: str, error: dict | None = None) -> dict:
+        previous = self._read(trainer) or {}
+        now = time.time()
+        wall = None if self._started is None else now - self._started
+        config = None if self._config_text is None else yaml.safe_load(self._config_text)
+        return {
+            "status": status,
+            "error": error,
+            "started": _iso(self._started),
+            "updated": _iso(now),
+            "wall_time_s": wall,
+            "config": config,
+            "config_hash": provenance.config_hash(config),
+            **(self._facts or {}),
+            "seeds": provenance.seeds(config),
+            "epochs": self._epochs,
+            "global_step": trainer.global_step,
+            # Training samples over the fit's wall time, validation and checkpointing included.
+            "samples_per_sec": self._samples / wall if wall else None,
+            "resumed_from": _relative(trainer.ckpt_path, trainer),
+            **_checkpoints(trainer),
+            "metrics": _metrics(trainer.callback_metrics),
+            "evaluations": previous.get("evaluations", []),  # a resumed run keeps its earlier tests
+        }
+
+    def _evaluated(self, trainer, status: str, error: dict | None = None) -> None:
+        summary = self._read(trainer)
+        if summary is None:  # a checkpoint from elsewhere: this directory gets a summary of its own
+            summary = {
+                "status": status,
+                "error": error,
+                "config": yaml.safe_load(provenance.saved_config(trainer) or "null"),
+                **(self._facts or {}),
+            }
+            summary |= {"metrics": {}, "evaluations": []}
+        stage = trainer.state.fn.value
+        metrics = _metrics({k: v for k, v in trainer.callback_metrics.items() if k.startswith(("val/", "test/"))})
+        summary["evaluations"].append(
+            {
+                "subcommand": stage,
+                "status": status,
+                "error": error,
+                "checkpoint": _relative(trainer.ckpt_path, trainer),
+                "checkpoint_epoch": self._loaded.get("epoch"),
+                "checkpoint_step": self._loaded.get("global_step"),
+                "finished": _iso(time.time()),
+                "metrics": metrics,
+            }
+        )
+        if stage == "test":  # validate scores a checkpoint, not the end of fit: it stays under evaluations
+            summary["metrics"].update(metrics)
+        self._write(trainer, summary)
+
+    def _log_best(self, trainer) -> None:
+        logger = tensorboard(trainer)
+        best = next((c for c in trainer.checkpoint_callbacks if getattr(c, "monitor", None) == "val/acc"), None)
+        if logger is not None and best is not None and best.best_model_score is not None:
+            logger.log_metrics({BEST_VAL_ACC: best.best_model_score}, step=trainer.global_step)
+
+    def _path(self, trainer) -> Path | None:
+        log_dir = getattr(trainer.logger, "log_dir", None)  # the logger's, not Trainer.log_dir: that one is collective
+        if not trainer.is_global_zero or trainer.fast_dev_run or log_dir is None:
+            return None
+        return Path(log_dir) / self.filename
+
+    def _read(self, trainer) -> dict | None:
+        path = self._path(trainer)
+        return json.loads(path.read_text()) if path is not None and path.is_file() else None
+
+    def _write(self, trainer, summary: dict) -> None:
+        path = self._path(trainer)
+        if path is not None:
+            write_atomically(path, json.dumps(summary, indent=2, default=str) + "\n")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Readers see the old file or the new one, never half of one, even if the process dies mid-write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as file:
+        try:
+            os.chmod(file.name, 0o644)  # a report for anyone to read, not a private temp file (0600)
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        except BaseException:
+            os.unlink(file.name)
+            raise
+    os.replace(file.name, path)
+
+
+def _checkpoints(trainer) -> dict:
+    saved = [c for c in trainer.checkpoint_callbacks if isinstance(c, ModelCheckpoint) and c.best_model_path]
+    best = next((c for c in saved if c.monitor), None)
+    last = next((c for c in saved if not c.monitor), None)
+    summary = {"best_checkpoint": None, "last_checkpoint": None}
+    if best is not None:
+        summary["best_checkpoint"] = {"path": _relative(best.best_model_path, trainer), "monitor": best.monitor}
+        summary["best_checkpoint"] |= {"mode": best.mode, "score": _number(best.best_model_score)}
+    if last is not None:  # without a monitor, ModelCheckpoint's "best" is simply the newest
+        summary["last_checkpoint"] = _relative(last.best_model_path, trainer)
+    return summary
+
+
+def _relative(path, trainer) -> str | None:
+    """Relative to the run directory when inside it, so that the folder can be moved or copied whole."""
+    if not path:
+        return None
+    log_dir = getattr(trainer.logger, "log_dir", None)
+    resolved = Path(path).resolve()
+    if log_dir is not None and resolved.is_relative_to(Path(log_dir).resolve()):
+        return str(resolved.relative_to(Path(log_dir).resolve()))
+    return str(resolved)
+
+
+def _metrics(metrics: dict) -> dict:
+    return {name: _number(value) for name, value in sorted(metrics.items())}
+
+
+def _number(value) -> float | str | None:
+    value = float(value) if value is not None else None
+    return value if value is None or math.isfinite(value) else str(value)  # JSON has no NaN or infinity
+
+
+def _iso(seconds: float | None) -> str | None:
+    return None if seconds is None else datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds")

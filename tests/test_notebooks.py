@@ -1,0 +1,51 @@
+"""The notebooks are stored clean and run top to bottom against a real (short) run."""
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from conftest import ROOT
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_both_notebooks_are_there():
+    assert [p.name for p in NOTEBOOKS] == ["01_data.ipynb", "02_run.ipynb"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_are_stored_without_outputs(path):
+    """The output stripper: commit notebooks after "Clear All Outputs" (outputs make diffs unreadable)."""
+    notebook = nbformat.read(path, as_version=4)
+    dirty = [
+        i
+        for i, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code" and (cell.outputs or cell.execution_count)
+    ]
+    assert not dirty, f"{path.name}: cells {dirty} hold outputs; clear them before committing"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_first_code_cell_holds_the_parameters(path):
+    first = next(cell for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code")
+    assert first.metadata.get("tags") == ["parameters"] and "parameter" in first.source
+
+
+def execute(path, parameters: str, monkeypatch) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    first = next(cell for cell in notebook.cells if cell.cell_type == "code")
+    first.source = parameters  # what papermill does with a "parameters" cell
+    # The kernel is this interpreter ("python3" resolves to sys.executable) importing this checkout.
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    client = NotebookClient(notebook, kernel_name="python3", timeout=300, resources={"metadata": {"path": path.parent}})
+    client.execute()
+
+
+@pytest.mark.slow
+def test_data_notebook_runs(monkeypatch):
+    execute(ROOT / "notebooks/01_data.ipynb", "SEED = 3", monkeypatch)
+
+
+@pytest.mark.slow
+def test_run_notebook_runs_against_a_real_run(short_run, monkeypatch):
+    execute(ROOT / "notebooks/02_run.ipynb", f"RUN_DIR = {str(short_run[0])!r}", monkeypatch)
