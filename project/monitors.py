@@ -42,6 +42,7 @@ class SampleRateMonitor(Callback):
         # `window` + 1 timestamps give `window` steps; the rate appears once the window is full.
         self._meter = Throughput(world_size=trainer.world_size, window_size=self.window + 1)
         self._elapsed, self._batches, self._samples = 0.0, 0, 0
+        self._last = time.perf_counter()  # a run resumed mid-epoch starts without on_train_epoch_start
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
         # Restart the clock: validation and checkpointing between epochs are not training time.

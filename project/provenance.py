@@ -48,7 +48,9 @@ def config_hash(config: dict | None) -> str | None:
 def seeds(config: dict | None) -> dict:
     if config is None:
         return {"seed_everything": os.environ.get("PL_GLOBAL_SEED")}
-    return {k: v for k, v in flatten(config).items() if k == "seed_everything" or k.endswith(".seed")}
+    # `data.init_args.seed` reads as `data.seed`: the class-path wrapping is how the config is stored, not a name.
+    flat = {k.replace(".init_args.", "."): v for k, v in flatten(config).items()}
+    return {k: v for k, v in flat.items() if k == "seed_everything" or k.endswith(".seed")}
 
 
 def git_state() -> dict:
