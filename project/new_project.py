@@ -5,7 +5,7 @@ repository. Only the standard library and git: it runs before any install.
 
 What is copied is what git would commit here (`git ls-files`: tracked files and new ones that are not ignored),
 so runs/, .venv/ and caches stay behind. `project` is renamed where it names the package (`import project`,
-`python -m project`, `project.model.MLP`, `project/`, "project" in pyproject.toml), never in prose.
+`python -m project`, `project.networks.MLP`, `project/`, "project" in pyproject.toml), never in prose.
 """
 
 import argparse
@@ -22,7 +22,7 @@ TEMPLATE = Path(__file__).resolve().parents[1]
 CODE_NAME = re.compile(
     rf"(?<=-m ){PACKAGE}\b"  # python -m project
     rf"|(?<=from ){PACKAGE}\b|(?<=import ){PACKAGE}\b"  # from project.cli import ...
-    rf"|(?<![\w.\[/-]){PACKAGE}(?=\.[A-Za-z_])"  # project.model.MLP, not [project.optional-dependencies]
+    rf"|(?<![\w.\[/-]){PACKAGE}(?=\.[A-Za-z_])"  # project.networks.MLP, not [project.optional-dependencies]
     rf"|(?<![\w./-]){PACKAGE}(?=/)"  # project/ (a path), not pypi.org/project/
     rf"|(?<=[\"']){PACKAGE}(?=[\"'\[*])"  # "project", "project[dev]", "project*"
 )

@@ -10,7 +10,7 @@ from lightning.pytorch.callbacks import Callback
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from project.cli import cli_main
-from project.model import DigitsCNN
+from project.networks import DigitsCNN
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = str(ROOT / "configs" / "digits.yaml")

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import ROOT, run
 from project.data import DigitsDataModule, FileDataModule
-from project.model import MLP
+from project.networks import MLP
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
 
@@ -16,7 +16,7 @@ def test_the_mlp_experiment_trains_an_mlp_into_its_own_runs_folder():
     cli = run("fit", "--config", str(ROOT / "configs/experiments/mlp.yaml"), *SHORT)
     assert isinstance(cli.model.network, MLP)
     assert Path("runs/mlp/version_0/checkpoints/best.ckpt").is_file() and not Path("runs/digits").exists()
-    assert "class_path: project.model.MLP" in Path("runs/mlp/version_0/config.yaml").read_text()
+    assert "class_path: project.networks.MLP" in Path("runs/mlp/version_0/config.yaml").read_text()
 
 
 def test_a_file_of_your_own_trains_with_its_class_count_and_is_tested_from_its_checkpoint():

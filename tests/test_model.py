@@ -7,7 +7,8 @@ import pytest
 import torch
 from lightning import Trainer
 
-from project.model import MLP, DigitsClassifier, DigitsCNN
+from project.model import DigitsClassifier
+from project.networks import MLP, DigitsCNN
 from project.schedule import warmup_cosine
 
 

@@ -14,7 +14,7 @@ NAME = f"{PACKAGE}_copy"  # the template itself is `project`; a copy of a copy w
 
 
 def test_the_package_is_renamed_where_it_is_code_and_nowhere_else():
-    code = 'python -m project fit; from project.cli import x; "project.model.MLP"; project/data.py; ["project*"]'
+    code = 'python -m project fit; from project.cli import x; "project.networks.MLP"; project/data.py; ["project*"]'
     assert rename(code, NAME) == code.replace(PACKAGE, NAME)
     prose = "[project.optional-dependencies] a project template; pyproject.toml; pypi.org/project/x; new-project"
     assert rename(prose, NAME) == prose

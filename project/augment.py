@@ -1,0 +1,23 @@
+"""Train-time augmentation of whole batches on their device (no Lightning here: benchmarks use it as it is)."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def random_affine(images: torch.Tensor, degrees: float, shift: float) -> torch.Tensor:
+    """Rotate each image by up to ±`degrees` and shift it by up to ±`shift` pixels, each with its own draw.
+
+    torchvision's v2.RandomAffine draws one set of parameters per call, so a whole batch would move together
+    (measured worse on the validation splits); per-sample parameters cost one grid_sample per batch.
+    """
+    n, height, width = images.shape  # (N, 8, 8)
+    angle = (torch.rand(n, device=images.device) * 2 - 1) * math.radians(degrees)
+    # affine_grid works in [-1, 1] coordinates: one pixel is 2 / size.
+    pixel = torch.tensor([2 / width, 2 / height], device=images.device)
+    offset = (torch.rand(n, 2, device=images.device) * 2 - 1) * shift * pixel
+    cos, sin = angle.cos(), angle.sin()
+    theta = torch.stack([torch.stack([cos, -sin, offset[:, 0]], 1), torch.stack([sin, cos, offset[:, 1]], 1)], 1)
+    grid = F.affine_grid(theta, [n, 1, height, width], align_corners=False)  # (N, 8, 8, 2)
+    return F.grid_sample(images.unsqueeze(1), grid, align_corners=False).squeeze(1)
