@@ -8,7 +8,7 @@ FORMAT ?= onnx
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install train test test-fast lint format tensorboard gpu-check clean sweep export new-project
+.PHONY: help install train evaluate-seeds test test-fast lint format tensorboard gpu-check clean sweep export new-project
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -24,6 +24,9 @@ install: $(VENV)/.installed ## create .venv and install the project with its dev
 train: install ## fit CONFIG (default configs/digits.yaml), then test its best checkpoint; extra flags in ARGS
 	$(PY) -m project fit --config $(CONFIG) $(ARGS)
 	$(PY) -m project test --config $(CONFIG) --ckpt_path best $(ARGS)
+
+evaluate-seeds: install ## train and test CONFIG for seeds 0-4 beside SVC and logistic regression (runs/seeds.json)
+	$(PY) -m project.seeds --configs '[$(CONFIG)]' $(ARGS)
 
 sweep: install ## run or resume the Optuna sweep SWEEP (default sweeps/digits.yaml); extra flags in ARGS
 	$(PY) -m project.sweep --config $(SWEEP) $(ARGS)

@@ -31,7 +31,8 @@ def test_every_config_runs_a_fast_dev_run(config):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("config", list(ON_CPU))
-def test_gpu_config_runs_on_cpu_with_overrides(config):
+def test_gpu_config_runs_ddp_in_mixed_precision_on_cpu_with_overrides(config):
+    """gpu.yaml's DDP over 2 processes (gloo) and 16-mixed, which Lightning turns into bf16-mixed on a CPU."""
     result = run_subprocess(
         "fit",
         "--config",
@@ -43,6 +44,8 @@ def test_gpu_config_runs_on_cpu_with_overrides(config):
         *QUIET,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    assert "MEMBER: 2/2" in output and "bfloat16" in output
 
 
 def test_default_callbacks_monitor_keys_the_model_logs():
