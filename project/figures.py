@@ -36,7 +36,8 @@ class Figures(Callback):
     Only rank zero draws and writes. `every_n_epochs: 0` turns all of it off.
     """
 
-    def __init__(self, every_n_epochs: NonNegativeInt = 5, max_images: PositiveInt = 32) -> None:
+    # Every 20 epochs: about 0.2 s a time (two matplotlib figures), under 3% of the default 100-epoch fit.
+    def __init__(self, every_n_epochs: NonNegativeInt = 20, max_images: PositiveInt = 32) -> None:
         self.every_n_epochs, self.max_images = every_n_epochs, max_images
         self.matrices: dict[str, torch.Tensor] = {}  # the latest (C, C) matrix of each stage, on every rank
         self._pending = None  # rank zero: the last validation's pictures, when not written yet
@@ -114,7 +115,7 @@ class Figures(Callback):
         if logger is None or pictures is None:
             return
         writer, (matrix, images, labels, predictions, step) = logger.experiment, pictures
-        figure = Figure(figsize=(5, 4.5), dpi=64, layout="constrained")  # ~27 KB a PNG
+        figure = Figure(figsize=(5, 4.5), dpi=64)  # ~27 KB a PNG; constrained layout would add 50 ms a figure
         ax = figure.subplots()
         self._confusion[stage].plot(val=matrix, ax=ax)
         ax.set_title(f"{stage}: {int(matrix.sum())} digits, {int(matrix.trace())} right (step {step})")
@@ -142,19 +143,27 @@ def _gather(pl_module, size: int, images, labels, predictions):
 
 
 def _misclassified_figure(images: torch.Tensor, labels: torch.Tensor, predictions: torch.Tensor) -> Figure:
-    """Up to 8 digits a row, each titled `true→predicted`."""
-    columns = 8
+    """Up to 8 digits a row in one image, each captioned `true→predicted`.
+
+    One axes with one image and a caption per digit: a subplot per digit took matplotlib 0.3 s a figure.
+    """
+    columns, cell = 8, 12  # an 8x8 digit in a 12x12 cell: room for its caption above it
     rows = max(1, math.ceil(len(labels) / columns))
-    figure = Figure(figsize=(columns, 0.4 + 1.1 * rows), dpi=60, layout="constrained")
+    figure = Figure(figsize=(columns, 1.1 * rows + 0.4), dpi=60)
     figure.suptitle("true → predicted class")
-    axes = figure.subplots(rows, columns, squeeze=False).flatten()
-    for ax in axes:
-        ax.set_axis_off()
-    for ax, image, label, prediction in zip(axes, _as_nchw(images), labels, predictions, strict=False):
-        ax.imshow(image.float().mean(dim=0).numpy(), cmap="gray_r")  # channels averaged: grayscale either way
-        ax.set_title(f"{int(label)}→{int(prediction)}", fontsize=12)
+    ax = figure.add_axes((0, 0, 1, 1.1 * rows / (1.1 * rows + 0.4)))
+    ax.set_axis_off()
     if len(labels) == 0:
-        axes[0].text(0, 0.5, "no misclassified digits", fontsize=12)
+        ax.text(0.5, 0.5, "no misclassified digits", fontsize=12, ha="center", transform=ax.transAxes)
+        return figure
+    digits = _as_nchw(images).float().mean(dim=1, keepdim=True)  # (M, 1, 8, 8), channels averaged
+    digits = F.pad(digits / digits.amax().clamp(min=1e-6), (2, 2, 4, 0))  # (M, 1, 12, 12): caption room on top
+    grid = make_grid(digits, nrow=columns, padding=0)[0]  # (rows * 12, columns * 12)
+    ax.imshow(grid.numpy(), cmap="gray_r", vmin=0, vmax=1, extent=(0, columns * cell, rows * cell, 0))
+    ax.set_xlim(0, columns * cell)
+    for i, (label, prediction) in enumerate(zip(labels.tolist(), predictions.tolist(), strict=True)):
+        row, column = divmod(i, columns)
+        ax.text(column * cell + cell / 2, row * cell + 2, f"{label}→{prediction}", fontsize=12, ha="center")
     return figure
 
 
@@ -163,7 +172,7 @@ class Histograms(Callback):
     epoch's last step (before clipping). Never per step: each histogram costs about a millisecond and 1-2 KB.
     """
 
-    def __init__(self, every_n_epochs: NonNegativeInt = 5, gradients: bool = False) -> None:
+    def __init__(self, every_n_epochs: NonNegativeInt = 10, gradients: bool = False) -> None:
         self.every_n_epochs, self.gradients = every_n_epochs, gradients
         self._last_batch = False
 

@@ -20,16 +20,21 @@ class GradNormMonitor(Callback):
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
         grads = [p.grad for p in pl_module.parameters() if p.grad is not None]
-        if not grads:
+        if not grads or trainer.global_step % trainer.log_every_n_steps:
             return
         # Stays on the device: Lightning's `grad_norm` utility builds its total with `torch.tensor(list of norms)`,
-        # one GPU sync per parameter. This tensor is read once, with the loss, when Lightning writes the step.
+        # one GPU sync per parameter. This tensor is read once, when the logger writes it.
         norms = torch.stack([torch.linalg.vector_norm(g, self.norm_type) for g in grads])
-        pl_module.log("train/grad_norm", torch.linalg.vector_norm(norms, self.norm_type), on_step=True, on_epoch=False)
+        # Straight to the loggers (they write on rank zero only), at the step Lightning gives this batch's loss:
+        # `self.log` would cost close to a millisecond of Lightning's bookkeeping every step.
+        total = torch.linalg.vector_norm(norms, self.norm_type)
+        for logger in trainer.loggers:
+            logger.log_metrics({"train/grad_norm": total}, step=trainer.global_step)
 
 
 class SampleRateMonitor(Callback):
-    """`train/samples_per_sec` over all ranks, a rolling mean of the last `window` steps, also in the progress bar.
+    """`train/samples_per_sec` over all ranks, the mean of the last `window` steps, logged every `window` steps and
+    shown in the progress bar.
 
     Lightning's ThroughputMonitor does not fit here: it synchronizes CUDA after every step, reports nothing
     before 100 steps, and logs validation against the batch index rather than the global step.
@@ -56,9 +61,16 @@ class SampleRateMonitor(Callback):
         self._batches += 1
         self._samples += len(batch[0])  # this rank's samples; the meter multiplies by the world size
         self._meter.update(time=self._elapsed, batches=self._batches, samples=self._samples)
+        if self._batches % self.window:
+            return  # a new rate once per window
         rates = self._meter.compute()
         # Throughput names the all-rank rate `samples_per_sec` only when there is more than one rank.
         rate = rates.get("samples_per_sec", rates.get("device/samples_per_sec"))
-        if rate is not None:
-            # A CPU tensor: logging a Python float would copy it to the GPU, and that copy waits for the GPU.
-            pl_module.log("train/samples_per_sec", torch.tensor(rate), on_step=True, on_epoch=False, prog_bar=True)
+        if rate is None:
+            return
+        # To the loggers directly, at this batch's step (`self.log` would cost Lightning close to a millisecond
+        # and repeat the value at every later step of the epoch); to the progress bar through `self.log`. A CPU
+        # tensor: logging a Python float would copy it to the GPU, and that copy waits for the GPU.
+        for logger in trainer.loggers:
+            logger.log_metrics({"train/samples_per_sec": rate}, step=trainer.global_step - 1)
+        pl_module.log("train/samples_per_sec", torch.tensor(rate), on_step=True, prog_bar=True, logger=False)

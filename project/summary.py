@@ -31,6 +31,7 @@ class RunSummary(Callback):
         self._started = None
         self._epochs = self._samples = 0
         self._facts = self._config_text = None
+        self._recipe, self._earlier = {}, []
         self._loaded = {}  # epoch and global_step of the checkpoint loaded, if any
 
     def setup(self, trainer, pl_module, stage: str) -> None:
@@ -48,6 +49,11 @@ class RunSummary(Callback):
     def on_fit_start(self, trainer, pl_module) -> None:
         self._started, self._samples = time.time(), 0
         self._config_text = provenance.saved_config(trainer)
+        # Parsed, hashed and read once: rewritten after every epoch, the summary must cost next to nothing.
+        config = None if self._config_text is None else yaml.safe_load(self._config_text)
+        self._recipe = {"config": config, "config_hash": provenance.config_hash(config), **(self._facts or {})}
+        self._recipe["seeds"] = provenance.seeds(config)
+        self._earlier = (self._read(trainer) or {}).get("evaluations", [])  # a resumed run keeps its tests
         self._write(trainer, self._fit_record(trainer, "running"))
         logger = tensorboard(trainer)
         if logger is None:
@@ -101,20 +107,15 @@ class RunSummary(Callback):
             rank_zero_warn(f"could not record the {status} run in {self.filename}: {failure!r}")
 
     def _fit_record(self, trainer, status: str, error: dict | None = None) -> dict:
-        previous = self._read(trainer) or {}
         now = time.time()
         wall = None if self._started is None else now - self._started
-        config = None if self._config_text is None else yaml.safe_load(self._config_text)
         return {
             "status": status,
             "error": error,
             "started": _iso(self._started),
             "updated": _iso(now),
             "wall_time_s": wall,
-            "config": config,
-            "config_hash": provenance.config_hash(config),
-            **(self._facts or {}),
-            "seeds": provenance.seeds(config),
+            **self._recipe,
             "epochs": self._epochs,
             "global_step": trainer.global_step,
             # Training samples over the fit's wall time, validation and checkpointing included.
@@ -122,7 +123,7 @@ class RunSummary(Callback):
             "resumed_from": _relative(trainer.ckpt_path, trainer),
             **_checkpoints(trainer),
             "metrics": _metrics(trainer.callback_metrics),
-            "evaluations": previous.get("evaluations", []),  # a resumed run keeps its earlier tests
+            "evaluations": self._earlier,
         }
 
     def _evaluated(self, trainer, status: str, error: dict | None = None) -> None:

@@ -25,7 +25,7 @@ ON_CPU = ["--trainer.accelerator=cpu", "--trainer.sync_batchnorm=false", "--trai
 # 1,797 digits split into 449 val, 257 test and 1,091 train: none divisible by 2 ranks. The val shards of 225 and
 # 224 samples are 8 and 7 batches of 32, the test shards of 129 and 128 are 5 and 4: one rank has an extra batch.
 TINY = [*QUIET, "--data.val_fraction=0.25", "--data.test_fraction=0.143", "--data.batch_size=32"]
-FIT = ["fit", *TINY, "--trainer.max_epochs=2"]
+SHORT = [*TINY, "--trainer.max_epochs=2"]  # after the configs: a later --config would override them
 STEPS = 2 * (546 // 32)  # 1,091 train samples padded to 2 x 546: 17 full batches per rank and epoch
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}  # float32 sums in a different order; accuracies must match exactly
 FAKE_SRUN = """#!/bin/bash
@@ -78,17 +78,17 @@ def torchrun(*args: str) -> list[str]:
 
 
 def with_lightning(home: Path) -> list[str]:
-    return launch(home, project(*FIT, "--config", DEFAULT, "--config", GPU, *ON_CPU, "--trainer.devices=2"))
+    return launch(home, project("fit", "--config", DEFAULT, "--config", GPU, *ON_CPU, *SHORT, "--trainer.devices=2"))
 
 
 def with_torchrun(home: Path) -> list[str]:
-    fit = ["-m", "project", *FIT, "--config", DEFAULT, "--config", GPU, *ON_CPU, "--trainer.devices=2"]
+    fit = ["-m", "project", "fit", "--config", DEFAULT, "--config", GPU, *ON_CPU, *SHORT, "--trainer.devices=2"]
     return launch(home, torchrun("--standalone", "--nproc_per_node=2", *fit))
 
 
 def as_two_nodes(home: Path) -> list[str]:
     """Two torchrun agents on one machine, as on two nodes: one process each, meeting at node 0's address."""
-    fit = ["-m", "project", *FIT, "--config", DEFAULT, "--config", GPU, "--config", MULTINODE, *ON_CPU]
+    fit = ["-m", "project", "fit", "--config", DEFAULT, "--config", GPU, "--config", MULTINODE, *ON_CPU, *SHORT]
     port = free_port()
     nodes = [
         torchrun("--nnodes=2", f"--node_rank={node}", "--nproc_per_node=1", "--master_addr=127.0.0.1",
@@ -110,7 +110,7 @@ def with_slurm(home: Path) -> list[str]:
         "MASTER_PORT": str(free_port()),  # else derived from the job id: could collide with a parallel test
     }  # fmt: skip
     path = f"{home / 'bin'}:{Path(sys.executable).parent}:{os.environ['PATH']}"
-    script = ["bash", str(ROOT / "scripts/slurm.sh"), *ON_CPU, *TINY, "--trainer.max_epochs=2"]
+    script = ["bash", str(ROOT / "scripts/slurm.sh"), *ON_CPU, *SHORT]
     return launch(home, script, env=ddp_environment(PATH=path, **job))
 
 
