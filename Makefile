@@ -8,7 +8,7 @@ FORMAT ?= onnx
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install train evaluate-seeds test test-fast lint format tensorboard gpu-check clean sweep export new-project
+.PHONY: help install train evaluate-seeds test test-fast lint format tensorboard bench bench-scale gpu-check clean sweep export new-project
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -38,11 +38,12 @@ export: install ## export CKPT=<file.ckpt> as FORMAT (onnx, torchscript or pt2),
 new-project: ## copy this template to DEST as package NAME, in a new git repository: DEST=../my-exp NAME=my_exp
 	$(PYTHON) -m project.new_project $(DEST) $(NAME)
 
-test: install ## run the whole test suite, slow tests included (what CI runs)
-	$(PY) -m pytest
+# One pytest worker per core, each file on one worker (its module fixtures run once), one torch thread each.
+test: install ## run the whole test suite, slow tests included (what CI runs), one worker per core
+	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile $(ARGS)
 
 test-fast: install ## run the fast tests only
-	$(PY) -m pytest -m "not slow"
+	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile -m "not slow" $(ARGS)
 
 lint: install ## check style and common bugs with ruff
 	$(VENV)/bin/ruff check .
@@ -54,6 +55,12 @@ format: install ## format and auto-fix with ruff
 
 tensorboard: install ## serve runs/ on http://localhost:6006 (this machine only; see README for SSH)
 	$(VENV)/bin/tensorboard --logdir runs --host 127.0.0.1 --port 6006
+
+bench: install ## time the project's fit against a plain PyTorch loop of the same job, 5 pairs (~10 min)
+	$(PY) benchmarks/compare.py $(ARGS)
+
+bench-scale: install ## samples/s, set-up time and memory on 1x, 10x and 100x the digits (~4 min)
+	$(PY) benchmarks/scale.py $(ARGS)
 
 gpu-check: install ## check a GPU machine in one call (<8 min): GPU tests, fits, samples/s; ARGS=--cpu without one
 	$(PY) benchmarks/gpu_check.py $(ARGS)
