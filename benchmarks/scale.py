@@ -4,7 +4,8 @@
 
 For each size: set-up time (building the data and its split and statistics, in this process), training
 samples/s over at least `--batches` steps after a warm-up epoch (benchmarks/throughput.py, validation
-excluded), and the fit process's peak memory. In-memory batches are sliced per step, so samples/s should not depend on the size.
+excluded), and the fit process's peak memory. In-memory batches are sliced per step, so samples/s should
+not depend on the size.
 The sizes run in rounds, forward then backward (1 10 100 100 10 1 ...), so that a machine whose speed drifts
 during the benchmark (shared CPUs, boost budgets) slows every size alike; the table shows medians (min-max).
 """
