@@ -25,6 +25,10 @@ from project.resume import keys_given, reconcile
 from project.runs import claim_version, free_path, newest_checkpoint, run_dir, run_of_checkpoint
 from project.summary import RunSummary
 
+# Lightning 2.6 on recent torch warns about its own use of a deprecated torch API on every run: not ours to fix,
+# and it would be the first line a user reads.
+warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+
 
 class DigitsCLI(LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
