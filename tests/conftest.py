@@ -2,6 +2,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,18 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from project.cli import cli_main
 from project.networks import DigitsCNN
+
+
+@contextmanager
+def working_directory(path: Path) -> Iterator[Path]:
+    """Runs go to runs/ under the working directory: a module's shared run gets a folder of its own."""
+    previous = Path.cwd()
+    os.chdir(path)
+    try:
+        yield path
+    finally:
+        os.chdir(previous)
+
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = str(ROOT / "configs" / "digits.yaml")
@@ -165,11 +179,7 @@ SHORT_RUN = [
 @pytest.fixture(scope="session")
 def short_run(tmp_path_factory):
     home = tmp_path_factory.mktemp("short_run")
-    cwd = os.getcwd()
-    os.chdir(home)
-    try:
+    with working_directory(home):
         fit = run("fit", *SHORT_RUN)
         test = run("test", "--ckpt_path", "best")
-    finally:
-        os.chdir(cwd)
     return home / "runs/digits/version_0", fit, test

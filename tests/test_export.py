@@ -1,12 +1,10 @@
 """`python -m project.export`: ONNX, TorchScript and torch.export files that take raw pixels, as the checkpoint does."""
 
-import os
-
 import onnxruntime
 import pytest
 import torch
 
-from conftest import run
+from conftest import run, working_directory
 from project.export import main
 from project.model import DigitsClassifier
 
@@ -17,12 +15,8 @@ pytestmark = pytest.mark.slow
 def trained(tmp_path_factory):
     """A briefly trained checkpoint and the raw test-split digits of its run."""
     home = tmp_path_factory.mktemp("export")
-    cwd = os.getcwd()
-    os.chdir(home)
-    try:
+    with working_directory(home):
         fit = run("fit", "--trainer.max_epochs=2", "--trainer.limit_train_batches=10")
-    finally:
-        os.chdir(cwd)
     images, labels = fit.datamodule.splits["test"]  # (180, 8, 8) raw pixels in 0-16
     return home / "runs/digits/version_0/checkpoints/best.ckpt", images, labels
 

@@ -20,6 +20,7 @@ from conftest import (
     scalars,
     start,
     wait_for,
+    working_directory,
 )
 from project.checkpoints import AtomicCheckpointIO
 
@@ -31,12 +32,8 @@ STEPS_PER_EPOCH = 1437 // 64
 def in_dir(path: Path, *args: str):
     """`run(*args)` with `path` as the working directory."""
     path.mkdir(parents=True, exist_ok=True)
-    cwd = os.getcwd()
-    os.chdir(path)
-    try:
+    with working_directory(path):
         return run(*args)
-    finally:
-        os.chdir(cwd)
 
 
 def assert_same_logs(reference: Path, resumed: Path, from_step: int) -> None:

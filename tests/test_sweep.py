@@ -1,7 +1,6 @@
 """`python -m project.sweep`: trials as normal runs, a study in runs/ that resumes, failures and pruning recorded."""
 
 import json
-import os
 import signal
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from lightning.pytorch.callbacks import Callback
 from optuna.trial import TrialState
 
 import project.sweep
-from conftest import DEFAULT, QUIET, ROOT, load
+from conftest import DEFAULT, QUIET, ROOT, load, working_directory
 from project.cli import cli_main
 from project.sweep import main
 
@@ -56,15 +55,11 @@ def test_every_sweep_file_says_how_to_run_it_and_names_real_options(path, capsys
 def swept(tmp_path_factory):
     """Three trials of the shipped space: the first refuses its dropout, the third learns far too slowly."""
     home = tmp_path_factory.mktemp("swept")
-    cwd = os.getcwd()
-    os.chdir(home)
-    try:
+    with working_directory(home):
         queued = open_study("tiny")
         for params in ({"model.network.dropout": 1.5}, {"model.lr": 0.05}, {"model.lr": 1e-5}):
             queued.enqueue_trial(params)  # the other values are sampled
         study = sweep("--study=tiny", "--n_trials=3")
-    finally:
-        os.chdir(cwd)
     return home, study
 
 

@@ -1,14 +1,13 @@
 """End to end: train, test, resume, predict and DDP, as a user runs them."""
 
 import csv
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import load, run, scalars
+from conftest import load, run, scalars, working_directory
 
 pytestmark = pytest.mark.slow
 
@@ -17,13 +16,9 @@ pytestmark = pytest.mark.slow
 def trained(tmp_path_factory):
     """`make train`: fit the default config, then test its best checkpoint."""
     home = tmp_path_factory.mktemp("trained")
-    cwd = os.getcwd()
-    os.chdir(home)
-    try:
+    with working_directory(home):
         fit = run("fit")
         test = run("test", "--ckpt_path", "best")
-    finally:
-        os.chdir(cwd)
     return home / "runs/digits/version_0", fit, test
 
 
