@@ -2,12 +2,14 @@
 
     python benchmarks/compare.py [--pairs 5] [--config configs/digits.yaml] [--startup 5]
 
-Runs A (benchmarks/plain_loop.py) and B (`python -m project fit`) one after the other, a warm-up pair first,
-then `--pairs` measured pairs, and prints medians with min-max: the fit phase (training and the per-epoch
-validation and checkpoint, without imports and set-up: the plain loop times its loop, the project's run
-summary times on_fit_start to the end of fit), the whole process, their per-pair ratios, samples/s and peak
-memory. Then the start-up: `python -m project --help` against `python -c "import lightning"`. Shared machines
-are noisy: the per-pair ratios are what count.
+Runs A (benchmarks/plain_loop.py) and B (`python -m project fit`) in pairs, a warm-up pair first, then
+`--pairs` measured pairs in alternating order (A B, B A, A B, ...: on a machine that slows down under
+sustained load, as shared and boosting CPUs do, a fixed order would bill the drift to the second of each
+pair), and prints medians with min-max: the fit phase (training and the per-epoch validation and
+checkpoint, without imports and set-up: the plain loop times its loop, the project's run summary times
+on_fit_start to the end of fit), the whole process, their per-pair ratios, samples/s and peak memory. Then
+the start-up: `python -m project --help` against `python -c "import lightning"`, alternated the same way.
+Shared machines are noisy: the per-pair ratios are what count.
 """
 
 import argparse
@@ -57,6 +59,19 @@ def project(config: list[str], work: Path) -> dict:
     return {"wall": wall, "fit": summary["wall_time_s"], "samples_per_sec": summary["samples_per_sec"], "rss": rss}
 
 
+def alternating(n: int, a, b) -> list[tuple]:
+    """n pairs (a(), b()), run in the order a b, b a, a b, ...: drift over time falls on both sides alike."""
+    pairs = []
+    for i in range(n):
+        if i % 2:
+            second = b()
+            pairs.append((a(), second))
+        else:
+            first = a()
+            pairs.append((first, b()))
+    return pairs
+
+
 def spread(values: list[float], digits: int = 2) -> str:
     return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
@@ -73,7 +88,7 @@ def main() -> None:
     resolved.write_text(timed([sys.executable, "-m", "project", "fit", *config, "--print_config"], work)[2])
 
     plain(resolved, work), project(config, work)  # warm-up: file caches, compiled kernels
-    pairs = [(plain(resolved, work), project(config, work)) for _ in range(options.pairs)]
+    pairs = alternating(options.pairs, lambda: plain(resolved, work), lambda: project(config, work))
     rows = {
         "fit phase (s)": ([a["fit"] for a, _ in pairs], [b["fit"] for _, b in pairs]),
         "whole process (s)": ([a["wall"] for a, _ in pairs], [b["wall"] for _, b in pairs]),
@@ -92,7 +107,7 @@ def main() -> None:
         imports = [sys.executable, "-c", "import lightning"]
         help_ = [sys.executable, "-m", "project", "--help"]
         timed(imports, work), timed(help_, work)
-        startup = [(timed(imports, work)[0], timed(help_, work)[0]) for _ in range(options.startup)]
+        startup = alternating(options.startup, lambda: timed(imports, work)[0], lambda: timed(help_, work)[0])
         a, b = [x for x, _ in startup], [y for _, y in startup]
         ratio = spread([y / x for x, y in startup])
         print(f"| start-up (s): import lightning vs project --help | {spread(a)} | {spread(b)} | {ratio} |")

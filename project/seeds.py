@@ -6,6 +6,7 @@ fitted on exactly the same train splits and scored on the same test splits.
 
 import statistics
 import time
+import warnings
 from pathlib import Path
 
 from jsonargparse import auto_cli
@@ -32,7 +33,9 @@ def evaluate_seeds(
 ) -> dict:
     """Trains and tests `configs` once per seed; prints a table and writes it as JSON (default runs/<name>.json)."""
     stacked = [option for path in configs for option in ("--config", str(path))]
-    quiet = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+    quiet = ["--quiet"]  # ten runs: keep the output to their test tables and the final table
+    # Each run gets its options as `args` while sys.argv holds this command's: intended here, not a mistake.
+    warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
     rows = []
     for seed in seeds:
         seeded = [*stacked, *quiet, *args, f"--seed_everything={seed}", f"--data.seed={seed}"]
