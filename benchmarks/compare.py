@@ -1,6 +1,6 @@
 """`make bench`: the project's fit against the same job as a plain PyTorch loop, in alternating pairs.
 
-    python benchmarks/compare.py [--pairs 5] [--config configs/digits.yaml] [--startup 5]
+    python benchmarks/compare.py [--pairs 6] [--config configs/digits.yaml] [--startup 6]
 
 Runs A (benchmarks/plain_loop.py) and B (`python -m project fit`) in pairs, a warm-up pair first, then
 `--pairs` measured pairs in alternating order (A B, B A, A B, ...: on a machine that slows down under
@@ -78,8 +78,8 @@ def spread(values: list[float], digits: int = 2) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=5)
-    parser.add_argument("--startup", type=int, default=5, help="pairs of start-up measurements (0 skips them)")
+    parser.add_argument("--pairs", type=int, default=6, help="an even number balances the order")
+    parser.add_argument("--startup", type=int, default=6, help="pairs of start-up measurements (0 skips them)")
     parser.add_argument("--config", action="append", default=None, help="stacked configs (default digits.yaml)")
     options = parser.parse_args()
     config = [arg for path in options.config or ["configs/digits.yaml"] for arg in ("--config", str(ROOT / path))]
