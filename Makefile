@@ -6,12 +6,14 @@ CONFIG ?= configs/digits.yaml
 SWEEP ?= sweeps/digits.yaml
 FORMAT ?= onnx
 ARGS ?=
+# One pytest worker per core, each file on one worker (its module fixtures run once), one torch thread each.
+PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile
 
 .DEFAULT_GOAL := help
 .PHONY: help install train evaluate-seeds test test-fast lint format tensorboard bench bench-scale gpu-check clean sweep export new-project
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,12 +40,11 @@ export: install ## export CKPT=<file.ckpt> as FORMAT (onnx, torchscript or pt2),
 new-project: ## copy this template to DEST as package NAME, in a new git repository: DEST=../my-exp NAME=my_exp
 	$(PYTHON) -m project.new_project $(DEST) $(NAME)
 
-# One pytest worker per core, each file on one worker (its module fixtures run once), one torch thread each.
 test: install ## run the whole test suite, slow tests included (what CI runs), one worker per core
-	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile $(ARGS)
+	$(PYTEST) $(ARGS)
 
 test-fast: install ## run the fast tests only
-	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile -m "not slow" $(ARGS)
+	$(PYTEST) -m "not slow" $(ARGS)
 
 lint: install ## check style and common bugs with ruff
 	$(VENV)/bin/ruff check .

@@ -14,66 +14,20 @@ Shared machines are noisy: the per-pair ratios are what count.
 
 import argparse
 import json
-import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import ROOT, alternating, newest_summary, plain_fit, project, resolve, spread, timed
 
 
-def timed(command: list[str], cwd: Path) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MB) and stdout of one process."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    out = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{' '.join(command)} failed")
-    return seconds, usage.ru_maxrss / 1024, out
-
-
-def plain(resolved: Path, work: Path) -> dict:
-    wall, rss, out = timed([sys.executable, str(ROOT / "benchmarks/plain_loop.py"), str(resolved)], work)
-    result = json.loads(out.strip().splitlines()[-1])
-    return {"wall": wall, "fit": result["fit_seconds"], "samples_per_sec": result["samples_per_sec"], "rss": rss}
-
-
-def project(config: list[str], work: Path) -> dict:
-    wall, rss, _ = timed(
-        [
-            sys.executable,
-            "-m",
-            "project",
-            "fit",
-            *config,
-        ],
-        work,
-    )
-    summary = json.loads(max(work.glob("runs/digits/version_*/summary.json"), key=os.path.getmtime).read_text())
-    return {"wall": wall, "fit": summary["wall_time_s"], "samples_per_sec": summary["samples_per_sec"], "rss": rss}
-
-
-def alternating(n: int, a, b) -> list[tuple]:
-    """n pairs (a(), b()), run in the order a b, b a, a b, ...: drift over time falls on both sides alike."""
-    pairs = []
-    for i in range(n):
-        if i % 2:
-            second = b()
-            pairs.append((a(), second))
-        else:
-            first = a()
-            pairs.append((first, b()))
-    return pairs
-
-
-def spread(values: list[float], digits: int = 2) -> str:
-    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+def project_fit(configs: list[Path], work: Path) -> dict:
+    wall, rss, _ = timed(project("fit", *[arg for config in configs for arg in ("--config", str(config))]), work)
+    summary = newest_summary(work)
+    return {"fit_seconds": summary["wall_time_s"], "samples_per_sec": summary["samples_per_sec"], "wall": wall,
+            "rss": rss}  # fmt: skip
 
 
 def main() -> None:
@@ -82,30 +36,29 @@ def main() -> None:
     parser.add_argument("--startup", type=int, default=6, help="pairs of start-up measurements (0 skips them)")
     parser.add_argument("--config", action="append", default=None, help="stacked configs (default digits.yaml)")
     options = parser.parse_args()
-    config = [arg for path in options.config or ["configs/digits.yaml"] for arg in ("--config", str(ROOT / path))]
+    configs = [ROOT / path for path in options.config or ["configs/digits.yaml"]]
     work = Path(tempfile.mkdtemp(prefix="bench-"))
-    resolved = work / "resolved.yaml"
-    resolved.write_text(timed([sys.executable, "-m", "project", "fit", *config, "--print_config"], work)[2])
+    resolved = resolve(configs, work / "resolved.yaml")
 
-    plain(resolved, work), project(config, work)  # warm-up: file caches, compiled kernels
-    pairs = alternating(options.pairs, lambda: plain(resolved, work), lambda: project(config, work))
-    rows = {
-        "fit phase (s)": ([a["fit"] for a, _ in pairs], [b["fit"] for _, b in pairs]),
-        "whole process (s)": ([a["wall"] for a, _ in pairs], [b["wall"] for _, b in pairs]),
-        "samples/s": ([a["samples_per_sec"] for a, _ in pairs], [b["samples_per_sec"] for _, b in pairs]),
-        "peak memory (MB)": ([a["rss"] for a, _ in pairs], [b["rss"] for _, b in pairs]),
+    plain_fit(resolved, work), project_fit(configs, work)  # warm-up: file caches, compiled kernels
+    pairs = alternating(options.pairs, lambda: plain_fit(resolved, work), lambda: project_fit(configs, work))
+    rows = {  # name: (key, digits)
+        "fit phase (s)": ("fit_seconds", 2),
+        "whole process (s)": ("wall", 2),
+        "samples/s": ("samples_per_sec", 0),
+        "peak memory (MB)": ("rss", 0),
     }
     print(f"\n{options.pairs} pairs after a warm-up; medians (min-max)\n")
     print("| | plain PyTorch loop | python -m project fit | ratio (per pair) |\n|---|---|---|---|")
-    for name, (a, b) in rows.items():
+    results = {}
+    for name, (key, digits) in rows.items():
+        a, b = [x[key] for x, _ in pairs], [y[key] for _, y in pairs]
         ratio = spread([y / x for x, y in zip(a, b, strict=True)])
-        print(f"| {name} | {spread(a, 0 if 'MB' in name or 'samples' in name else 2)} | "
-              f"{spread(b, 0 if 'MB' in name or 'samples' in name else 2)} | {ratio} |")  # fmt: skip
-    results = {name: {"plain": a, "project": b} for name, (a, b) in rows.items()}
+        print(f"| {name} | {spread(a, digits)} | {spread(b, digits)} | {ratio} |")
+        results[name] = {"plain": a, "project": b}
 
     if options.startup:
-        imports = [sys.executable, "-c", "import lightning"]
-        help_ = [sys.executable, "-m", "project", "--help"]
+        imports, help_ = [sys.executable, "-c", "import lightning"], project("--help")
         timed(imports, work), timed(help_, work)
         startup = alternating(options.startup, lambda: timed(imports, work)[0], lambda: timed(help_, work)[0])
         a, b = [x for x, _ in startup], [y for _, y in startup]

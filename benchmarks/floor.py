@@ -12,7 +12,6 @@ the plain loop in the same round.
 """
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -20,7 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import DEFAULT, ENV, newest_summary, plain_fit, project, resolve, rounds, spread
+
 LEVELS = ("plain", "bare Lightning", "Lightning's defaults", "the project")
 
 
@@ -52,16 +54,14 @@ def lightning_fit(resolved: Path, level: str, work: Path) -> float:
 def measure(level: str, resolved: Path, epochs: int, work: Path) -> float:
     work.mkdir(parents=True)
     if level == "plain":
-        out = subprocess.run([sys.executable, str(ROOT / "benchmarks/plain_loop.py"), str(resolved)], cwd=work,
-                             capture_output=True, text=True, check=True).stdout  # fmt: skip
-        return json.loads(out.strip().splitlines()[-1])["fit_seconds"]
+        return plain_fit(resolved, work)["fit_seconds"]
     if level == "the project":
-        command = [sys.executable, "-m", "project", "fit", "--config", str(ROOT / "configs/digits.yaml"), "--quiet",
-                   f"--trainer.max_epochs={epochs}"]  # fmt: skip
-        subprocess.run(command, cwd=work, capture_output=True, check=True)
-        return json.loads(next(work.glob("runs/digits/version_*/summary.json")).read_text())["wall_time_s"]
+        command = project("fit", "--config", str(DEFAULT), "--quiet", f"--trainer.max_epochs={epochs}")
+        subprocess.run(command, cwd=work, env=ENV, capture_output=True, check=True)
+        return newest_summary(work)["wall_time_s"]
     command = [sys.executable, __file__, "--level", level, "--resolved", str(resolved), "--work", str(work)]
-    return float(subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
+    out = subprocess.run(command, env=ENV, capture_output=True, text=True, check=True).stdout
+    return float(out.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -75,20 +75,15 @@ def main() -> None:
     if options.level:
         return print(lightning_fit(options.resolved, options.level, options.work))
     work = Path(tempfile.mkdtemp(prefix="floor-"))
-    printed = subprocess.run([sys.executable, "-m", "project", "fit", "--config", str(ROOT / "configs/digits.yaml"),
-                              f"--trainer.max_epochs={options.epochs}", "--print_config"],
-                             capture_output=True, text=True, check=True).stdout  # fmt: skip
-    resolved = work / "resolved.yaml"
-    resolved.write_text(printed)
+    resolved = resolve([DEFAULT], work / "resolved.yaml", f"--trainer.max_epochs={options.epochs}")
     seconds = {level: [] for level in LEVELS}
-    for round_ in range(options.rounds):
-        for level in LEVELS if round_ % 2 == 0 else LEVELS[::-1]:
-            seconds[level].append(measure(level, resolved, options.epochs, work / f"{round_}-{LEVELS.index(level)}"))
+    for i, level in enumerate(rounds(list(LEVELS), options.rounds)):
+        seconds[level].append(measure(level, resolved, options.epochs, work / f"{i}"))
     print(f"\n{options.epochs} epochs, {options.rounds} rounds; fit phase, medians (min-max)\n")
     print("| | fit phase (s) | vs plain (per round) |\n|---|---|---|")
     for level, values in seconds.items():
         ratio = statistics.median(v / p for v, p in zip(values, seconds["plain"], strict=True))
-        print(f"| {level} | {statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f}) | {ratio:.2f} |")
+        print(f"| {level} | {spread(values)} | {ratio:.2f} |")
 
 
 if __name__ == "__main__":

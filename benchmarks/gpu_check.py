@@ -21,7 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import DEFAULT, ENV, ROOT, project
+
 BUDGET_S = 450  # every step shares it, so one call stays under 8 minutes even when a step hangs
 FITS = {  # name: options on top of configs/digits.yaml
     "default, 32-true": ["--trainer.precision=32-true"],
@@ -75,18 +78,17 @@ def run_gpu_tests(deadline: float) -> str:
 def fit(name: str, options: list[str], cpu: bool, extra: list[str], deadline: float) -> dict:
     device = ["--trainer.accelerator=cpu", "--trainer.sync_batchnorm=false"] if cpu else ["--trainer.accelerator=gpu"]
     command = [
-        sys.executable, "-m", "project", "fit", "--config", str(ROOT / "configs/digits.yaml"), *options, *device,
+        *project("fit", "--config", str(DEFAULT)), *options, *device,
         "--trainer.devices=1", "--trainer.logger.init_args.name=gpu-check", "--trainer.enable_progress_bar=false",
         "--trainer.callbacks+=benchmarks.throughput.Throughput", *extra,
     ]  # fmt: skip
     runs = Path("runs/gpu-check")
     before = set(runs.glob("version_*"))
     print(f"== Fit {name}: {' '.join(command[1:])}", flush=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     if deadline - time.monotonic() < 1:
         return {"status": "no time left"}
     try:
-        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=deadline - time.monotonic())
+        result = subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=deadline - time.monotonic())
     except subprocess.TimeoutExpired:
         return {"status": "timed out"}
     if result.returncode != 0:
@@ -105,7 +107,7 @@ def table(tests: str, fits: dict[str, dict]) -> str:
     rows = [header] + [
         (
             name, r["status"], r.get("precision", "-"), r.get("strategy", "-"), number(r.get("epochs"), "d"),
-            number(r.get("samples_per_s"), ",.0f"), number(r.get("peak_gpu_mib"), ",.0f"),
+            number(r.get("samples_per_sec"), ",.0f"), number(r.get("peak_gpu_mib"), ",.0f"),
             number(r.get("val_acc"), ".4f"),
         )
         for name, r in fits.items()

@@ -12,19 +12,20 @@ that: Lightning's SimpleProfiler times every callback hook inside the same run a
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import DEFAULT, alternating, project, timed
+
 OFF = ["--figures.every_n_epochs=0", "--histograms.every_n_epochs=0"]
 
 
 def fit(save_dir: Path, extra: list[str]) -> dict:
-    command = [sys.executable, "-m", "project", "fit", "--config", str(ROOT / "configs/digits.yaml"), "--quiet"]
-    command += [f"--trainer.logger.init_args.save_dir={save_dir}", *extra]
-    subprocess.run(command, check=True, cwd=ROOT, capture_output=True)
+    logged_to = f"--trainer.logger.init_args.save_dir={save_dir}"
+    timed(project("fit", "--config", str(DEFAULT), "--quiet", logged_to, *extra), save_dir.parent)
     (run_dir,) = (save_dir / "digits").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     events = sum(p.stat().st_size for p in run_dir.glob("events.out.tfevents.*"))
@@ -35,7 +36,7 @@ def profile() -> None:
     from project.cli import cli_main  # imported here: the A/B runs need no Lightning in this process
 
     with tempfile.TemporaryDirectory() as tmp:
-        args = ["fit", "--config", str(ROOT / "configs/digits.yaml"), "--quiet", "--trainer.profiler=simple"]
+        args = ["fit", "--config", str(DEFAULT), "--quiet", "--trainer.profiler=simple"]
         cli = cli_main([*args, f"--trainer.logger.init_args.save_dir={tmp}"])
         (run_dir,) = (Path(tmp) / "digits").iterdir()
         fit_seconds = json.loads((run_dir / "summary.json").read_text())["wall_time_s"]
@@ -53,14 +54,15 @@ def main() -> None:
     options = parser.parse_args()
     if options.profile:
         return profile()
-    pairs = options.pairs
-    results = {"on": [], "off": []}
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(pairs):
-            for setting in ("on", "off") if i % 2 == 0 else ("off", "on"):
-                result = fit(Path(tmp) / f"{setting}-{i}", [] if setting == "on" else OFF)
-                results[setting].append(result)
-                print(f"pair {i} {setting:>3}: {result}", flush=True)
+
+        def run(setting: str) -> dict:
+            result = fit(Path(tempfile.mkdtemp(prefix=f"{setting}-", dir=tmp)), [] if setting == "on" else OFF)
+            print(f"{setting:>3}: {result}", flush=True)
+            return result
+
+        pairs = alternating(options.pairs, lambda: run("on"), lambda: run("off"))
+    results = {"on": [a for a, _ in pairs], "off": [b for _, b in pairs]}
     on, off = (statistics.median(r["seconds"] for r in results[s]) for s in ("on", "off"))
     print(f"median fit time: on {on:.1f} s, off {off:.1f} s, overhead {100 * (on / off - 1):+.1f}%")
     ratios = [a["seconds"] / b["seconds"] for a, b in zip(results["on"], results["off"], strict=True)]

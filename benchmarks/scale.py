@@ -13,18 +13,16 @@ during the benchmark (shared CPUs, boost budgets) slows every size alike; the ta
 import argparse
 import json
 import math
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.upscale import UpscaledDigits  # noqa: E402
+from benchmarks.common import DEFAULT, project, rounds, spread, timed
+from benchmarks.upscale import UpscaledDigits
 
 
 def measure(copies: int, batches: int, work: Path) -> dict:
@@ -37,29 +35,20 @@ def measure(copies: int, batches: int, work: Path) -> dict:
     per_epoch = math.ceil(len(datamodule.splits["train"][0]) / datamodule.hparams.batch_size)
     epochs = 1 + math.ceil(batches / per_epoch)
     work.mkdir(parents=True, exist_ok=True)
-    command = [
-        sys.executable, "-m", "project", "fit", "--config", str(ROOT / "configs/digits.yaml"),
-        "--data", "benchmarks.upscale.UpscaledDigits", f"--data.copies={copies}",
+    command = project(
+        "fit", "--config", str(DEFAULT), "--data", "benchmarks.upscale.UpscaledDigits", f"--data.copies={copies}",
         f"--trainer.max_epochs={epochs}", f"--trainer.limit_train_batches={batches}", "--trainer.limit_val_batches=5",
         "--trainer.enable_progress_bar=false", "--trainer.callbacks+=benchmarks.throughput.Throughput",
         f"--trainer.logger.init_args.name=scale-{copies}",
-    ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"fit on {copies} copies failed: {' '.join(command)}")
+    )  # fmt: skip
+    _, rss, _ = timed(command, work)
     throughput = json.loads(next(work.glob(f"runs/scale-{copies}/version_*/throughput.json")).read_text())
     return {
         "images": size,
         "setup_s": setup,
-        "samples_per_s": throughput["samples_per_s"],
-        "rss_mb": usage.ru_maxrss / 1024,
+        "samples_per_sec": throughput["samples_per_sec"],
+        "rss_mb": rss,
     }
-
-
-def spread(values: list[float], digits: int) -> str:
-    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
 def main() -> None:
@@ -71,10 +60,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="scale-"))
     UpscaledDigits(copies=1).load()  # scikit-learn's import and its file cache, outside the first set-up time
     runs = {copies: [] for copies in options.copies}
-    for round_ in range(options.rounds):
-        for copies in options.copies if round_ % 2 == 0 else options.copies[::-1]:
-            runs[copies].append(measure(copies, options.batches, work / f"round-{round_}"))
-    rate = {copies: statistics.median(r["samples_per_s"] for r in rows) for copies, rows in runs.items()}
+    for i, copies in enumerate(rounds(options.copies, options.rounds)):
+        runs[copies].append(measure(copies, options.batches, work / f"{i}"))
+    rate = {copies: statistics.median(r["samples_per_sec"] for r in rows) for copies, rows in runs.items()}
     base = rate[options.copies[0]]
     print(f"\n{options.rounds} rounds; medians (min-max)\n")
     print("| images | set-up (s) | samples/s | vs smallest | peak memory (MB) |\n|---|---|---|---|---|")
@@ -82,7 +70,7 @@ def main() -> None:
         cells = [
             f"{rows[0]['images']:,}",
             spread([r["setup_s"] for r in rows], 2),
-            spread([r["samples_per_s"] for r in rows], 0),
+            spread([r["samples_per_sec"] for r in rows], 0),
             f"{rate[copies] / base - 1:+.1%}",
             spread([r["rss_mb"] for r in rows], 0),
         ]

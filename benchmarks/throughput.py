@@ -53,7 +53,7 @@ class Throughput(Callback):
         measured = self.epochs[1:] or self.epochs
         device = trainer.strategy.root_device
         result = {
-            "samples_per_s": sum(s for s, _ in measured) / max(sum(t for _, t in measured), 1e-9),
+            "samples_per_sec": sum(s for s, _ in measured) / max(sum(t for _, t in measured), 1e-9),
             "epochs": len(self.epochs),
             "precision": trainer.precision,
             "strategy": type(trainer.strategy).__name__,

@@ -4,10 +4,7 @@
 classes there are: `DigitsDataModule` (scikit-learn's digits) and `FileDataModule` (your own .npz or .csv).
 """
 
-import math
-import operator
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
 from pathlib import Path
 
 import lightning as L
@@ -15,79 +12,8 @@ import torch
 from jsonargparse.typing import NonNegativeFloat, OpenUnitInterval, PositiveInt
 
 from project.augment import random_affine
+from project.batches import Batch, ShardSampler, TensorBatches, on_device, split_indices
 from project.files import load_images, load_labelled
-
-Batch = tuple[torch.Tensor, ...]
-
-
-class ShardSampler:
-    """The order in which this rank sees the samples, like DistributedSampler.
-
-    Training shuffles with a generator of its own seeded by (seed, epoch): the same permutation on every rank,
-    independent of the global RNG, so resumed and uninterrupted runs see the same order. It pads by wrapping
-    around so every rank steps equally often. Evaluation neither shuffles nor pads: each sample counts once.
-    """
-
-    def __init__(self, n: int, shuffle: bool, seed: int = 0, rank: int = 0, world_size: int = 1) -> None:
-        self.n, self.shuffle, self.seed, self.rank, self.world_size = n, shuffle, seed, rank, world_size
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:  # Lightning calls this at the start of every training epoch
-        self.epoch = epoch
-
-    def indices(self) -> torch.Tensor:
-        if not self.shuffle:
-            return torch.arange(self.rank, self.n, self.world_size)
-        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
-        order = torch.randperm(self.n, generator=generator)
-        padded = math.ceil(self.n / self.world_size) * self.world_size
-        return torch.cat([order, order[: padded - self.n]])[self.rank :: self.world_size]
-
-    def __len__(self) -> int:
-        return math.ceil(self.n / self.world_size) if self.shuffle else len(range(self.rank, self.n, self.world_size))
-
-
-class TensorBatches:
-    """Batches sliced from in-memory tensors: one index operation per batch, no per-sample Python, no workers.
-
-    Stateful: a checkpoint taken mid-epoch records how many batches were handed out, and the resumed run
-    continues with the next one. Lightning finds `sampler.set_epoch` as it does on a DataLoader.
-    """
-
-    batch_sampler = None  # read by Lightning's DataLoader checks; batches are sliced here instead
-
-    def __init__(self, tensors: Batch, batch_size: int, sampler: ShardSampler, drop_last: bool = False) -> None:
-        self.tensors, self.batch_size, self.sampler, self.drop_last = tensors, batch_size, sampler, drop_last
-        self.position = 0  # batches of the current epoch handed out so far
-        self._resume_at = 0
-
-    def __len__(self) -> int:
-        divide = operator.floordiv if self.drop_last else lambda a, b: -(-a // b)
-        return divide(len(self.sampler), self.batch_size)
-
-    def __iter__(self) -> Iterator[Batch]:
-        start, self._resume_at = self._resume_at, 0
-        indices = self.sampler.indices()
-        for i in range(start, len(self)):
-            self.position = i + 1  # before yielding: a checkpoint taken after this batch resumes at the next
-            batch = indices[i * self.batch_size : (i + 1) * self.batch_size]
-            yield tuple(t[batch] for t in self.tensors)
-
-    def state_dict(self) -> dict[str, int]:
-        return {"position": self.position}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self._resume_at = state["position"] if state["position"] < len(self) else 0
-
-
-def on_device(tensors: Batch, device: torch.device, max_share: float = 0.25) -> Batch:
-    """The tensors moved to a GPU once if they take under `max_share` of its free memory, so that batches are
-    gathered there instead of copied from the host every step; anything else stays where it is."""
-    if device.type != "cuda":
-        return tensors
-    free, _ = torch.cuda.mem_get_info(device)
-    size = sum(t.numel() * t.element_size() for t in tensors)
-    return tuple(t.to(device) for t in tensors) if size < max_share * free else tensors
 
 
 class ArrayDataModule(L.LightningDataModule, ABC):
@@ -107,6 +33,7 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         if val_fraction + test_fraction >= 1:
             raise ValueError(f"val_fraction + test_fraction must be below 1, got {val_fraction + test_fraction}")
         self.save_hyperparameters()
+        self.splits: dict[str, Batch] | None = None  # name -> (images, labels), set in setup()
         self.mean = self.std = None  # train-split pixel statistics, set in setup()
         self._train_batches: TensorBatches | None = None
         self._resume_state: dict[str, int] | None = None
@@ -121,11 +48,11 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         """Read when the model is built, before setup() (cli.py links it to model.num_classes)."""
 
     def split(self, n: int) -> dict[str, torch.Tensor]:
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(self.hparams.seed))
-        n_val, n_test = round(n * self.hparams.val_fraction), round(n * self.hparams.test_fraction)
-        return {"val": order[:n_val], "test": order[n_val : n_val + n_test], "train": order[n_val + n_test :]}
+        return split_indices(n, self.hparams.val_fraction, self.hparams.test_fraction, self.hparams.seed)
 
     def setup(self, stage: str) -> None:
+        if self.splits is not None:
+            return  # fit then test in one process: the same split, loaded once
         images, labels = self.load()
         self.splits = {name: (images[idx], labels[idx]) for name, idx in self.split(len(images)).items()}
         train_images = self.splits["train"][0]

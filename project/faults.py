@@ -32,7 +32,7 @@ class StopOnNonFinite(Callback):
                 )
             return
         grads = [p.grad for p in pl_module.parameters() if p.grad is not None]
-        if grads and not torch.isfinite(torch.stack([g.detach().norm() for g in grads])).all():
+        if grads and not torch.isfinite(torch.nn.utils.get_total_norm(grads)):  # NaN or Inf anywhere makes it so
             raise FloatingPointError(
                 f"step {trainer.global_step}: the loss or its gradients are NaN/Inf, stopped before they reached"
                 " the weights; lower --model.lr or set --trainer.gradient_clip_val"

@@ -193,8 +193,9 @@ class Histograms(Callback):
         logger = tensorboard(trainer)
         if logger is None or not self._due(trainer):
             return
+        writer = logger.experiment
         for name, param in pl_module.named_parameters():
-            logger.experiment.add_histogram(f"weights/{name}", param.detach().float(), trainer.global_step, bins=BINS)
+            writer.add_histogram(f"weights/{name}", param.detach().float(), trainer.global_step, bins=BINS)
 
     def _due(self, trainer) -> bool:
         return _every(self.every_n_epochs, trainer.current_epoch)

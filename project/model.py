@@ -11,7 +11,7 @@ from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
 from project.networks import DigitsCNN
-from project.schedule import warmup_cosine
+from project.schedule import decay_groups, warmup_cosine
 
 # Fraction of all optimizer steps spent warming up: [0, 1), so warmup can never outlast training.
 STAGES = ("train", "val", "test")
@@ -101,18 +101,7 @@ class DigitsClassifier(L.LightningModule):
         return self(batch[0]).softmax(dim=-1)  # (N, num_classes) class probabilities
 
     def configure_optimizers(self):
-        # Decay matrices and conv kernels only; biases and normalization parameters (1-D) are not decayed.
-        decay, no_decay = [], []
-        for param in self.network.parameters():
-            if param.requires_grad:
-                (decay if param.ndim >= 2 else no_decay).append(param)
-        optimizer = torch.optim.AdamW(
-            [
-                {"name": "decay", "params": decay, "weight_decay": self.hparams.weight_decay},
-                {"name": "no_decay", "params": no_decay, "weight_decay": 0.0},
-            ],
-            lr=self.hparams.lr,
-        )
+        optimizer = torch.optim.AdamW(decay_groups(self.network, self.hparams.weight_decay), lr=self.hparams.lr)
         # Derived from epochs, batches, devices and gradient accumulation, so the curve always completes.
         total = int(self.trainer.estimated_stepping_batches)
         scheduler = warmup_cosine(optimizer, total, round(self.hparams.warmup_fraction * total), self.hparams.min_lr)

@@ -22,12 +22,11 @@ class GradNormMonitor(Callback):
         grads = [p.grad for p in pl_module.parameters() if p.grad is not None]
         if not grads or trainer.global_step % trainer.log_every_n_steps:
             return
-        # Stays on the device: Lightning's `grad_norm` utility builds its total with `torch.tensor(list of norms)`,
-        # one GPU sync per parameter. This tensor is read once, when the logger writes it.
-        norms = torch.stack([torch.linalg.vector_norm(g, self.norm_type) for g in grads])
+        # torch's own total norm (one foreach kernel), left on the device until the logger writes it; Lightning's
+        # `grad_norm` utility would read every parameter's norm back to the host, one GPU sync each.
+        total = torch.nn.utils.get_total_norm(grads, self.norm_type)
         # Straight to the loggers (they write on rank zero only), at the step Lightning gives this batch's loss:
         # `self.log` would cost close to a millisecond of Lightning's bookkeeping every step.
-        total = torch.linalg.vector_norm(norms, self.norm_type)
         for logger in trainer.loggers:
             logger.log_metrics({"train/grad_norm": total}, step=trainer.global_step)
 

@@ -1,5 +1,9 @@
-"""The learning-rate schedule: linear warmup, then cosine decay, stepped once per optimizer step."""
+"""AdamW's parameter groups and the learning-rate schedule (linear warmup, then cosine, stepped per optimizer step).
 
+Plain PyTorch: the LightningModule and benchmarks/plain_loop.py build their optimizer from the same two functions.
+"""
+
+from torch import nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, LRScheduler, SequentialLR
 
@@ -13,3 +17,15 @@ def warmup_cosine(
     # After the last step the LR sits exactly at min_lr (T_max counts the cosine steps only).
     cosine = CosineAnnealingLR(optimizer, T_max=max(1, total_steps - warmup_steps), eta_min=min_lr)
     return SequentialLR(optimizer, [warmup, cosine], milestones=[warmup_steps])
+
+
+def decay_groups(network: nn.Module, weight_decay: float) -> list[dict]:
+    """Matrices and conv kernels decayed; biases and normalization parameters (1-D) not. Named for the LR monitor."""
+    decay, no_decay = [], []
+    for param in network.parameters():
+        if param.requires_grad:
+            (decay if param.ndim >= 2 else no_decay).append(param)
+    return [
+        {"name": "decay", "params": decay, "weight_decay": weight_decay},
+        {"name": "no_decay", "params": no_decay, "weight_decay": 0.0},
+    ]

@@ -54,18 +54,10 @@ def run(*args: str):
     return cli_main([subcommand, "--config", DEFAULT, *QUIET, *rest])
 
 
-def run_subprocess(
-    *args: str, timeout: float = 300, env: dict | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess:
+def run_subprocess(*args: str, timeout: float = 300, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """`python -m project <args>` as a user types it; needed where Lightning starts processes itself (DDP)."""
-    return subprocess.run(
-        [sys.executable, "-m", "project", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}", **(env or {})},
-    )
+    command = [sys.executable, "-m", "project", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=ddp_environment())
 
 
 # Set by torchrun, SLURM and Lightning's own launcher: a test that launches DDP itself must not inherit them.
@@ -73,20 +65,26 @@ LAUNCHER_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK", "GROUP_RA
 
 
 def ddp_environment(**extra: str) -> dict[str, str]:
-    """This environment without any launcher's variables (a CI job may itself run under SLURM or torchrun)."""
+    """This environment without any launcher's variables (a CI job may itself run under SLURM or torchrun), and with
+    the repository and tests/ importable (class paths such as `conftest.CrashAt`)."""
     clean = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("SLURM_", "TORCHELASTIC_")) and k not in LAUNCHER_VARIABLES
     }
     # One thread per process: the ranks share the cores (torchrun sets this too).
-    return {**clean, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **extra}
+    return {**clean, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}", "OMP_NUM_THREADS": "1", **extra}
+
+
+def read_events(run_dir: Path) -> EventAccumulator:
+    """Every event of a run's TensorBoard files (size_guidance 0: keep all, not a sample)."""
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "images": 0, "histograms": 0, "tensors": 0})
+    events.Reload()
+    return events
 
 
 def scalars(run_dir: Path, tag: str) -> list[tuple[int, float]]:
-    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    events.Reload()
-    return [(event.step, event.value) for event in events.Scalars(tag)]
+    return [(event.step, event.value) for event in read_events(run_dir).Scalars(tag)]
 
 
 def load(path: Path) -> dict:
@@ -120,15 +118,10 @@ class NaNAfter(DigitsCNN):
         return logits
 
 
-def start(*args: str, env: dict | None = None) -> subprocess.Popen:
+def start(*args: str) -> subprocess.Popen:
     """`python -m project <args>` in the background, for tests that signal or kill it."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "project", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}", **(env or {})},
-    )
+    command = [sys.executable, "-m", "project", *args]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ddp_environment())
 
 
 def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from project.data import DigitsDataModule, FileDataModule, ShardSampler, TensorBatches, load_images
+from project.batches import ShardSampler, TensorBatches
+from project.data import DigitsDataModule, FileDataModule, load_images
 
 
 def prepared(**kwargs) -> DigitsDataModule:

@@ -12,8 +12,8 @@ import torch
 from conftest import (
     DEFAULT,
     QUIET,
-    ROOT,
     assert_same_checkpoint,
+    ddp_environment,
     load,
     run,
     run_subprocess,
@@ -100,7 +100,7 @@ while True:
 @pytest.mark.slow
 def test_a_kill_during_checkpoint_writes_leaves_a_whole_checkpoint_and_no_temp_files(tmp_path):
     target = tmp_path / "checkpoints" / "last.ckpt"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": "/dev/shm"}  # $TMPDIR elsewhere changes nothing
+    env = ddp_environment(TMPDIR="/dev/shm")  # $TMPDIR on another filesystem changes nothing
     for delay in (0.3, 0.5, 0.7, 0.9, 1.1, 1.3):
         writer = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], env=env)
         wait_for(target.exists, what="a first checkpoint")
@@ -268,7 +268,7 @@ def test_a_checkpoint_whose_hyperparameters_name_a_callable_is_refused(tamper, t
     assert exit_.value.code == 2 and "refusing to load" in capsys.readouterr().err
 
 
-# 12 is in test_ddp.py (kill of a rank) and below (resume).
+# 12. DDP faults: the kill of a rank is in test_ddp_faults.py; the 2-process resume is here.
 @pytest.mark.slow
 def test_two_process_ddp_resume_at_an_epoch_boundary_is_exact(tmp_path):
     ddp = ["--config", DEFAULT, *QUIET, "--trainer.strategy=ddp", "--trainer.devices=2", "--trainer.max_epochs=3"]

@@ -29,6 +29,6 @@ def test_the_gpu_check_runs_on_the_cpu_and_prints_its_table_last():
         ("bf16-mixed", "SingleDeviceStrategy"),  # 16-mixed on a CPU
         ("bf16-mixed", "DDPStrategy"),
     ]
-    assert all(r["samples_per_s"] > 0 and r["epochs"] == 2 and r["peak_gpu_mib"] is None for r in results)
+    assert all(r["samples_per_sec"] > 0 and r["epochs"] == 2 and r["peak_gpu_mib"] is None for r in results)
     for row, r in zip(rows, results, strict=True):
-        assert f"{r['samples_per_s']:,.0f}" in row and " ok " in row
+        assert f"{r['samples_per_sec']:,.0f}" in row and " ok " in row

@@ -4,28 +4,20 @@ HPARAMS entry, the config, and a summary.json that agrees with the checkpoints a
 import io
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
 import torch
 import yaml
 from matplotlib.image import imread
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
-from conftest import ROOT, load, scalars
+from conftest import ROOT, load, read_events, scalars
 
 pytestmark = pytest.mark.slow  # each test reads the short run (conftest.py)
 
 STEPS = 25  # the short run: 5 epochs of 5 steps
 EPOCH_ENDS = [4, 9, 14, 19, 24]  # where Lightning logs epoch metrics: the index of each epoch's last step
 PICTURE_STEPS = [10, 20, 25]  # every 2 epochs (global step after epochs 2 and 4), then the end of fit
-
-
-def read_events(run_dir: Path) -> EventAccumulator:
-    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "images": 0, "histograms": 0, "tensors": 0})
-    events.Reload()
-    return events
 
 
 def decode(image_event):

@@ -2,7 +2,6 @@
 --quiet leaves only what CI logs need; under DDP the pictures count every rank and only rank zero writes."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -10,9 +9,8 @@ from pathlib import Path
 
 import pytest
 from lightning.pytorch.utilities.exceptions import SIGTERMException
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from conftest import DEFAULT, QUIET, ROOT, run, run_subprocess, scalars
+from conftest import DEFAULT, QUIET, ddp_environment, read_events, run, run_subprocess, scalars
 from project.model import DigitsClassifier
 
 pytestmark = pytest.mark.slow  # each test makes a real run
@@ -76,6 +74,8 @@ def test_quiet_mode_prints_no_progress_or_info_lines():
 
 
 def test_quiet_mode_still_shows_errors():
+    result = run_subprocess("fit", "--config", DEFAULT, "--quiet", "--trainer.max_epochs=1", "--model.lr=-1")
+    assert result.returncode == 2 and "lr" in result.stderr
     result = run_subprocess(
         "fit",
         "--config",
@@ -109,15 +109,13 @@ def test_under_ddp_the_confusion_matrix_covers_every_rank_and_only_rank_zero_wri
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=ddp_environment(),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     reports = sorted(line for line in result.stdout.splitlines() if line.startswith("rank "))
     assert reports == ["rank 0: 180 digits in the confusion matrix", "rank 1: 180 digits in the confusion matrix"]
     run_dir = Path("runs/digits/version_0")
     assert len(list(run_dir.glob("events.out.tfevents.*"))) == 1
-    events = EventAccumulator(str(run_dir), size_guidance={"images": 0})
-    events.Reload()
-    assert [image.step for image in events.Images("val/confusion_matrix")] == [2]
+    assert [image.step for image in read_events(run_dir).Images("val/confusion_matrix")] == [2]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["device"]["world_size"] == 2

@@ -1,4 +1,4 @@
-"""End to end: train, test, resume, predict and DDP, as a user runs them."""
+"""End to end: train, test, resume and predict, as a user runs them."""
 
 import csv
 from pathlib import Path

@@ -1,0 +1,90 @@
+"""In-memory batches, plain PyTorch: the seeded split, each rank's sample order, and batches sliced from tensors.
+
+No Lightning here: benchmarks/plain_loop.py draws the same split and order from these, so the baseline it times
+cannot drift from the project's data.
+"""
+
+import math
+import operator
+from collections.abc import Iterator
+
+import torch
+
+Batch = tuple[torch.Tensor, ...]
+
+
+class ShardSampler:
+    """The order in which this rank sees the samples, like DistributedSampler.
+
+    Training shuffles with a generator of its own seeded by (seed, epoch): the same permutation on every rank,
+    independent of the global RNG, so resumed and uninterrupted runs see the same order. It pads by wrapping
+    around so every rank steps equally often. Evaluation neither shuffles nor pads: each sample counts once.
+    """
+
+    def __init__(self, n: int, shuffle: bool, seed: int = 0, rank: int = 0, world_size: int = 1) -> None:
+        self.n, self.shuffle, self.seed, self.rank, self.world_size = n, shuffle, seed, rank, world_size
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:  # Lightning calls this at the start of every training epoch
+        self.epoch = epoch
+
+    def indices(self) -> torch.Tensor:
+        if not self.shuffle:
+            return torch.arange(self.rank, self.n, self.world_size)
+        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        order = torch.randperm(self.n, generator=generator)
+        padded = math.ceil(self.n / self.world_size) * self.world_size
+        return torch.cat([order, order[: padded - self.n]])[self.rank :: self.world_size]
+
+    def __len__(self) -> int:
+        return math.ceil(self.n / self.world_size) if self.shuffle else len(range(self.rank, self.n, self.world_size))
+
+
+class TensorBatches:
+    """Batches sliced from in-memory tensors: one index operation per batch, no per-sample Python, no workers.
+
+    Stateful: a checkpoint taken mid-epoch records how many batches were handed out, and the resumed run
+    continues with the next one. Lightning finds `sampler.set_epoch` as it does on a DataLoader.
+    """
+
+    batch_sampler = None  # read by Lightning's DataLoader checks; batches are sliced here instead
+
+    def __init__(self, tensors: Batch, batch_size: int, sampler: ShardSampler, drop_last: bool = False) -> None:
+        self.tensors, self.batch_size, self.sampler, self.drop_last = tensors, batch_size, sampler, drop_last
+        self.position = 0  # batches of the current epoch handed out so far
+        self._resume_at = 0
+
+    def __len__(self) -> int:
+        divide = operator.floordiv if self.drop_last else lambda a, b: -(-a // b)
+        return divide(len(self.sampler), self.batch_size)
+
+    def __iter__(self) -> Iterator[Batch]:
+        start, self._resume_at = self._resume_at, 0
+        indices = self.sampler.indices()
+        for i in range(start, len(self)):
+            self.position = i + 1  # before yielding: a checkpoint taken after this batch resumes at the next
+            batch = indices[i * self.batch_size : (i + 1) * self.batch_size]
+            yield tuple(t[batch] for t in self.tensors)
+
+    def state_dict(self) -> dict[str, int]:
+        return {"position": self.position}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self._resume_at = state["position"] if state["position"] < len(self) else 0
+
+
+def on_device(tensors: Batch, device: torch.device, max_share: float = 0.25) -> Batch:
+    """The tensors moved to a GPU once if they take under `max_share` of its free memory, so that batches are
+    gathered there instead of copied from the host every step; anything else stays where it is."""
+    if device.type != "cuda":
+        return tensors
+    free, _ = torch.cuda.mem_get_info(device)
+    size = sum(t.numel() * t.element_size() for t in tensors)
+    return tuple(t.to(device) for t in tensors) if size < max_share * free else tensors
+
+
+def split_indices(n: int, val_fraction: float, test_fraction: float, seed: int) -> dict[str, torch.Tensor]:
+    """A seeded permutation of range(n) cut into val, test and train (the rest), as index tensors."""
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    n_val, n_test = round(n * val_fraction), round(n * test_fraction)
+    return {"val": order[:n_val], "test": order[n_val : n_val + n_test], "train": order[n_val + n_test :]}
