@@ -28,17 +28,17 @@ train: install ## fit CONFIG (default configs/digits.yaml), then test its best c
 	$(PY) -m project test --config $(CONFIG) --ckpt_path best $(ARGS)
 
 evaluate-seeds: install ## train and test CONFIG for seeds 0-4 beside SVC and logistic regression (runs/seeds.json)
-	$(PY) -m project.seeds --configs '[$(CONFIG)]' $(ARGS)
+	$(PY) -m project.tools.seeds --configs '[$(CONFIG)]' $(ARGS)
 
 sweep: install ## run or resume the Optuna sweep SWEEP (default sweeps/digits.yaml); extra flags in ARGS
-	$(PY) -m project.sweep --config $(SWEEP) $(ARGS)
+	$(PY) -m project.tools.sweep --config $(SWEEP) $(ARGS)
 
 export: install ## export CKPT=<file.ckpt> as FORMAT (onnx, torchscript or pt2), beside the checkpoint
 	$(if $(CKPT),,$(error give the checkpoint: make export CKPT=runs/digits/version_0/checkpoints/best.ckpt))
-	$(PY) -m project.export --ckpt_path $(CKPT) --format $(FORMAT) $(ARGS)
+	$(PY) -m project.tools.export --ckpt_path $(CKPT) --format $(FORMAT) $(ARGS)
 
 new-project: ## copy this template to DEST as package NAME, in a new git repository: DEST=../my-exp NAME=my_exp
-	$(PYTHON) -m project.new_project $(DEST) $(NAME)
+	$(PYTHON) scripts/new_project.py $(DEST) $(NAME)
 
 test: install ## run the whole test suite, slow tests included (what CI runs), one worker per core
 	$(PYTEST) $(ARGS)
@@ -58,13 +58,13 @@ tensorboard: install ## serve runs/ on http://localhost:6006 (this machine only;
 	$(VENV)/bin/tensorboard --logdir runs --host 127.0.0.1 --port 6006
 
 bench: install ## time the project's fit against a plain PyTorch loop of the same job, 6 pairs (~10 min)
-	$(PY) benchmarks/compare.py $(ARGS)
+	$(PY) -m benchmarks.compare $(ARGS)
 
 bench-scale: install ## samples/s, set-up time and memory on 1x, 10x and 100x the digits (~4 min)
-	$(PY) benchmarks/scale.py $(ARGS)
+	$(PY) -m benchmarks.scale $(ARGS)
 
 gpu-check: install ## check a GPU machine in one call (<8 min): GPU tests, fits, samples/s; ARGS=--cpu without one
-	$(PY) benchmarks/gpu_check.py $(ARGS)
+	$(PY) -m benchmarks.gpu_check $(ARGS)
 
 clean: ## remove caches and build leftovers (keeps runs/ and .venv)
 	rm -rf .pytest_cache .ruff_cache *.egg-info

@@ -41,7 +41,7 @@ def resolve(configs: list[Path], path: Path, *overrides: str) -> Path:
 
 def plain_fit(resolved: Path, work: Path) -> dict:
     """benchmarks/plain_loop.py on a resolved config: its fit seconds and samples/s, and the process's wall and RSS."""
-    wall, rss, out = timed([sys.executable, str(ROOT / "benchmarks/plain_loop.py"), str(resolved)], work)
+    wall, rss, out = timed([sys.executable, "-m", "benchmarks.plain_loop", str(resolved)], work)
     return {**json.loads(out.strip().splitlines()[-1]), "wall": wall, "rss": rss}
 
 

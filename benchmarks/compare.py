@@ -1,6 +1,6 @@
 """`make bench`: the project's fit against the same job as a plain PyTorch loop, in alternating pairs.
 
-    python benchmarks/compare.py [--pairs 6] [--config configs/digits.yaml] [--startup 6]
+    python -m benchmarks.compare [--pairs 6] [--config configs/digits.yaml] [--startup 6]
 
 Runs A (benchmarks/plain_loop.py) and B (`python -m project fit`) in pairs, a warm-up pair first, then
 `--pairs` measured pairs in alternating order (A B, B A, A B, ...: on a machine that slows down under
@@ -17,8 +17,6 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import ROOT, alternating, newest_summary, plain_fit, project, resolve, spread, timed
 

@@ -1,6 +1,6 @@
 """Where the gap to the plain loop comes from: the same job at four levels of framework, alternated in rounds.
 
-    python benchmarks/floor.py [--epochs 20] [--rounds 3]
+    python -m benchmarks.floor [--epochs 20] [--rounds 3]
 
 1. plain: benchmarks/plain_loop.py, no framework;
 2. bare Lightning: a Trainer with no logger, no checkpoints, no callbacks, on the project's own
@@ -18,8 +18,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import DEFAULT, ENV, newest_summary, plain_fit, project, resolve, rounds, spread
 
@@ -59,7 +57,17 @@ def measure(level: str, resolved: Path, epochs: int, work: Path) -> float:
         command = project("fit", "--config", str(DEFAULT), "--quiet", f"--trainer.max_epochs={epochs}")
         subprocess.run(command, cwd=work, env=ENV, capture_output=True, check=True)
         return newest_summary(work)["wall_time_s"]
-    command = [sys.executable, __file__, "--level", level, "--resolved", str(resolved), "--work", str(work)]
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.floor",
+        "--level",
+        level,
+        "--resolved",
+        str(resolved),
+        "--work",
+        str(work),
+    ]
     out = subprocess.run(command, env=ENV, capture_output=True, text=True, check=True).stdout
     return float(out.strip().splitlines()[-1])
 

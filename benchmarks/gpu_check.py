@@ -1,8 +1,8 @@
 """Check a GPU machine in one call (under 8 minutes on one GPU); a table of the fits is printed last.
 
-    python benchmarks/gpu_check.py            # on a machine with a CUDA GPU
-    python benchmarks/gpu_check.py --cpu      # anywhere: the fits on the CPU, the GPU-only parts skipped
-    python benchmarks/gpu_check.py --cpu -- --trainer.max_epochs 2   # options after -- go to every fit
+    python -m benchmarks.gpu_check            # on a machine with a CUDA GPU
+    python -m benchmarks.gpu_check --cpu      # anywhere: the fits on the CPU, the GPU-only parts skipped
+    python -m benchmarks.gpu_check --cpu -- --trainer.max_epochs 2   # options after -- go to every fit
 
 1. the environment: Python, torch, Lightning, the GPU, CUDA, cuDNN, NCCL, bf16 support
 2. the suite's GPU tests (pytest -m gpu)
@@ -20,8 +20,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import DEFAULT, ENV, ROOT, project
 

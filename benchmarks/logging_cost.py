@@ -2,8 +2,8 @@
 (their defaults) against the same run with both off. Runs alternate (on, off, off, on, ...) so that drift in
 machine load falls on both sides; the fit time is `wall_time_s` from summary.json (no interpreter start-up).
 
-    python benchmarks/logging_cost.py --pairs 3
-    python benchmarks/logging_cost.py --profile   # one run: each observability callback's share of fit time
+    python -m benchmarks.logging_cost --pairs 3
+    python -m benchmarks.logging_cost --profile   # one run: each observability callback's share of fit time
 
 On a shared machine the A/B fit times swing by more than the cost being measured; `--profile` is immune to
 that: Lightning's SimpleProfiler times every callback hook inside the same run as the fit it is compared with.
@@ -12,11 +12,8 @@ that: Lightning's SimpleProfiler times every callback hook inside the same run a
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import DEFAULT, alternating, project, timed
 

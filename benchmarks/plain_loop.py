@@ -1,6 +1,6 @@
 """The default config's job as a plain PyTorch loop, no framework: the baseline that `make bench` compares with.
 
-    python benchmarks/plain_loop.py resolved.yaml      (resolved.yaml: `python -m project fit --print_config`)
+    python -m benchmarks.plain_loop resolved.yaml      (resolved.yaml: `python -m project fit --print_config`)
 
 Same split, normalization, network, AdamW groups, warmup + cosine per step, augmentation, epochs, batch size
 and shuffling; it evaluates on the validation split and saves a checkpoint after every epoch, as the project
@@ -22,7 +22,7 @@ import yaml
 from sklearn.datasets import load_digits
 
 from project.augment import random_affine
-from project.batches import ShardSampler, split_indices
+from project.core.batches import ShardSampler, split_indices
 from project.schedule import decay_groups, warmup_cosine
 
 

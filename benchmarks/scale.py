@@ -1,6 +1,6 @@
 """`make bench-scale`: the same pipeline on 1x, 10x and 100x the digits (about 1.8k, 18k and 180k images).
 
-    python benchmarks/scale.py [--copies 1 10 100] [--batches 300] [--rounds 2]
+    python -m benchmarks.scale [--copies 1 10 100] [--batches 300] [--rounds 2]
 
 For each size: set-up time (building the data and its split and statistics, in this process), training
 samples/s over at least `--batches` steps after a warm-up epoch (benchmarks/throughput.py, validation
@@ -14,12 +14,9 @@ import argparse
 import json
 import math
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import DEFAULT, project, rounds, spread, timed
 from benchmarks.upscale import UpscaledDigits

@@ -1,3 +1,3 @@
-from project.cli import cli_main
+from project.cli import run
 
-cli_main()
+run()

@@ -12,7 +12,7 @@ import torch
 from jsonargparse.typing import NonNegativeFloat, OpenUnitInterval, PositiveInt
 
 from project.augment import random_affine
-from project.batches import Batch, ShardSampler, TensorBatches, on_device, split_indices
+from project.core.batches import Batch, ShardSampler, TensorBatches, on_device, split_indices
 from project.files import load_images, load_labelled
 
 
@@ -25,8 +25,10 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         val_fraction: OpenUnitInterval = 0.1,
         test_fraction: OpenUnitInterval = 0.1,
         seed: int = 0,
-        rotation: NonNegativeFloat = 0.0,
-        shift: NonNegativeFloat = 0.0,
+        # Per-sample rotation (degrees) and shift (pixels) while training: 25 cross-validation errors vs 40 without,
+        # and vs 32 for (10, 1) or 62 for (15, 1.5) (docs/results.md). 0 and 0 turn it off.
+        rotation: NonNegativeFloat = 5.0,
+        shift: NonNegativeFloat = 0.5,
         predict_path: Path | None = None,
     ) -> None:
         super().__init__()

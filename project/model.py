@@ -29,7 +29,8 @@ class DigitsClassifier(L.LightningModule):
         weight_decay: NonNegativeFloat = 0.05,
         warmup_fraction: WarmupFraction = 0.1,
         min_lr: NonNegativeFloat = 1e-5,
-        label_smoothing: ClosedUnitInterval = 0.0,
+        # Validation errors 6 vs 11 without, in the recipe study (docs/results.md).
+        label_smoothing: ClosedUnitInterval = 0.1,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()

@@ -12,6 +12,7 @@ from lightning.pytorch.callbacks import Callback
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from project.cli import cli_main
+from project.core.errors import main
 from project.networks import DigitsCNN
 
 
@@ -35,7 +36,7 @@ def pytest_collection_modifyitems(config, items):
     """`@pytest.mark.gpu` tests skip on a machine without CUDA (this suite's CI), and run on one that has it."""
     if torch.cuda.is_available():
         return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU; python benchmarks/gpu_check.py runs these on one")
+    skip = pytest.mark.skip(reason="needs a CUDA GPU; python -m benchmarks.gpu_check runs these on one")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
@@ -49,9 +50,10 @@ def in_tmp(tmp_path, monkeypatch):
 
 
 def run(*args: str):
-    """`python -m project <args>` in this process, with the default config and no progress bars."""
+    """`python -m project <args>` in this process, with the default config and no progress bars: what it prints,
+    and on failure SystemExit with its exit code."""
     subcommand, *rest = args
-    return cli_main([subcommand, "--config", DEFAULT, *QUIET, *rest])
+    return main(lambda: cli_main([subcommand, "--config", DEFAULT, *QUIET, *rest]))
 
 
 def run_subprocess(*args: str, timeout: float = 300, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from project.batches import ShardSampler, TensorBatches
+from project.core.batches import ShardSampler, TensorBatches
 from project.data import DigitsDataModule, FileDataModule, load_images
 
 

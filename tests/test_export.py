@@ -1,12 +1,12 @@
-"""`python -m project.export`: ONNX, TorchScript and torch.export files that take raw pixels, as the checkpoint does."""
+"""`python -m project.tools.export`: ONNX, TorchScript and torch.export files taking raw pixels, as checkpoints do."""
 
 import onnxruntime
 import pytest
 import torch
 
 from conftest import run, working_directory
-from project.export import main
 from project.model import DigitsClassifier
+from project.tools.export import main
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import DEFAULT, QUIET, ROOT, load, run, run_subprocess
-from project.batches import on_device
+from project.core.batches import on_device
 
 pytestmark = pytest.mark.gpu
 

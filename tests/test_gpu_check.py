@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, ddp_environment
+from conftest import ddp_environment
 
 TINY = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3", "--trainer.limit_val_batches=2"]
 
@@ -15,7 +15,7 @@ TINY = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3", "--trainer.
 @pytest.mark.slow
 def test_the_gpu_check_runs_on_the_cpu_and_prints_its_table_last():
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks/gpu_check.py"), "--cpu", "--", *TINY],
+        [sys.executable, "-m", "benchmarks.gpu_check", "--cpu", "--", *TINY],
         capture_output=True, text=True, timeout=900, env=ddp_environment(),
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -9,7 +9,7 @@ from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch.utilities import rank_zero_only
 
 from conftest import ddp_environment
-from project.cli import _launched_as_rank_zero
+from project.core.distributed import launched_as_rank_zero
 
 
 @pytest.fixture
@@ -53,4 +53,4 @@ def test_lightning_reads_rank_and_world_size_from_the_variables_of_a_slurm_job(l
 def test_only_the_future_global_rank_zero_claims_the_run_folder(launcher_environment, variables, rank_zero):
     launcher_environment.update(variables)
     rank_zero_only.rank = _get_rank() or 0  # as Lightning sets it when imported, before any Trainer exists
-    assert _launched_as_rank_zero() is rank_zero
+    assert launched_as_rank_zero() is rank_zero

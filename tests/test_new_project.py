@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from project.new_project import CODE_NAME, PACKAGE, check_name, rename
+from new_project import CODE_NAME, PACKAGE, check_name, rename
 
 NAME = f"{PACKAGE}_copy"  # the template itself is `project`; a copy of a copy works the same way
 

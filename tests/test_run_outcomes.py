@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from conftest import DEFAULT, QUIET, ddp_environment, read_events, run, run_subprocess, scalars
+from project.core.errors import Stopped
 from project.model import DigitsClassifier
 
 pytestmark = pytest.mark.slow  # each test makes a real run
@@ -45,13 +45,13 @@ def test_a_run_that_raises_keeps_every_scalar_logged_before_and_says_failed(monk
 
 
 @pytest.mark.parametrize(
-    "exception,type_name", [(KeyboardInterrupt(), "KeyboardInterrupt"), (SIGTERMException(), "SIGTERMException")]
+    "exception,type_name", [(KeyboardInterrupt(), "KeyboardInterrupt"), (Stopped(signal.SIGTERM, "SIGTERM"), "Stopped")]
 )
 def test_an_interrupted_run_says_so_and_why(monkeypatch, exception, type_name):
     monkeypatch.setattr(DigitsClassifier, "training_step", raise_at_step(3, exception))
     sigint = signal.getsignal(signal.SIGINT)
     try:
-        with pytest.raises(SystemExit):  # Lightning exits after Ctrl+C; SIGTERMException is a SystemExit
+        with pytest.raises(SystemExit):  # the exit codes of Ctrl+C and SIGTERM
             run("fit", *SHORT)
     finally:
         signal.signal(signal.SIGINT, sigint)  # Lightning ignores further Ctrl+C while it shuts down
@@ -91,7 +91,7 @@ DDP_SCRIPT = """
 import sys
 
 from project.cli import cli_main
-from project.figures import Figures
+from project.core.figures import Figures
 
 cli = cli_main(sys.argv[1:])
 figures = next(c for c in cli.trainer.callbacks if isinstance(c, Figures))

@@ -1,4 +1,4 @@
-"""`python -m project.seeds`: a config over several seeds, tested, beside scikit-learn on the same splits."""
+"""`python -m project.tools.seeds`: a config over several seeds, tested, beside scikit-learn on the same splits."""
 
 import json
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DEFAULT
-from project.seeds import evaluate_seeds
+from project.tools.seeds import evaluate_seeds
 
 pytestmark = pytest.mark.slow
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=5"]

@@ -1,4 +1,4 @@
-"""`python -m project.sweep`: trials as normal runs, a study in runs/ that resumes, failures and pruning recorded."""
+"""`python -m project.tools.sweep`: trials as normal runs, a resumable study in runs/, failures and pruning recorded."""
 
 import json
 import signal
@@ -10,10 +10,10 @@ import yaml
 from lightning.pytorch.callbacks import Callback
 from optuna.trial import TrialState
 
-import project.sweep
+import project.tools.sweep
 from conftest import DEFAULT, QUIET, ROOT, load, working_directory
 from project.cli import cli_main
-from project.sweep import main
+from project.tools.sweep import main
 
 SWEEPS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "sweeps").glob("*.yaml"))
 # The shipped space, with tiny trials: 2 epochs of 5 batches, and pruning from the second trial on.
@@ -25,7 +25,7 @@ TINY = [
 
 
 def sweep(*args: str) -> optuna.Study:
-    """`python -m project.sweep --config sweeps/digits.yaml <args>` with tiny trials."""
+    """`python -m project.tools.sweep --config sweeps/digits.yaml <args>` with tiny trials."""
     return main(["--config", str(ROOT / "sweeps/digits.yaml"), *TINY, *args])
 
 
@@ -38,7 +38,7 @@ def open_study(name: str) -> optuna.Study:
 
 @pytest.mark.parametrize("path", SWEEPS)
 def test_every_sweep_file_says_how_to_run_it_and_names_real_options(path, capsys):
-    assert (ROOT / path).read_text().splitlines()[0].startswith(f"# python -m project.sweep --config {path}")
+    assert (ROOT / path).read_text().splitlines()[0].startswith(f"# python -m project.tools.sweep --config {path}")
     with pytest.raises(SystemExit):
         main(["--config", str(ROOT / path), "--print_config"])
     space = yaml.safe_load(capsys.readouterr().out)["space"]
@@ -125,7 +125,7 @@ def test_an_interrupted_sweep_continues_when_the_same_command_runs_again(monkeyp
         calls.append(command)
         return cli_main(command, callbacks=[*callbacks, *([CtrlC()] if len(calls) == 2 else [])])
 
-    monkeypatch.setattr(project.sweep, "cli_main", press_ctrl_c_in_the_second_trial)
+    monkeypatch.setattr(project.tools.sweep, "cli_main", press_ctrl_c_in_the_second_trial)
     handler = signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(SystemExit) as exit:

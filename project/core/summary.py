@@ -2,8 +2,6 @@
 
 import json
 import math
-import os
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -11,10 +9,11 @@ from pathlib import Path
 import yaml
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_warn
-from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-from project import provenance
-from project.figures import tensorboard
+from project.core import provenance
+from project.core.atomic import write_atomically
+from project.core.errors import Stopped
+from project.core.figures import tensorboard
 
 # HPARAMS tab metrics: declared (as NaN) when fit starts, filled in when known; TensorBoard shows the latest.
 BEST_VAL_ACC, TEST_ACC = "hp/best_val_acc", "hp/test_acc"
@@ -93,9 +92,9 @@ class RunSummary(Callback):
             logger.log_metrics({TEST_ACC: trainer.callback_metrics["test/acc"]}, step=trainer.global_step)
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
-        # SIGTERMException is a SystemExit, and Lightning turns Ctrl+C into KeyboardInterrupt.
-        status = "interrupted" if isinstance(exception, KeyboardInterrupt | SystemExit) else "failed"
-        message = str(exception) or {SIGTERMException: "SIGTERM", KeyboardInterrupt: "Ctrl+C"}.get(type(exception), "")
+        # Stopped: SIGTERM or Ctrl-C after a checkpoint (faults.py); KeyboardInterrupt: a second Ctrl-C.
+        status = "interrupted" if isinstance(exception, KeyboardInterrupt | SystemExit | Stopped) else "failed"
+        message = str(exception) or {KeyboardInterrupt: "Ctrl+C"}.get(type(exception), "")
         error = {"type": type(exception).__name__, "message": message}
         try:
             if trainer.state.fn == "fit":
@@ -174,21 +173,6 @@ class RunSummary(Callback):
         path = self._path(trainer)
         if path is not None:
             write_atomically(path, json.dumps(summary, indent=2, default=str) + "\n")
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Readers see the old file or the new one, never half of one, even if the process dies mid-write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as file:
-        try:
-            os.chmod(file.name, 0o644)  # a report for anyone to read, not a private temp file (0600)
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        except BaseException:
-            os.unlink(file.name)
-            raise
-    os.replace(file.name, path)
 
 
 def _checkpoints(trainer) -> dict:

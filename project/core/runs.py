@@ -5,6 +5,8 @@ import os
 import re
 from pathlib import Path
 
+from project.core.atomic import write_atomically
+
 _VERSION = re.compile(r"version_(\d+)")
 
 
@@ -60,7 +62,4 @@ def free_path(path: Path) -> Path:
 
 def write_json(path: Path, data: dict) -> None:
     """Write `data` as JSON atomically: readers see the old file or the new one, never half of one."""
-    from project.checkpoints import write_atomically  # torch-free callers of this module stay light
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, lambda file: file.write(json.dumps(data, indent=2).encode()))
+    write_atomically(path, json.dumps(data, indent=2) + "\n")

@@ -1,34 +1,11 @@
-"""Per-step scalars Lightning does not log by itself: the gradient norm and the training throughput."""
+"""`train/samples_per_sec`, a per-step scalar Lightning does not log by itself (`train/grad_norm`: faults.py)."""
 
 import time
 
 import torch
-from jsonargparse.typing import PositiveFloat, PositiveInt
+from jsonargparse.typing import PositiveInt
 from lightning.fabric.utilities.throughput import Throughput
 from lightning.pytorch.callbacks import Callback
-
-
-class GradNormMonitor(Callback):
-    """`train/grad_norm`: the norm of all gradients together at every optimizer step, before any clipping.
-
-    Lightning calls `on_before_optimizer_step` after mixed precision unscales the gradients and before it clips
-    them (`--trainer.gradient_clip_val`), so this is the norm the clipping threshold is compared with.
-    """
-
-    def __init__(self, norm_type: PositiveFloat = 2.0) -> None:
-        self.norm_type = norm_type
-
-    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
-        grads = [p.grad for p in pl_module.parameters() if p.grad is not None]
-        if not grads or trainer.global_step % trainer.log_every_n_steps:
-            return
-        # torch's own total norm (one foreach kernel), left on the device until the logger writes it; Lightning's
-        # `grad_norm` utility would read every parameter's norm back to the host, one GPU sync each.
-        total = torch.nn.utils.get_total_norm(grads, self.norm_type)
-        # Straight to the loggers (they write on rank zero only), at the step Lightning gives this batch's loss:
-        # `self.log` would cost close to a millisecond of Lightning's bookkeeping every step.
-        for logger in trainer.loggers:
-            logger.log_metrics({"train/grad_norm": total}, step=trainer.global_step)
 
 
 class SampleRateMonitor(Callback):

@@ -1,4 +1,4 @@
-"""`python -m project.new_project ../my-exp my_exp` (or `make new-project DEST=../my-exp NAME=my_exp`).
+"""`python scripts/new_project.py ../my-exp my_exp` (or `make new-project DEST=../my-exp NAME=my_exp`).
 
 Copies this repository into a new folder with the package renamed, a README of its own and a fresh git
 repository. Only the standard library and git: it runs before any install.

@@ -1,4 +1,4 @@
-"""`python -m project.seeds`: train a config for several seeds, test each best checkpoint, compare with scikit-learn.
+"""`python -m project.tools.seeds`: each seed trained and its best checkpoint tested, beside scikit-learn.
 
 Each seed sets both the split (`--data.seed`) and the initialisation (`--seed_everything`); the baselines are
 fitted on exactly the same train splits and scored on the same test splits.
@@ -16,7 +16,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from project.cli import cli_main
-from project.runs import write_json
+from project.core.runs import write_json
 
 BASELINES = {
     "svc": lambda: SVC(C=10),

@@ -11,6 +11,8 @@ from matplotlib.figure import Figure
 from torchmetrics.classification import MulticlassConfusionMatrix
 from torchvision.utils import make_grid
 
+from project.core.distributed import gather_rows
+
 UPSCALE = 4  # 8x8 digits are specks in TensorBoard; nearest-neighbour upscaling keeps their pixels sharp
 # numpy's bin estimator: ~1.4 KB for a conv kernel's histogram instead of ~9 KB with torch's default bins
 BINS = "auto"
@@ -105,7 +107,7 @@ class Figures(Callback):
         wrong, self._wrong[stage] = self._wrong[stage], []
         images, labels, predictions = (torch.cat(parts) for parts in zip(*wrong, strict=True))  # (M, ...), M <= max
         if trainer.world_size > 1:
-            images, labels, predictions = _gather(pl_module, self.max_images, images, labels, predictions)
+            images, labels, predictions = _gather(trainer, self.max_images, images, labels, predictions)
         if not trainer.is_global_zero:
             return None
         return matrix.cpu(), images.cpu(), labels.cpu(), predictions.cpu(), trainer.global_step
@@ -127,19 +129,13 @@ def _as_nchw(images: torch.Tensor) -> torch.Tensor:
     return images.unsqueeze(1) if images.ndim == 3 else images  # (N, H, W) -> (N, 1, H, W)
 
 
-def _gather(pl_module, size: int, images, labels, predictions):
-    """Every rank's misclassified digits, the first `size` of them; all_gather needs equal shapes, so pad."""
-    count = len(labels)
-    padded_images = images.new_zeros((size, *images.shape[1:]))
-    padded_images[:count] = images
-    padded_labels = labels.new_full((size,), -1)  # -1: an empty slot
-    padded_labels[:count] = labels
-    padded_predictions = predictions.new_full((size,), -1)
-    padded_predictions[:count] = predictions
-    gathered = pl_module.all_gather((padded_images, padded_labels, padded_predictions))  # each (world, size, ...)
-    images, labels, predictions = (t.flatten(0, 1) for t in gathered)
-    keep = labels >= 0
-    return images[keep][:size], labels[keep][:size], predictions[keep][:size]
+def _gather(trainer, size: int, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Every rank's misclassified digits, the first `size` of them."""
+    gathered = []
+    for tensor in tensors:
+        rows, counts = gather_rows(trainer, tensor)  # (W, R_max, ...)
+        gathered.append(torch.cat([rows[r, :n] for r, n in enumerate(counts.tolist())])[:size])
+    return tuple(gathered)
 
 
 def _misclassified_figure(images: torch.Tensor, labels: torch.Tensor, predictions: torch.Tensor) -> Figure:

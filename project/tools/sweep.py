@@ -1,4 +1,4 @@
-"""`python -m project.sweep --config sweeps/digits.yaml`: an Optuna search over ranges declared in a YAML file.
+"""`python -m project.tools.sweep --config sweeps/digits.yaml`: an Optuna search over ranges declared in a YAML file.
 
 Each trial is an ordinary `python -m project fit` run, in runs/sweeps/<study>/version_N, with the sampled values
 as command-line overrides. The study is a SQLite file, runs/sweeps/<study>.db, so running the same command again
@@ -16,11 +16,11 @@ import optuna
 from jsonargparse import CLI
 from jsonargparse.typing import NonNegativeInt, PositiveInt
 from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.utilities.exceptions import SIGTERMException
 from optuna.trial import TrialState
 from optuna_integration import PyTorchLightningPruningCallback
 
 from project.cli import cli_main
+from project.core.errors import Diverged, Stopped, UsageError
 
 
 @dataclass
@@ -95,11 +95,15 @@ def sweep(
         pruning = PyTorchLightningPruningCallback(trial, monitor=metric)  # trial.report after every validation
         try:
             cli_main(command, callbacks=[pruning, RecordRun(trial)])
-        except SystemExit as exit:  # cli_main's way to report an error, and Lightning's to end on Ctrl-C or SIGTERM
-            if _stopped_by_user(exit):
-                trial.set_user_attr("interrupted", True)
-                raise KeyboardInterrupt from exit  # Optuna records the trial as failed, then the sweep stops
-            raise RuntimeError(f"trial {trial.number} exited with {exit.code} (why is printed above)") from None
+        except (Stopped, KeyboardInterrupt) as stop:  # SIGTERM or Ctrl-C: the user stops the sweep, not the trial
+            trial.set_user_attr("interrupted", True)
+            raise KeyboardInterrupt from stop  # Optuna records the trial as failed, then the sweep stops
+        except SystemExit as exit:  # Lightning ends a Ctrl-C it caught itself with sys.exit(1)
+            trial.set_user_attr("interrupted", True)
+            raise KeyboardInterrupt from exit
+        except (UsageError, Diverged) as error:  # this trial's values are bad: the trial fails, the sweep goes on
+            print(f"Trial {trial.number} failed: {error}", file=sys.stderr, flush=True)
+            raise
         # Trials are numbered 0, 1, 2, ... within a study: the number is the index.
         values = optuna_study.get_trials(deepcopy=False)[trial.number].intermediate_values.values()
         if not values:
@@ -118,11 +122,6 @@ def _suggest(trial: optuna.Trial, name: str, values: Range | Choice):
     if isinstance(values.low, int) and isinstance(values.high, int):
         return trial.suggest_int(name, values.low, values.high, log=values.log)
     return trial.suggest_float(name, values.low, values.high, log=values.log)
-
-
-def _stopped_by_user(exit: SystemExit) -> bool:
-    """Lightning answers Ctrl-C with sys.exit(1) and SIGTERM with SIGTERMException, a SystemExit."""
-    return isinstance(exit, SIGTERMException) or isinstance(exit.__context__, (KeyboardInterrupt, SIGTERMException))
 
 
 def _finished(study: optuna.Study) -> int:

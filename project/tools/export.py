@@ -1,4 +1,4 @@
-"""`python -m project.export --ckpt_path <file> --format onnx|torchscript|pt2`: the trained model for serving.
+"""`python -m project.tools.export --ckpt_path <file> --format onnx|torchscript|pt2`: the trained model for serving.
 
 The exported model is the LightningModule's own `forward`, normalization included, so raw (N, 8, 8) pixels in
 0-16 go straight in and (N, num_classes) logits come out, for any batch size N.

@@ -6,6 +6,8 @@ import sys
 from jsonargparse import Namespace
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
 
+from project.core.errors import UsageError
+
 # Data settings that may differ from the checkpoint's: they do not change which samples are in which split.
 FREE_DATA_KEYS = {"batch_size", "predict_path", "_instantiator"}
 
@@ -35,7 +37,7 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
             if group == "data":
                 sections["data"][key] = value
     if conflicts and subcommand == "fit":
-        raise ValueError(
+        raise UsageError(
             f"{'; '.join(conflicts)}: a resumed run keeps its checkpoint's settings;"
             " drop --ckpt_path to start a new run with these"
         )

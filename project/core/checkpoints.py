@@ -1,7 +1,6 @@
 """Checkpoints that survive kills and resume exactly: atomic writes, RNG state, and loading that trusts nothing."""
 
 import importlib
-import os
 import random
 import re
 from pathlib import Path
@@ -12,6 +11,9 @@ import torch
 from lightning.fabric.utilities.types import _PATH
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.plugins.io import TorchCheckpointIO
+
+from project.core.atomic import write_atomically
+from project.core.errors import UsageError
 
 # The only instantiator Lightning should ever call when it rebuilds a model from a checkpoint's hparams.
 LIGHTNING_INSTANTIATOR = "lightning.pytorch.cli.instantiate_module"
@@ -49,33 +51,6 @@ class BestCheckpoint(ModelCheckpoint):
         return super().check_monitor_top_k(trainer, current)
 
 
-def write_atomically(path: Path, write) -> None:
-    """Call `write(file)` on a temp file in `path`'s folder, fsync it, and rename it over `path`."""
-    folder = os.open(path.parent, os.O_RDONLY)
-    temp = f".{path.name}.{os.getpid()}.tmp"
-    named = False
-    try:
-        try:
-            fd = os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o644, dir_fd=folder)
-        except (AttributeError, OSError):  # not Linux, or a filesystem without O_TMPFILE
-            fd, named = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644, dir_fd=folder), True
-        with os.fdopen(fd, "wb") as file:
-            write(file)
-            file.flush()
-            os.fsync(file.fileno())
-            if not named:
-                # Give the finished file a name only now: a kill before this line leaves no trace.
-                os.link(f"/proc/self/fd/{file.fileno()}", temp, dst_dir_fd=folder)
-                named = True
-        os.replace(temp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
-        named = False
-        os.fsync(folder)  # make the rename itself durable
-    finally:
-        if named:
-            os.unlink(temp, dir_fd=folder)
-        os.close(folder)
-
-
 def _refuse_non_finite(state_dict: dict[str, torch.Tensor], path: Path) -> None:
     bad = [name for name, t in state_dict.items() if t.is_floating_point() and not torch.isfinite(t).all()]
     if bad:
@@ -111,20 +86,20 @@ class RandomState(Callback):
 
 
 def read_checkpoint(path: Path) -> dict:
-    """Load a checkpoint as plain data, or raise ValueError saying what is wrong with it, in one line."""
+    """Load a checkpoint as plain data, or raise UsageError saying what is wrong with it, in one line."""
     if not path.is_file():
-        raise ValueError(f"--ckpt_path {path}: no such file")
+        raise UsageError(f"--ckpt_path {path}: no such file")
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except Exception as error:  # empty, truncated, not a torch file, or holding objects that are not plain data
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValueError(f"--ckpt_path {path}: not a readable checkpoint ({reason})") from None
+        raise UsageError(f"--ckpt_path {path}: not a readable checkpoint ({reason})") from None
     if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
-        raise ValueError(f"--ckpt_path {path}: not a Lightning checkpoint (no state_dict)")
+        raise UsageError(f"--ckpt_path {path}: not a Lightning checkpoint (no state_dict)")
     for key in ("hyper_parameters", "datamodule_hyper_parameters"):
         problem = _unsafe_reference(checkpoint.get(key, {}))
         if problem:
-            raise ValueError(f"--ckpt_path {path}: refusing to load, its {key} {problem}")
+            raise UsageError(f"--ckpt_path {path}: refusing to load, its {key} {problem}")
     return checkpoint
 
 

@@ -1,4 +1,4 @@
-"""Callbacks that Lightning does not ship: writing predictions to a CSV in the run directory."""
+"""`predictions.csv` in the run directory: what `predict` writes, one row per input, in the input's order."""
 
 import csv
 from pathlib import Path
@@ -6,7 +6,8 @@ from pathlib import Path
 import torch
 from lightning.pytorch.callbacks import BasePredictionWriter
 
-from project.runs import free_path
+from project.core.distributed import gather_rows
+from project.core.runs import free_path
 
 
 class PredictionWriter(BasePredictionWriter):
@@ -22,7 +23,10 @@ class PredictionWriter(BasePredictionWriter):
 
     def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices) -> None:
         # Every rank takes part in both: under DDP, gathering the shards and `trainer.log_dir` are collective.
-        probabilities = gather_shards(trainer, torch.cat(predictions).to(pl_module.device)).cpu()  # (N, num_classes)
+        # ShardSampler gives rank r the samples r, r + W, r + 2W, ...: row j of rank r is sample j * W + r, and the
+        # padding lands past the last sample.
+        gathered, counts = gather_rows(trainer, torch.cat(predictions).to(pl_module.device))  # (W, R_max, C)
+        probabilities = gathered.transpose(0, 1).flatten(0, 1)[: int(counts.sum())].cpu()  # (N, num_classes)
         log_dir = trainer.log_dir
         if not trainer.is_global_zero:
             return
@@ -34,18 +38,3 @@ class PredictionWriter(BasePredictionWriter):
             writer.writerow(["index", "label", "probability"])
             writer.writerows(zip(range(len(labels)), labels.tolist(), confidence.tolist(), strict=True))
         print(f"Wrote {len(labels)} predictions to {path}")
-
-
-def gather_shards(trainer, shard: torch.Tensor) -> torch.Tensor:
-    """Every rank's evaluation shard, back in sample order: ShardSampler gives rank r the samples r, r + W, r + 2W...
-
-    Shards differ in length by at most one row; each is padded to the longest for the all-gather, and the padding
-    lands past the last sample.
-    """
-    if trainer.world_size == 1:
-        return shard
-    counts = trainer.strategy.all_gather(torch.tensor(len(shard), device=shard.device))  # (W,)
-    longest = int(counts.max())
-    padded = torch.cat([shard, shard.new_zeros(longest - len(shard), *shard.shape[1:])])
-    gathered = trainer.strategy.all_gather(padded)  # (W, longest, ...): row j of rank r is sample j * W + r
-    return gathered.transpose(0, 1).flatten(0, 1)[: int(counts.sum())]

@@ -1,0 +1,77 @@
+"""What the terminal shows: `--quiet` for CI logs, and the library noise that no run should print.
+
+`--quiet`: no progress bar, no model summary, none of Lightning's info lines. Warnings, errors and the project's
+own lines (where a run went, which checkpoint an evaluation used, how it ended) still print.
+"""
+
+import logging
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from jsonargparse import ActionYesNo
+
+# Warnings that say nothing a user of this project can act on, each with the reason it is silenced.
+NOISE = (
+    # Lightning 2.6 on recent torch warns about its own use of a deprecated torch API: not ours to fix.
+    r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+    # The run placement (core/placement.py) always gives a fresh fit a new folder; a resume or an evaluation
+    # writes into its own run's folder on purpose, which Lightning warns about as if it were a mistake.
+    r"Checkpoint directory .* exists and is not empty",
+    # The sweep, the seed study and the tests call cli_main(args) in-process on purpose.
+    r"LightningCLI's args parameter is intended to run from within Python",
+    # PredictionWriter writes in input order from its own sampler and never reads Lightning's batch indices.
+    r"Couldn't infer the batch indices fetched from your dataloader",
+    # torchmetrics' confusion-matrix plot hands matplotlib a tensor; numpy 2 then warns about `copy`.
+    r"__array__ implementation doesn't accept a copy keyword",
+)
+# Info lines that advertise a service instead of reporting the run.
+ADVERTISEMENTS = ("💡 Tip:",)
+# Where Lightning's rank_zero_info writes.
+LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric")
+
+
+class _DropAdvertisements(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).lstrip().startswith(ADVERTISEMENTS)
+
+
+@contextmanager
+def library_noise_silenced() -> Iterator[None]:
+    """For the duration of one CLI command: the filters are removed afterwards, so they never pile up."""
+    drop = _DropAdvertisements()
+    loggers = [logging.getLogger(f"{name}.utilities.rank_zero") for name in LIGHTNING_LOGGERS]
+    with warnings.catch_warnings():
+        for message in NOISE:
+            warnings.filterwarnings("ignore", message=message)
+        for logger in loggers:
+            logger.addFilter(drop)
+        try:
+            yield
+        finally:
+            for logger in loggers:
+                logger.removeFilter(drop)
+
+
+def add_quiet_option(parser) -> None:
+    parser.add_argument(
+        "--quiet", action=ActionYesNo, default=False, help="Quiet output for CI logs: only warnings, errors, results."
+    )
+
+
+def apply_quiet(config) -> None:
+    """Before anything is built: the seed message comes right after parsing."""
+    level = logging.WARNING if config.get("quiet") else logging.INFO
+    for name in LIGHTNING_LOGGERS:
+        logging.getLogger(name).setLevel(level)  # set either way: an earlier quiet command in this process ends
+    if config.get("quiet"):
+        config.trainer.enable_progress_bar = False
+        config.trainer.enable_model_summary = False
+
+
+def say(message: str) -> None:
+    """One of the project's own lines: printed on rank zero even under --quiet."""
+    from lightning.pytorch.utilities import rank_zero_only
+
+    if rank_zero_only.rank == 0:
+        print(message, flush=True)

@@ -1,0 +1,52 @@
+"""What can go wrong, as types: library code raises these, and only the entry point (`main`) turns them into an
+exit code and one line on stderr."""
+
+import signal
+import sys
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class UsageError(ValueError):
+    """A bad command line, config, file or checkpoint: nothing ran, and the message says what to change. Exit 2."""
+
+
+class Diverged(FloatingPointError):
+    """The loss or its gradients turned NaN/Inf: the run stopped before they reached the weights. Exit 1."""
+
+
+class Stopped(Exception):
+    """SIGTERM or Ctrl-C (SIGINT) ended the run after saving a checkpoint it resumes from. Exit 128 + the signal."""
+
+    def __init__(self, signum: int, message: str) -> None:
+        super().__init__(message)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum  # what shells report for a process ended by that signal: 143, 130
+
+
+def main(command: Callable[[], T]) -> T:
+    """Run `command`; on failure exit as a scheduler or a shell script expects: 1 failed, 2 bad input, 130/143."""
+    try:
+        return command()
+    except UsageError as error:
+        _exit(f"error: {error}", 2)
+    except Diverged as error:
+        _exit(f"error: {error}", 1)
+    except Stopped as error:
+        _exit(str(error), error.exit_code)
+    except KeyboardInterrupt:  # Ctrl-C outside training (parsing, test, predict): nothing to save
+        _exit("stopped by Ctrl-C", 128 + signal.SIGINT)
+    except SystemExit as exit:  # Lightning ends a Ctrl-C it caught itself with sys.exit(1)
+        if isinstance(exit.__context__, KeyboardInterrupt):
+            _exit("stopped by Ctrl-C", 128 + signal.SIGINT)
+        raise
+
+
+def _exit(message: str, code: int) -> None:
+    print(message, file=sys.stderr, flush=True)
+    sys.exit(code)

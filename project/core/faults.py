@@ -1,0 +1,106 @@
+"""Runs that go wrong stop cleanly: on a NaN/Inf gradient, and on SIGTERM or Ctrl-C with a checkpoint to resume from."""
+
+import signal
+from pathlib import Path
+
+import torch
+from jsonargparse.typing import PositiveFloat
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+
+from project.core.errors import Diverged, Stopped
+
+
+class GradientCheck(Callback):
+    """`train/grad_norm`, the norm of all gradients together, computed once per optimizer step; the run stops at the
+    first step where it is NaN or infinite, before the optimizer applies it.
+
+    Lightning calls `on_before_optimizer_step` after mixed precision unscales the gradients and before it clips
+    them (`--trainer.gradient_clip_val`): this is the norm the clipping threshold is compared with. Gradients, not
+    the loss: DDP has already averaged them, so every rank reaches the same verdict at the same step (a rank-local
+    loss check would leave the other ranks waiting in the next all-reduce). Lightning alone would keep training NaN
+    weights, save them and exit 0. With a float16 loss scaler, overflowing steps are normal and skipped by the
+    scaler; a scale that keeps collapsing (below `min_loss_scale`) means divergence.
+    """
+
+    def __init__(self, norm_type: PositiveFloat = 2.0, min_loss_scale: PositiveFloat = 1e-4) -> None:
+        self.norm_type, self.min_loss_scale = norm_type, min_loss_scale
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+        grads = [p.grad for p in pl_module.parameters() if p.grad is not None]
+        if not grads:
+            return
+        # torch's own total norm (one foreach kernel), left on the device until the logger writes it; Lightning's
+        # `grad_norm` utility would read every parameter's norm back to the host, one GPU sync each.
+        total = torch.nn.utils.get_total_norm(grads, self.norm_type)
+        if trainer.global_step % trainer.log_every_n_steps == 0:
+            # Straight to the loggers (they write on rank zero only), at the step Lightning gives this batch's
+            # loss: `self.log` would cost close to a millisecond of Lightning's bookkeeping every step.
+            for logger in trainer.loggers:
+                logger.log_metrics({"train/grad_norm": total}, step=trainer.global_step)
+        scaler = getattr(trainer.precision_plugin, "scaler", None)
+        if scaler is not None:
+            if scaler.get_scale() < self.min_loss_scale:
+                raise Diverged(
+                    f"step {trainer.global_step}: the float16 loss scale fell to {scaler.get_scale():.1e}, every step"
+                    " overflows; lower --model.lr or use --trainer.precision bf16-mixed or 32"
+                )
+        elif not torch.isfinite(total):  # NaN or Inf anywhere makes the total so; a GPU sync, once a step
+            raise Diverged(
+                f"step {trainer.global_step}: the loss or its gradients are NaN/Inf, stopped before they reached"
+                " the weights; lower --model.lr or set --trainer.gradient_clip_val"
+            )
+
+
+class CheckpointOnSignal(Callback):
+    """On SIGTERM (what schedulers send before preempting) or a first Ctrl-C: finish the batch, save the last
+    checkpoint, stop with exit code 143 or 130. A second Ctrl-C stops at once.
+
+    Lightning's own SIGTERM handling raises at points where a checkpoint would not resume cleanly (mid-validation,
+    or between validation and the epoch's end) and exits 0; its Ctrl-C saves nothing and exits 1. This stops only at
+    the end of a training batch, where Lightning's step checkpoints are taken and resume exactly; all ranks agree
+    on which batch.
+    """
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self._requested: int | None = None
+        self._launcher = trainer.strategy.launcher
+        # SIGTERM: installed after Lightning's handler (Trainer.fit registers it). Both restored at teardown.
+        self._previous = {signum: signal.signal(signum, self._on_signal) for signum in self.SIGNALS}
+
+    def _on_signal(self, signum, frame) -> None:
+        if self._requested == signal.SIGINT and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # the second Ctrl-C: the user does not want to wait for the batch
+        self._requested = signum
+        if self._launcher is not None and hasattr(self._launcher, "kill"):
+            self._launcher.kill(signum)  # the ranks Lightning started itself have not seen the signal
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        requested = self._requested or 0
+        if trainer.world_size > 1:  # the same decision on every rank, or the others would wait in a collective
+            requested = int(trainer.strategy.reduce(torch.tensor(requested, device=pl_module.device), "max"))
+        if not requested:
+            return
+        path = last_checkpoint_path(trainer)
+        trainer.save_checkpoint(path)
+        name = "SIGTERM" if requested == signal.SIGTERM else "Ctrl-C"
+        raise Stopped(
+            requested, f"stopped by {name} at step {trainer.global_step}; saved {path}; resume with --ckpt_path last"
+        )
+
+    def teardown(self, trainer, pl_module, stage: str) -> None:
+        for signum, handler in getattr(self, "_previous", {}).items():
+            if handler is not None:
+                signal.signal(signum, handler)
+        self._previous = {}
+
+
+def last_checkpoint_path(trainer) -> Path:
+    """Where the un-monitored ModelCheckpoint (the run's `last`) writes, under the name it is configured with."""
+    saving = [c for c in trainer.checkpoint_callbacks if isinstance(c, ModelCheckpoint) and c.dirpath]
+    last = next((c for c in saving if c.monitor is None), None)
+    if last is None:
+        folder = Path(saving[0].dirpath) if saving else Path(trainer.default_root_dir) / "checkpoints"
+        return folder / f"last{ModelCheckpoint.FILE_EXTENSION}"
+    return Path(last.format_checkpoint_name({}))

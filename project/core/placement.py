@@ -1,0 +1,86 @@
+"""Which run folder a command writes into: a new `runs/<name>/version_N` for a fresh fit, the checkpoint's own run
+for a resume or an evaluation, and `--ckpt_path last|best` resolved to a file before anything reads it.
+
+Lightning's default would start a new version folder, look for `last` there, find nothing and train from step 0
+without complaint; and it would reuse a folder a finished run still owns.
+"""
+
+import contextlib
+import os
+from pathlib import Path
+
+from lightning.pytorch.utilities import rank_zero_info
+
+from project.core.checkpoints import read_checkpoint
+from project.core.distributed import launched_as_rank_zero
+from project.core.errors import UsageError
+from project.core.resume import reconcile
+from project.core.runs import claim_version, free_path, newest_checkpoint, run_dir, run_of_checkpoint
+
+
+def is_tensorboard(logger) -> bool:
+    return str(getattr(logger, "class_path", "")).endswith("TensorBoardLogger")
+
+
+def resolve_checkpoint(subcommand: str, config) -> None:
+    """`--ckpt_path last|best` becomes the newest such file among this config's runs (or None: a fresh fit)."""
+    logger, ckpt_path = config.trainer.logger, config.get("ckpt_path")
+    if ckpt_path not in ("last", "best"):
+        return
+    if not is_tensorboard(logger):
+        raise UsageError(f"--ckpt_path {ckpt_path} looks in runs/ of the TensorBoardLogger; give a file")
+    experiment = Path(logger.init_args.save_dir) / logger.init_args.name
+    found = newest_checkpoint(experiment, ckpt_path)
+    if found is None and subcommand != "fit":
+        raise UsageError(
+            f"--ckpt_path {ckpt_path}: no {experiment}/version_*/checkpoints/{ckpt_path}.ckpt;"
+            " train first (make train) or give a checkpoint file"
+        )
+    if found is None:
+        rank_zero_info(f"No {experiment}/version_*/checkpoints/last.ckpt yet: starting from step 0.")
+    config.ckpt_path = None if found is None else str(found)
+
+
+def adopt_checkpoint_run(subcommand: str, config, given: set[str]) -> None:
+    """The checkpoint's settings win (see resume.py), and the command writes into the run that saved it."""
+    if config.get("ckpt_path") is None:
+        return
+    checkpoint = read_checkpoint(Path(config.ckpt_path))
+    reconcile(subcommand, config, checkpoint, given)
+    run = run_of_checkpoint(Path(config.ckpt_path))
+    logger = config.trainer.logger
+    if run is not None and is_tensorboard(logger):
+        logger.init_args.save_dir, logger.init_args.name, logger.init_args.version = run
+        rank_zero_info(f"{subcommand} from {config.ckpt_path}; outputs go to {run_dir(*run)}")
+
+
+def claim_run_folder(subcommand: str, config) -> Path | None:
+    """A fresh fit's new version folder, created now (after the config and checkpoint parsed: a rejected command
+    leaves no folder), on the process that becomes rank zero only. None when nothing was claimed."""
+    logger = config.trainer.logger
+    if not is_tensorboard(logger) or config.trainer.fast_dev_run or logger.init_args.version is not None:
+        return None
+    if subcommand != "fit" or not launched_as_rank_zero():
+        return None  # evaluation without a checkpoint gets Lightning's next version
+    log_args = logger.init_args
+    log_args.version = claim_version(Path(log_args.save_dir) / log_args.name)
+    return run_dir(log_args.save_dir, log_args.name, log_args.version)
+
+
+def config_filename(subcommand: str, config) -> str | None:
+    """A resumed fit or an evaluation in an existing run keeps every earlier file: its config is saved beside them
+    as config.<subcommand>[-N].yaml. None: the default config.yaml."""
+    logger = config.trainer.logger
+    if not is_tensorboard(logger) or logger.init_args.version is None:
+        return None
+    folder = run_dir(logger.init_args.save_dir, logger.init_args.name, logger.init_args.version)
+    if (folder / "config.yaml").exists():
+        return free_path(folder / f"config.{subcommand}.yaml").name
+    return None
+
+
+def release_run_folder(folder: Path | None) -> None:
+    """Remove a claimed folder that is still empty, and the empty parents it created: nothing ran."""
+    if folder is not None:
+        with contextlib.suppress(OSError):  # something was written after all: keep it
+            os.removedirs(folder)

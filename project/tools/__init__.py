@@ -1,0 +1,1 @@
+"""Tools around the training CLI, each run as `python -m project.tools.<name>`: sweep, seeds, export, runs."""
