@@ -79,7 +79,7 @@ class CheckpointOnSignal(Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         requested = self._requested or 0
         if trainer.world_size > 1:  # the same decision on every rank, or the others would wait in a collective
-            requested = int(trainer.strategy.reduce(torch.tensor(requested, device=pl_module.device), "max"))
+            requested = int(trainer.strategy.reduce(torch.tensor(requested, device=pl_module.device), reduce_op="max"))
         if not requested:
             return
         path = last_checkpoint_path(trainer)
