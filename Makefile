@@ -24,8 +24,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed ## create .venv and install the project with its dev tools (idempotent)
 
 train: install ## fit CONFIG (default configs/digits.yaml), then test its best checkpoint; extra flags in ARGS
-	$(PY) -m project fit --config $(CONFIG) $(ARGS)
-	$(PY) -m project test --config $(CONFIG) --ckpt_path best $(ARGS)
+	$(PY) -m project fit --config $(CONFIG) --test_best true $(ARGS)
 
 evaluate-seeds: install ## train and test CONFIG for seeds 0-4 beside SVC and logistic regression (runs/seeds.json)
 	$(PY) -m project.tools.seeds --configs '[$(CONFIG)]' $(ARGS)

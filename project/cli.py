@@ -18,7 +18,7 @@ from project.core.console import add_quiet_option, apply_quiet, library_noise_si
 from project.core.errors import UsageError, main
 from project.core.faults import CheckpointOnSignal, GradientCheck
 from project.core.figures import Figures, Histograms
-from project.core.monitors import SampleRateMonitor
+from project.core.monitors import LossMonitor, SampleRateMonitor
 from project.core.parser import ProjectParser
 from project.core.predictions import PredictionWriter
 from project.core.resume import keys_given
@@ -31,8 +31,9 @@ TRAINER_DEFAULTS = {
     "devices": 1,
     "max_epochs": 100,  # the cosine schedule's length: 21 cross-validation errors vs 25 at 60 epochs (docs/results.md)
     "log_every_n_steps": 1,  # 22 steps an epoch: Lightning's default of 50 would log no training step at all
-    # Checkpoints written next to their target, fsynced and renamed: a kill never leaves a torn file.
-    "plugins": [{"class_path": "project.core.checkpoints.AtomicCheckpointIO"}],
+    # Checkpoints written next to their target, fsynced and renamed (a kill never leaves a torn file), in a
+    # background thread so that training does not wait for the disk.
+    "plugins": [{"class_path": "project.core.checkpoints.BackgroundCheckpointIO"}],
     "logger": {
         "class_path": "lightning.pytorch.loggers.TensorBoardLogger",
         "init_args": {"save_dir": "runs", "name": "digits", "default_hp_metric": False},
@@ -76,11 +77,15 @@ class DigitsCLI(LightningCLI):
         parser.add_lightning_class_args(GradientCheck, "grad_norm")
         parser.add_lightning_class_args(CheckpointOnSignal, "checkpoint_on_signal")
         # Observability: scalars Lightning lacks, pictures every N epochs, and <run>/summary.json.
+        parser.add_lightning_class_args(LossMonitor, "loss")
         parser.add_lightning_class_args(SampleRateMonitor, "throughput")
         parser.add_lightning_class_args(Figures, "figures")
         parser.add_lightning_class_args(Histograms, "histograms")
         parser.add_lightning_class_args(RunSummary, "summary")
         add_quiet_option(parser)
+        parser.add_argument(
+            "--test_best", type=bool, default=False, help="fit only: then test the best checkpoint, in this process"
+        )
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
         super().parse_arguments(parser, args)
@@ -105,6 +110,12 @@ class DigitsCLI(LightningCLI):
         except ValueError as error:  # an argument check in an __init__, such as split fractions summing past 1
             placement.release_run_folder(self._claimed)
             raise UsageError(str(error.__cause__ or error)) from None  # the class's own words, not jsonargparse's
+
+    def after_fit(self) -> None:
+        # `make train`: the test of the best checkpoint without a second start-up (imports, parsing, data).
+        best = self.trainer.checkpoint_callback
+        if self.config.fit.test_best and best is not None and best.best_model_path:
+            self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best.best_model_path)
 
 
 def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) -> DigitsCLI:

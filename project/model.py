@@ -31,6 +31,9 @@ class DigitsClassifier(L.LightningModule):
         min_lr: NonNegativeFloat = 1e-5,
         # Validation errors 6 vs 11 without, in the recipe study (docs/results.md).
         label_smoothing: ClosedUnitInterval = 0.1,
+        # torch's fused AdamW: the same update in one kernel for all parameters; torch picks it by default only for
+        # CUDA tensors, and on the CPU its per-parameter loop was slower here (docs/performance.md).
+        fused: bool = True,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -62,11 +65,8 @@ class DigitsClassifier(L.LightningModule):
         logits = self(images)
         self.metrics[f"{stage}_acc"].update(logits, labels)
         if stage == "train":
-            loss = F.cross_entropy(logits, labels, label_smoothing=self.hparams.label_smoothing)
-            # Averaged over ranks: the loss of the global batch, one scalar all-reduce a step (every rank steps
-            # equally often, so it always pairs up).
-            self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, sync_dist=True)
-            return loss, logits
+            # Logged as train/loss by LossMonitor (project/core/monitors.py): the mean over ranks, every step.
+            return F.cross_entropy(logits, labels, label_smoothing=self.hparams.label_smoothing), logits
         # Evaluated without label smoothing: a proper score, comparable across recipes.
         loss = F.cross_entropy(logits, labels)
         self.metrics[f"{stage}_loss"].update(loss, weight=len(labels))
@@ -102,7 +102,8 @@ class DigitsClassifier(L.LightningModule):
         return self(batch[0]).softmax(dim=-1)  # (N, num_classes) class probabilities
 
     def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(decay_groups(self.network, self.hparams.weight_decay), lr=self.hparams.lr)
+        groups = decay_groups(self.network, self.hparams.weight_decay)
+        optimizer = torch.optim.AdamW(groups, lr=self.hparams.lr, fused=self.hparams.fused)
         # Derived from epochs, batches, devices and gradient accumulation, so the curve always completes.
         total = int(self.trainer.estimated_stepping_batches)
         scheduler = warmup_cosine(optimizer, total, round(self.hparams.warmup_fraction * total), self.hparams.min_lr)

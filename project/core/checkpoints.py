@@ -10,10 +10,10 @@ import numpy as np
 import torch
 from lightning.fabric.utilities.types import _PATH
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
-from lightning.pytorch.plugins.io import TorchCheckpointIO
+from lightning.pytorch.plugins.io import AsyncCheckpointIO, TorchCheckpointIO
 
 from project.core.atomic import write_atomically
-from project.core.errors import UsageError
+from project.core.errors import Diverged, UsageError
 
 # The only instantiator Lightning should ever call when it rebuilds a model from a checkpoint's hparams.
 LIGHTNING_INSTANTIATOR = "lightning.pytorch.cli.instantiate_module"
@@ -36,6 +36,23 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         write_atomically(path, lambda file: torch.save(checkpoint, file))
 
 
+class BackgroundCheckpointIO(AsyncCheckpointIO):
+    """AtomicCheckpointIO in a background thread: training goes on while a checkpoint is written and fsynced
+    (about 20 ms each here, two an epoch: a fifth of an epoch of the default recipe on two CPU cores).
+
+    Lightning's AsyncCheckpointIO copies the tensors first, so the file holds the state of the moment it was
+    asked for; writes run one at a time, in order, and teardown waits for the last. Non-finite weights are
+    refused here, before the copy, so the error reaches the run at once rather than at the next save.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(AtomicCheckpointIO())
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: _PATH, storage_options: Any = None) -> None:
+        _refuse_non_finite(checkpoint.get("state_dict", {}), Path(path))
+        super().save_checkpoint(checkpoint, path, storage_options)
+
+
 class BestCheckpoint(ModelCheckpoint):
     """ModelCheckpoint where a score equal to the kept one replaces it: ties go to the later epoch.
 
@@ -54,7 +71,7 @@ class BestCheckpoint(ModelCheckpoint):
 def _refuse_non_finite(state_dict: dict[str, torch.Tensor], path: Path) -> None:
     bad = [name for name, t in state_dict.items() if t.is_floating_point() and not torch.isfinite(t).all()]
     if bad:
-        raise FloatingPointError(f"refusing to write {path}: non-finite values in {', '.join(bad[:3])}")
+        raise Diverged(f"refusing to write {path}: non-finite values in {', '.join(bad[:3])}")
 
 
 class RandomState(Callback):

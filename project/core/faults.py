@@ -44,11 +44,33 @@ class GradientCheck(Callback):
                     f"step {trainer.global_step}: the float16 loss scale fell to {scaler.get_scale():.1e}, every step"
                     " overflows; lower --model.lr or use --trainer.precision bf16-mixed or 32"
                 )
-        elif not torch.isfinite(total):  # NaN or Inf anywhere makes the total so; a GPU sync, once a step
-            raise Diverged(
-                f"step {trainer.global_step}: the loss or its gradients are NaN/Inf, stopped before they reached"
-                " the weights; lower --model.lr or set --trainer.gradient_clip_val"
-            )
+        elif total.device.type == "cpu":
+            if not torch.isfinite(total):  # NaN or Inf anywhere makes the total so
+                raise Diverged(_diverged(trainer.global_step))
+        else:
+            # On a GPU, reading the verdict back every step would stall the queue: the first bad step is kept on
+            # the device and read at each logged step and at the epoch's end, before any checkpoint is written
+            # (Lightning runs the checkpoint callbacks last). Weights that turned NaN meanwhile are never saved.
+            step = torch.tensor(float(trainer.global_step), device=total.device)
+            bad = torch.where(torch.isfinite(total), torch.inf, step)
+            self._first_bad = bad if getattr(self, "_first_bad", None) is None else self._first_bad.minimum(bad)
+            if trainer.global_step % trainer.log_every_n_steps == 0:
+                self._check(trainer)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self._check(trainer)
+
+    def _check(self, trainer) -> None:
+        first_bad = getattr(self, "_first_bad", None)
+        if first_bad is not None and torch.isfinite(first_bad):
+            raise Diverged(_diverged(int(first_bad)))
+
+
+def _diverged(step: int) -> str:
+    return (
+        f"step {step}: the loss or its gradients are NaN/Inf, stopped before they reached the weights;"
+        " lower --model.lr or set --trainer.gradient_clip_val"
+    )
 
 
 class CheckpointOnSignal(Callback):

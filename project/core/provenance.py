@@ -14,7 +14,7 @@ from lightning.pytorch.cli import SaveConfigCallback
 
 PACKAGES = ("torch", "torchvision", "lightning", "torchmetrics", "numpy", "scikit-learn", "jsonargparse", "tensorboard")
 # Keys that place or display a run without changing what it computes: equal hashes mean the same recipe.
-VOLATILE = {"ckpt_path", "quiet", "trainer.logger.init_args.version"}
+VOLATILE = {"ckpt_path", "quiet", "test_best", "trainer.logger.init_args.version"}
 VOLATILE |= {"trainer.enable_progress_bar", "trainer.enable_model_summary"}
 
 
