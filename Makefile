@@ -56,7 +56,7 @@ format: install ## format and auto-fix with ruff
 tensorboard: install ## serve runs/ on http://localhost:6006 (this machine only; see README for SSH)
 	$(VENV)/bin/tensorboard --logdir runs --host 127.0.0.1 --port 6006
 
-bench: install ## time the project's fit against a plain PyTorch loop of the same job, 6 pairs (~10 min)
+bench: install ## the project's fit against a plain PyTorch loop and a plain Lightning script of the same job (~10 min)
 	$(PY) -m benchmarks.compare $(ARGS)
 
 bench-scale: install ## samples/s, set-up time and memory on 1x, 10x and 100x the digits (~4 min)

@@ -1,24 +1,36 @@
-"""`make bench`: the project's fit against the same job as a plain PyTorch loop, in alternating pairs.
+"""`make bench`: the project's fit against the same job as a plain PyTorch loop and as a plain Lightning script.
 
-    python -m benchmarks.compare [--pairs 6] [--config configs/digits.yaml] [--startup 6]
+    python -m benchmarks.compare [--rounds 6] [--config configs/digits.yaml] [--startup 6]
 
-Runs A (benchmarks/plain_loop.py) and B (`python -m project fit`) in pairs, a warm-up pair first, then
-`--pairs` measured pairs in alternating order (A B, B A, A B, ...: on a machine that slows down under
-sustained load, as shared and boosting CPUs do, a fixed order would bill the drift to the second of each
-pair), and prints medians with min-max: the fit phase (training and the per-epoch validation and
-checkpoint, without imports and set-up: the plain loop times its loop, the project's run summary times
-on_fit_start to the end of fit), the whole process, their per-pair ratios, samples/s and peak memory. Then
-the start-up: `python -m project --help` against `python -c "import lightning"`, alternated the same way.
-Shared machines are noisy: the per-pair ratios are what count.
+On the same resolved config, each round runs: the plain loop (benchmarks/plain_loop.py), the plain Lightning
+script (benchmarks/plain_lightning.py), `python -m project fit`, and the seed chapter's first recipe as a plain loop
+(30 epochs, channels (32, 64), no augmentation or label smoothing, torch's default AdamW: the yardstick of the
+recipe's wall time). A warm-up round first, then `--rounds` rounds in alternating order (1 2 3 4, 4 3 2 1, ...: on
+a machine that slows down under sustained load, a fixed order would bill the drift to the later ones). It prints
+medians with min-max of the fit phase (training with its per-epoch validation and checkpoints, without imports
+and set-up), the whole process, samples/s and peak memory, and the per-round ratios the targets are stated in.
+Then the start-up: `python -m project --help` against `python -c "import lightning"`, alternated the same way.
 """
 
 import argparse
 import json
+import platform
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from benchmarks.common import ROOT, alternating, newest_summary, plain_fit, project, resolve, spread, timed
+from benchmarks.common import ROOT, newest_summary, plain_fit, project, resolve, rounds, spread, timed
+
+# The seed chapter's recipe (docs/results.md): what the first template trained, in a plain loop.
+SEED_CHAPTER = [
+    "--trainer.max_epochs=30",
+    "--model.network.init_args.channels=[32, 64]",
+    "--data.rotation=0",
+    "--data.shift=0",
+    "--model.label_smoothing=0",
+    "--model.fused=false",
+]
 
 
 def project_fit(configs: list[Path], work: Path) -> dict:
@@ -28,43 +40,75 @@ def project_fit(configs: list[Path], work: Path) -> dict:
             "rss": rss}  # fmt: skip
 
 
+def lightning_fit(resolved: Path, work: Path) -> dict:
+    wall, rss, out = timed([sys.executable, "-m", "benchmarks.plain_lightning", str(resolved)], work)
+    return {**json.loads(out.strip().splitlines()[-1]), "wall": wall, "rss": rss}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=6, help="an even number balances the order")
+    parser.add_argument("--rounds", type=int, default=6, help="an even number balances the order")
     parser.add_argument("--startup", type=int, default=6, help="pairs of start-up measurements (0 skips them)")
     parser.add_argument("--config", action="append", default=None, help="stacked configs (default digits.yaml)")
     options = parser.parse_args()
     configs = [ROOT / path for path in options.config or ["configs/digits.yaml"]]
     work = Path(tempfile.mkdtemp(prefix="bench-"))
     resolved = resolve(configs, work / "resolved.yaml")
-
-    plain_fit(resolved, work), project_fit(configs, work)  # warm-up: file caches, compiled kernels
-    pairs = alternating(options.pairs, lambda: plain_fit(resolved, work), lambda: project_fit(configs, work))
-    rows = {  # name: (key, digits)
-        "fit phase (s)": ("fit_seconds", 2),
-        "whole process (s)": ("wall", 2),
-        "samples/s": ("samples_per_sec", 0),
-        "peak memory (MB)": ("rss", 0),
+    seed_chapter = resolve(configs, work / "seed_chapter.yaml", *SEED_CHAPTER)
+    runs = {
+        "plain PyTorch loop": lambda: plain_fit(resolved, work),
+        "plain Lightning script": lambda: lightning_fit(resolved, work),
+        "python -m project fit": lambda: project_fit(configs, work),
+        "seed chapter, plain loop": lambda: plain_fit(seed_chapter, work),
     }
-    print(f"\n{options.pairs} pairs after a warm-up; medians (min-max)\n")
-    print("| | plain PyTorch loop | python -m project fit | ratio (per pair) |\n|---|---|---|---|")
-    results = {}
-    for name, (key, digits) in rows.items():
-        a, b = [x[key] for x, _ in pairs], [y[key] for _, y in pairs]
-        ratio = spread([y / x for x, y in zip(a, b, strict=True)])
-        print(f"| {name} | {spread(a, digits)} | {spread(b, digits)} | {ratio} |")
-        results[name] = {"plain": a, "project": b}
+    for run in runs.values():  # warm-up: file caches, compiled kernels
+        run()
+    results = {name: [] for name in runs}
+    for name in rounds(list(runs), options.rounds):
+        results[name].append(runs[name]())
+
+    print(f"\n{time.strftime('%Y-%m-%d')}, {platform.machine()}, {_cores()} cores; {options.rounds} rounds after a")
+    print("warm-up; medians (min-max)\n")
+    print("| | " + " | ".join(runs) + " |")
+    print("|---" * (len(runs) + 1) + "|")
+    rows = {"fit phase (s)": ("fit_seconds", 2), "whole process (s)": ("wall", 2),
+            "samples/s": ("samples_per_sec", 0), "peak memory (MB)": ("rss", 0)}  # fmt: skip
+    for row, (key, digits) in rows.items():
+        print(f"| {row} | " + " | ".join(spread([r[key] for r in results[name]], digits) for name in runs) + " |")
+
+    project_runs = results["python -m project fit"]
+
+    def ratio(baseline: str, key: str) -> str:  # per round: the i-th run of each, measured close together
+        return spread([p[key] / b[key] for p, b in zip(project_runs, results[baseline], strict=True)])
+
+    print("\n| target | ratio (per round) |\n|---|---|")
+    print(f"| project / plain Lightning, whole process (<= 1.00) | {ratio('plain Lightning script', 'wall')} |")
+    print(f"| project / plain Lightning, fit phase | {ratio('plain Lightning script', 'fit_seconds')} |")
+    print(f"| project / plain loop, fit phase (<= 1.15) | {ratio('plain PyTorch loop', 'fit_seconds')} |")
+    print(f"| project / plain loop, whole process (<= 1.30) | {ratio('plain PyTorch loop', 'wall')} |")
+    print(
+        f"| project / seed chapter's plain loop, whole process (<= 2) | {ratio('seed chapter, plain loop', 'wall')} |"
+    )
 
     if options.startup:
         imports, help_ = [sys.executable, "-c", "import lightning"], project("--help")
         timed(imports, work), timed(help_, work)
-        startup = alternating(options.startup, lambda: timed(imports, work)[0], lambda: timed(help_, work)[0])
-        a, b = [x for x, _ in startup], [y for _, y in startup]
-        ratio = spread([y / x for x, y in startup])
-        print(f"| start-up (s): import lightning vs project --help | {spread(a)} | {spread(b)} | {ratio} |")
-        results["startup (s)"] = {"import lightning": a, "project --help": b}
+        startup = {"import lightning": [], "project --help": []}
+        commands = {"import lightning": imports, "project --help": help_}
+        for name in rounds(list(startup), options.startup):
+            startup[name].append(timed(commands[name], work)[0])
+        a, b = startup["import lightning"], startup["project --help"]
+        print(f"| start-up (s): import lightning {spread(a)} vs project --help {spread(b)} | "
+              f"{spread([y / x for x, y in zip(a, b, strict=True)])} |")  # fmt: skip
+        results["startup (s)"] = startup
     (work / "bench.json").write_text(json.dumps(results, indent=2))
     print(f"\nraw numbers: {work / 'bench.json'}")
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0))
 
 
 if __name__ == "__main__":
