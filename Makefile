@@ -45,15 +45,15 @@ test: install ## run the whole test suite, slow tests included (what CI runs), o
 test-fast: install ## run the fast tests only
 	$(PYTEST) -m "not slow" $(ARGS)
 
-lint: install ## check style and common bugs with ruff
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
+lint: install ## the pre-commit hooks over every tracked file: ruff check, ruff format --check, notebooks clean
+	$(VENV)/bin/pre-commit run --all-files
 
-format: install ## format and auto-fix with ruff
-	$(VENV)/bin/ruff format .
+format: install ## fix what lint finds: ruff check --fix, ruff format, notebook outputs stripped
 	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/nbstripout --keep-id notebooks/*.ipynb
 
-tensorboard: install ## serve runs/ on http://localhost:6006 (this machine only; see README for SSH)
+tensorboard: install ## serve runs/ on http://localhost:6006 (this machine only; see docs/observability.md for SSH)
 	$(VENV)/bin/tensorboard --logdir runs --host 127.0.0.1 --port 6006
 
 bench: install ## the project's fit against a plain PyTorch loop and a plain Lightning script of the same job (~10 min)

@@ -1,3 +1,4 @@
+import functools
 import os
 import subprocess
 import sys
@@ -12,7 +13,9 @@ from lightning.pytorch.callbacks import Callback
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from project.cli import cli_main
+from project.core.batches import ShardSampler, TensorBatches
 from project.core.errors import main
+from project.data import DigitsDataModule
 from project.networks import DigitsCNN
 
 
@@ -30,6 +33,24 @@ def working_directory(path: Path) -> Iterator[Path]:
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = str(ROOT / "configs" / "digits.yaml")
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+ONE_EPOCH_TWO_BATCHES = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
+
+
+# Counts of the digits as the DataModule splits and batches them, for tests that count steps or samples: derived
+# here, never written as 1437 // 64 or 180 (tests/test_data.py checks the split sizes themselves).
+@functools.cache
+def split_sizes(**data) -> dict[str, int]:
+    """Samples in each split, with the DataModule's defaults or the given `--data.*` arguments."""
+    datamodule = DigitsDataModule(**data)
+    return {name: len(indices) for name, indices in datamodule.split(len(datamodule.load()[1])).items()}
+
+
+def steps_per_epoch(world_size: int = 1, **data) -> int:
+    """Training steps of one epoch on each of `world_size` processes: the train split in equal shards, cut into
+    full batches as the DataModule cuts it (the ragged last batch is dropped)."""
+    train, batch_size = split_sizes(**data)["train"], DigitsDataModule(**data).hparams.batch_size
+    shard = ShardSampler(train, shuffle=True, world_size=world_size)
+    return len(TensorBatches((torch.empty(train),), batch_size, shard, drop_last=True))
 
 
 def pytest_collection_modifyitems(config, items):

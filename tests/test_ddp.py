@@ -16,7 +16,7 @@ import psutil
 import pytest
 import torch
 
-from conftest import DEFAULT, QUIET, ROOT, ddp_environment, load, run, scalars
+from conftest import DEFAULT, QUIET, ROOT, ddp_environment, load, run, scalars, steps_per_epoch
 
 GPU, MULTINODE = str(ROOT / "configs/gpu.yaml"), str(ROOT / "configs/multinode.yaml")
 # gpu.yaml on this machine: CPU (gloo), no SyncBatchNorm (it needs CUDA), and 32-bit, so that evaluations can be
@@ -24,9 +24,11 @@ GPU, MULTINODE = str(ROOT / "configs/gpu.yaml"), str(ROOT / "configs/multinode.y
 ON_CPU = ["--trainer.accelerator=cpu", "--trainer.sync_batchnorm=false", "--trainer.precision=32"]
 # 1,797 digits split into 449 val, 257 test and 1,091 train: none divisible by 2 ranks. The val shards of 225 and
 # 224 samples are 8 and 7 batches of 32, the test shards of 129 and 128 are 5 and 4: one rank has an extra batch.
-TINY = [*QUIET, "--data.val_fraction=0.25", "--data.test_fraction=0.143", "--data.batch_size=32"]
-SHORT = [*TINY, "--trainer.max_epochs=2"]  # after the configs: a later --config would override them
-STEPS = 2 * (546 // 32)  # 1,091 train samples padded to 2 x 546: 17 full batches per rank and epoch
+TINY_DATA = {"val_fraction": 0.25, "test_fraction": 0.143, "batch_size": 32}
+TINY = [*QUIET, *(f"--data.{key}={value}" for key, value in TINY_DATA.items())]
+TINY_TWO_EPOCHS = [*TINY, "--trainer.max_epochs=2"]  # after the configs: a later --config would override them
+# 1,091 train samples padded to 2 x 546: 17 full batches per rank and epoch.
+STEPS = 2 * steps_per_epoch(world_size=2, **TINY_DATA)
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}  # float32 sums in a different order; accuracies must match exactly
 FAKE_SRUN = """#!/bin/bash
 # Stands in for srun on one node: SLURM_NTASKS copies of the command, each with the variables srun gives a task.
@@ -78,17 +80,19 @@ def torchrun(*args: str) -> list[str]:
 
 
 def with_lightning(home: Path) -> list[str]:
-    return launch(home, project("fit", "--config", DEFAULT, "--config", GPU, *ON_CPU, *SHORT, "--trainer.devices=2"))
+    fit = project("fit", "--config", DEFAULT, "--config", GPU, *ON_CPU, *TINY_TWO_EPOCHS, "--trainer.devices=2")
+    return launch(home, fit)
 
 
 def with_torchrun(home: Path) -> list[str]:
-    fit = ["-m", "project", "fit", "--config", DEFAULT, "--config", GPU, *ON_CPU, *SHORT, "--trainer.devices=2"]
-    return launch(home, torchrun("--standalone", "--nproc_per_node=2", *fit))
+    fit = ["-m", "project", "fit", "--config", DEFAULT, "--config", GPU, *ON_CPU, *TINY_TWO_EPOCHS]
+    return launch(home, torchrun("--standalone", "--nproc_per_node=2", *fit, "--trainer.devices=2"))
 
 
 def as_two_nodes(home: Path) -> list[str]:
     """Two torchrun agents on one machine, as on two nodes: one process each, meeting at node 0's address."""
-    fit = ["-m", "project", "fit", "--config", DEFAULT, "--config", GPU, "--config", MULTINODE, *ON_CPU, *SHORT]
+    configs = ["--config", DEFAULT, "--config", GPU, "--config", MULTINODE]
+    fit = ["-m", "project", "fit", *configs, *ON_CPU, *TINY_TWO_EPOCHS]
     port = free_port()
     nodes = [
         torchrun("--nnodes=2", f"--node_rank={node}", "--nproc_per_node=1", "--master_addr=127.0.0.1",
@@ -110,7 +114,7 @@ def with_slurm(home: Path) -> list[str]:
         "MASTER_PORT": str(free_port()),  # else derived from the job id: could collide with a parallel test
     }  # fmt: skip
     path = f"{home / 'bin'}:{Path(sys.executable).parent}:{os.environ['PATH']}"
-    script = ["bash", str(ROOT / "scripts/slurm.sh"), *ON_CPU, *SHORT]
+    script = ["bash", str(ROOT / "scripts/slurm.sh"), *ON_CPU, *TINY_TWO_EPOCHS]
     return launch(home, script, env=ddp_environment(PATH=path, **job))
 
 

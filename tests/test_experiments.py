@@ -5,15 +5,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, run
+from conftest import ONE_EPOCH_TWO_BATCHES, ROOT, run
 from project.data import DigitsDataModule, FileDataModule
 from project.networks import MLP
 
-SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
-
 
 def test_the_mlp_experiment_trains_an_mlp_into_its_own_runs_folder():
-    cli = run("fit", "--config", str(ROOT / "configs/experiments/mlp.yaml"), *SHORT)
+    cli = run("fit", "--config", str(ROOT / "configs/experiments/mlp.yaml"), *ONE_EPOCH_TWO_BATCHES)
     assert isinstance(cli.model.network, MLP)
     assert Path("runs/mlp/version_0/checkpoints/best.ckpt").is_file() and not Path("runs/digits").exists()
     assert "class_path: project.networks.MLP" in Path("runs/mlp/version_0/config.yaml").read_text()
@@ -24,7 +22,7 @@ def test_a_file_of_your_own_trains_with_its_class_count_and_is_tested_from_its_c
     keep = labels < 3  # a three-class problem
     np.savez("three.npz", images=images[keep].numpy(), labels=labels[keep].numpy())
 
-    fit = run("fit", "--data", "project.data.FileDataModule", "--data.path", "three.npz", *SHORT)
+    fit = run("fit", "--data", "project.data.FileDataModule", "--data.path", "three.npz", *ONE_EPOCH_TWO_BATCHES)
     assert fit.model.hparams.num_classes == 3 and fit.model(images[:2]).shape == (2, 3)
 
     # No --data here: the checkpoint knows its DataModule and file, so the same test split is scored.
@@ -36,7 +34,7 @@ def test_a_file_of_your_own_trains_with_its_class_count_and_is_tested_from_its_c
 
 def test_a_missing_file_of_your_own_is_one_clear_error(capsys):
     with pytest.raises(SystemExit) as exit:
-        run("fit", "--data", "project.data.FileDataModule", "--data.path", "missing.npz", *SHORT)
+        run("fit", "--data", "project.data.FileDataModule", "--data.path", "missing.npz", *ONE_EPOCH_TWO_BATCHES)
     assert exit.value.code == 2
     assert capsys.readouterr().err.strip().splitlines() == ["error: missing.npz: no such file"]
     assert not Path("runs").exists()

@@ -19,6 +19,7 @@ from conftest import (
     run_subprocess,
     scalars,
     start,
+    steps_per_epoch,
     wait_for,
     working_directory,
 )
@@ -26,7 +27,6 @@ from project.core.checkpoints import AtomicCheckpointIO
 
 RUN = Path("runs/digits/version_0")
 LAST = RUN / "checkpoints/last.ckpt"
-STEPS_PER_EPOCH = 1437 // 64
 
 
 def in_dir(path: Path, *args: str):
@@ -61,11 +61,11 @@ def kill_after_first_checkpoint(*args: str) -> int:
 def test_resume_after_kill_9_is_exact(precision, tmp_path):
     args = ["--trainer.max_epochs=6", f"--trainer.precision={precision}"]
     in_dir(tmp_path / "reference", "fit", *args)
-    saved_step = kill_after_first_checkpoint(*args)
-    assert 0 < saved_step < 6 * STEPS_PER_EPOCH and saved_step % STEPS_PER_EPOCH == 0
+    saved_step, per_epoch = kill_after_first_checkpoint(*args), steps_per_epoch()
+    assert 0 < saved_step < 6 * per_epoch and saved_step % per_epoch == 0
 
     resumed = run("fit", *args, "--ckpt_path=last")
-    assert resumed.trainer.global_step == 6 * STEPS_PER_EPOCH
+    assert resumed.trainer.global_step == 6 * per_epoch
     reference = tmp_path / "reference" / RUN
     assert_same_checkpoint(load(reference / "checkpoints/last.ckpt"), load(LAST))
     assert_same_logs(reference, RUN, from_step=saved_step)
@@ -74,16 +74,19 @@ def test_resume_after_kill_9_is_exact(precision, tmp_path):
 # 2. Resume mid-epoch is exact: the loader resumes at the right batch.
 @pytest.mark.slow
 def test_resume_mid_epoch_from_a_step_checkpoint_is_exact(tmp_path):
-    args = ["--trainer.max_epochs=3", "--last_checkpoint.every_n_train_steps=5"]
+    every = 5
+    args = ["--trainer.max_epochs=3", f"--last_checkpoint.every_n_train_steps={every}"]
+    crash = steps_per_epoch() + 11  # in the second epoch, past one of its step checkpoints
+    saved = crash - crash % every  # that step checkpoint, mid-epoch
     in_dir(tmp_path / "reference", "fit", *args)
-    with pytest.raises(RuntimeError, match="crash at step 33"):
-        run("fit", *args, "--trainer.callbacks+=conftest.CrashAt", "--trainer.callbacks.step=33")
-    assert load(LAST)["global_step"] == 30  # 8 batches into the second epoch
+    with pytest.raises(RuntimeError, match=f"crash at step {crash}"):
+        run("fit", *args, "--trainer.callbacks+=conftest.CrashAt", f"--trainer.callbacks.step={crash}")
+    assert load(LAST)["global_step"] == saved
 
     run("fit", *args, "--ckpt_path=last")
     reference = tmp_path / "reference" / RUN
     assert_same_checkpoint(load(reference / "checkpoints/last.ckpt"), load(LAST))
-    assert_same_logs(reference, RUN, from_step=30)
+    assert_same_logs(reference, RUN, from_step=saved)
 
 
 # 4. Checkpoint writes survive a kill.
@@ -275,9 +278,10 @@ def test_two_process_ddp_resume_at_an_epoch_boundary_is_exact(tmp_path):
     (tmp_path / "reference").mkdir()
     reference = run_subprocess("fit", *ddp, cwd=tmp_path / "reference")
     assert reference.returncode == 0, reference.stderr[-2000:]
-    crash = ["--trainer.callbacks+=conftest.CrashAt", "--trainer.callbacks.step=30"]
-    crashed = run_subprocess("fit", *ddp, *crash)
-    assert crashed.returncode != 0 and load(LAST)["global_step"] == 22, crashed.stderr[-2000:]  # 11 steps an epoch
+    per_epoch = steps_per_epoch(world_size=2)
+    crash = ["--trainer.callbacks+=conftest.CrashAt", f"--trainer.callbacks.step={2 * per_epoch + per_epoch // 2}"]
+    crashed = run_subprocess("fit", *ddp, *crash)  # halfway through the third epoch: last.ckpt is the second's end
+    assert crashed.returncode != 0 and load(LAST)["global_step"] == 2 * per_epoch, crashed.stderr[-2000:]
     resumed = run_subprocess("fit", *ddp, "--ckpt_path=last")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert_same_checkpoint(load(tmp_path / "reference" / RUN / "checkpoints/last.ckpt"), load(LAST))

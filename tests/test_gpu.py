@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import DEFAULT, QUIET, ROOT, load, run, run_subprocess
+from conftest import DEFAULT, QUIET, ROOT, load, run, run_subprocess, steps_per_epoch
 from project.core.batches import on_device
 
 pytestmark = pytest.mark.gpu
@@ -18,7 +18,7 @@ def test_the_gpu_config_trains_with_ddp_16_mixed_and_syncbatchnorm_on_one_gpu():
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     checkpoint = load(Path("runs/digits/version_0/checkpoints/last.ckpt"))
-    assert checkpoint["global_step"] == 2 * (1437 // 64)
+    assert checkpoint["global_step"] == 2 * steps_per_epoch()
     assert checkpoint["MixedPrecision"]["scale"] > 0  # 16-mixed's gradient scaler
 
 

@@ -11,7 +11,11 @@ from conftest import load, run
 pytestmark = pytest.mark.slow
 
 LAST = Path("runs/digits/version_0/checkpoints/last.ckpt")
-SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=5", "--trainer.limit_val_batches=2"]
+ONE_EPOCH_FIVE_BATCHES_TWO_VAL = [
+    "--trainer.max_epochs=1",
+    "--trainer.limit_train_batches=5",
+    "--trainer.limit_val_batches=2",
+]
 # Lightning's 16-mixed plugin with a CPU scaler: float16 autocast and loss scaling as on a GPU, so this machine
 # exercises the same save and restore code (asking for 16-mixed on a CPU gives bf16-mixed, which has no scaler).
 CPU_FLOAT16 = json.dumps(
@@ -33,17 +37,17 @@ FLOAT16 = [
 
 @pytest.mark.parametrize("float16", FLOAT16)
 def test_16_mixed_saves_its_grad_scaler_and_a_resumed_fit_restores_it(float16):
-    run("fit", *float16, *SHORT)
+    run("fit", *float16, *ONE_EPOCH_FIVE_BATCHES_TWO_VAL)
     saved = load(LAST)["MixedPrecision"]  # Lightning stores the precision plugin's state under its class name
     untouched = torch.amp.GradScaler("cpu").state_dict()
     assert saved.keys() == untouched.keys() and saved != untouched, "5 steps moved the scale or its growth tracker"
     # The same max_epochs: Lightning restores the whole training state, then has no epoch left to train.
-    resumed = run("fit", *float16, *SHORT, "--ckpt_path=last")
+    resumed = run("fit", *float16, *ONE_EPOCH_FIVE_BATCHES_TWO_VAL, "--ckpt_path=last")
     assert resumed.trainer.precision_plugin.scaler.state_dict() == saved
 
 
 @pytest.mark.parametrize("precision", ["bf16-mixed", "16-mixed"])
 def test_on_the_cpu_mixed_precision_is_bf16_which_needs_no_scaler(precision):
-    cli = run("fit", f"--trainer.precision={precision}", *SHORT)
+    cli = run("fit", f"--trainer.precision={precision}", *ONE_EPOCH_FIVE_BATCHES_TWO_VAL)
     assert cli.trainer.precision_plugin.precision == "bf16-mixed"
     assert "MixedPrecision" not in load(LAST)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEFAULT, QUIET, ddp_environment, read_events, run, run_subprocess, scalars
+from conftest import DEFAULT, QUIET, ddp_environment, read_events, run, run_subprocess, scalars, split_sizes
 from project.core.errors import Stopped
 from project.model import DigitsClassifier
 
@@ -27,13 +27,13 @@ def raise_at_step(step: int, exception: BaseException):
     return training_step
 
 
-SHORT = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=5"]
+THREE_EPOCHS_FIVE_BATCHES = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=5"]
 
 
 def test_a_run_that_raises_keeps_every_scalar_logged_before_and_says_failed(monkeypatch):
     monkeypatch.setattr(DigitsClassifier, "training_step", raise_at_step(7, RuntimeError("boom at step 7")))
     with pytest.raises(RuntimeError, match="boom"):
-        run("fit", *SHORT)
+        run("fit", *THREE_EPOCHS_FIVE_BATCHES)
     run_dir = Path("runs/digits/version_0")
     assert [step for step, _ in scalars(run_dir, "train/loss")] == list(range(7))
     assert [step for step, _ in scalars(run_dir, "val/acc")] == [4]
@@ -52,7 +52,7 @@ def test_an_interrupted_run_says_so_and_why(monkeypatch, exception, type_name):
     sigint = signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(SystemExit):  # the exit codes of Ctrl+C and SIGTERM
-            run("fit", *SHORT)
+            run("fit", *THREE_EPOCHS_FIVE_BATCHES)
     finally:
         signal.signal(signal.SIGINT, sigint)  # Lightning ignores further Ctrl+C while it shuts down
     run_dir = Path("runs/digits/version_0")
@@ -113,7 +113,8 @@ def test_under_ddp_the_confusion_matrix_covers_every_rank_and_only_rank_zero_wri
     )
     assert result.returncode == 0, result.stderr[-3000:]
     reports = sorted(line for line in result.stdout.splitlines() if line.startswith("rank "))
-    assert reports == ["rank 0: 180 digits in the confusion matrix", "rank 1: 180 digits in the confusion matrix"]
+    digits = split_sizes()["val"]
+    assert reports == [f"rank {rank}: {digits} digits in the confusion matrix" for rank in (0, 1)]
     run_dir = Path("runs/digits/version_0")
     assert len(list(run_dir.glob("events.out.tfevents.*"))) == 1
     assert [image.step for image in read_events(run_dir).Images("val/confusion_matrix")] == [2]

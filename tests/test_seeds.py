@@ -9,11 +9,11 @@ from conftest import DEFAULT
 from project.tools.seeds import evaluate_seeds
 
 pytestmark = pytest.mark.slow
-SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=5"]
+TWO_EPOCHS_FIVE_BATCHES = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=5"]
 
 
 def test_each_seed_sets_split_and_initialisation_and_is_compared_with_the_baselines(capsys):
-    result = evaluate_seeds(configs=[Path(DEFAULT)], seeds=[0, 1], args=SHORT, name="short")
+    result = evaluate_seeds(configs=[Path(DEFAULT)], seeds=[0, 1], args=TWO_EPOCHS_FIVE_BATCHES, name="short")
     rows = result["seeds"]
     assert [row["seed"] for row in rows] == [0, 1]
     assert all(0 < row["test_acc"] <= 1 and 0.9 < row["svc_acc"] <= 1 for row in rows)
@@ -25,6 +25,8 @@ def test_each_seed_sets_split_and_initialisation_and_is_compared_with_the_baseli
 
 
 def test_two_runs_of_the_same_seed_give_identical_numbers():
-    first, second = (evaluate_seeds(configs=[Path(DEFAULT)], seeds=[3], args=SHORT, name=n) for n in "ab")
+    first, second = (
+        evaluate_seeds(configs=[Path(DEFAULT)], seeds=[3], args=TWO_EPOCHS_FIVE_BATCHES, name=n) for n in "ab"
+    )
     keys = ("test_acc", "best_val_acc", "svc_acc", "logistic_regression_acc", "epochs")
     assert [first["seeds"][0][k] for k in keys] == [second["seeds"][0][k] for k in keys]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import load, run, scalars, working_directory
+from conftest import load, run, scalars, split_sizes, steps_per_epoch, working_directory
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +59,7 @@ def test_predict_writes_one_row_per_test_digit(trained):
     with (run_dir / "predictions.csv").open() as file:
         rows = list(csv.DictReader(file))
     labels = fit.datamodule.splits["test"][1]
-    assert len(rows) == len(labels) == 180
+    assert len(rows) == len(labels) == split_sizes()["test"]
     predicted = torch.tensor([int(row["label"]) for row in rows])
     assert (predicted == labels).float().mean() >= 0.95
 
@@ -97,7 +97,7 @@ def test_a_second_run_with_ckpt_path_last_continues_from_the_saved_step(caplog):
     first = run("fit", "--trainer.max_epochs=2", "--ckpt_path=last")
     assert "starting from step 0" in caplog.text
     saved_step = first.trainer.global_step
-    assert saved_step == 2 * (1437 // 64)
+    assert saved_step == 2 * steps_per_epoch()
 
     second = run("fit", "--trainer.max_epochs=4", "--ckpt_path=last")
     assert second.trainer.global_step == 2 * saved_step
