@@ -39,6 +39,10 @@ export: install ## export CKPT=<file.ckpt> as FORMAT (onnx, torchscript or pt2),
 new-project: ## copy this template to DEST as package NAME, in a new git repository: DEST=../my-exp NAME=my_exp
 	$(PYTHON) scripts/new_project.py $(DEST) $(NAME)
 
+.PHONY: update-template
+update-template: ## in a copy: merge in the template's changes since it was made (docs/updating.md); TEMPLATE=path/URL
+	$(PYTHON) scripts/update_template.py $(if $(TEMPLATE),--template $(TEMPLATE))
+
 test: install ## run the whole test suite, slow tests included (what CI runs), one worker per core
 	$(PYTEST) $(ARGS)
 

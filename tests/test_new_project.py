@@ -1,5 +1,6 @@
 """`make new-project DEST=... NAME=...`: a renamed copy of this template that passes its own tests."""
 
+import json
 import os
 import re
 import subprocess
@@ -8,7 +9,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from new_project import CODE_NAME, PACKAGE, check_name, rename
+from new_project import CODE_NAME, PACKAGE, RECORD, TRAILER, check_name, head_commit, rename
 
 NAME = f"{PACKAGE}_copy"  # the template itself is `project`; a copy of a copy works the same way
 
@@ -60,7 +61,7 @@ def test_the_copy_has_the_new_package_a_readme_of_its_own_and_no_outputs(created
         assert not list(created.rglob(left_behind)), left_behind
     assert os.access(created / ".ci/run", os.X_OK)
     for path in created.rglob("*"):
-        if path.is_file() and ".git" not in path.parts:
+        if path.is_file() and ".git" not in path.parts and path.name != RECORD:  # the record names the template
             assert not CODE_NAME.search(path.read_text(errors="ignore")), f"{path} still names {PACKAGE}"
 
 
@@ -70,6 +71,13 @@ def test_the_copy_is_a_new_git_repository_with_everything_committed(created):
     assert len(log.stdout.splitlines()) == 1 and NAME in log.stdout
     status = subprocess.run(["git", "status", "--porcelain"], cwd=created, capture_output=True, text=True)
     assert status.stdout == ""
+
+
+def test_the_copy_records_the_template_and_the_commit_it_was_made_from(created):
+    record = json.loads((created / RECORD).read_text())
+    assert record == {"template": str(ROOT), "commit": head_commit(ROOT), "template_package": PACKAGE, "package": NAME}
+    message = subprocess.run(["git", "log", "-1", "--format=%B"], cwd=created, capture_output=True, text=True).stdout
+    assert message.strip().endswith(f"{TRAILER} {record['commit']}")  # where `make update-template` merges onto
 
 
 @pytest.mark.slow

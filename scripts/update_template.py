@@ -1,0 +1,168 @@
+"""`make update-template [TEMPLATE=<path or git URL>]` (or `python3 scripts/update_template.py [--template ...]`).
+
+Brings what changed in the template since this copy was made (or last updated) into the copy, as a git merge.
+The template's HEAD is renamed as `make new-project` renames it and committed as the template's side, on top of
+the copy's last commit of the template (the one whose message ends `Template-commit: <the recorded commit>`);
+then `git merge` of that commit is git's three-way merge: your edits stay, the template's arrive, conflicts stop
+with markers. Only the standard library and git, like new_project.py beside it, whose renaming it reuses.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from new_project import RECORD, TRAILER, render, write_record
+
+COPY = Path(__file__).resolve().parents[1]
+
+
+class Conflict(Exception):
+    """Both sides changed the same lines: the merge stays in progress for the user to finish or abandon. Exit 1."""
+
+    def __init__(self, files: list[str]) -> None:
+        listed = "".join(f"\n  {name}" for name in files)
+        super().__init__(
+            f"The template's changes and yours meet in {len(files)} file(s); git marked each place,"
+            f" <<<<<<< HEAD (yours) ======= (the template's) >>>>>>>, in:{listed}\n"
+            "Finish: edit each file to what it should be, then `git add <file>...` and `git commit`.\n"
+            "Abandon: `git merge --abort` puts the copy back as it was."
+        )
+
+
+def git(*args: str, cwd: Path = COPY, env: dict[str, str] | None = None, check: bool = True) -> str:
+    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
+    if check and result.returncode != 0:
+        raise subprocess.CalledProcessError(result.returncode, ["git", *args], result.stdout, result.stderr)
+    return result.stdout.strip()
+
+
+def succeeds(*args: str, cwd: Path = COPY) -> bool:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True).returncode == 0
+
+
+def last_line(error: subprocess.CalledProcessError) -> str:
+    lines = (error.stderr or error.stdout or "").strip().splitlines()
+    return lines[-1] if lines else f"exit code {error.returncode}"
+
+
+def update(template: str | None = None) -> str:
+    """Merges the template's HEAD into the copy as one commit; returns what to tell the user."""
+    record = read_copy()
+    if template is None:
+        template = record["template"]
+    elif Path(template).exists():  # a path, not a URL: recorded so that it works from any folder
+        template = str(Path(template).resolve())
+    old = record["commit"]
+    with tempfile.TemporaryDirectory(prefix="update-template-") as tmp:
+        clone = Path(tmp) / "template"
+        try:
+            git("clone", "--quiet", template, str(clone), cwd=Path(tmp))
+        except subprocess.CalledProcessError as error:
+            raise ValueError(f"{template} is not a git repository that can be cloned ({last_line(error)})") from None
+        new = git("rev-parse", "HEAD", cwd=clone)
+        if new == old:
+            return f"Already up to date: the template at {template} is still at {old[:12]}. Nothing changed."
+        if not succeeds("merge-base", "--is-ancestor", old, "HEAD", cwd=clone):
+            raise ValueError(
+                f"the template at {template} no longer has commit {old[:12]}, which this copy was made from or last "
+                "updated to: its history was rewritten, or it is another repository"
+            )
+        base = last_template_commit(old)
+        theirs = commit_template(clone, Path(tmp), {**record, "template": template, "commit": new}, base)
+    return merge(theirs, f"Update from the template at {template}: {old[:12]}..{new[:12]}")
+
+
+def read_copy() -> dict[str, str]:
+    """The record of a copy that is ready to update: a git repository of its own with nothing uncommitted."""
+    if not succeeds("rev-parse", "--show-toplevel") or Path(git("rev-parse", "--show-toplevel")) != COPY:
+        raise ValueError(f"{COPY} is not a git repository: the update is a merge into its git history")
+    if not (COPY / RECORD).is_file():
+        raise ValueError(f"{COPY} has no {RECORD}: it was not made by `make new-project` (see docs/updating.md)")
+    if git("status", "--porcelain", "--untracked-files=no"):
+        raise ValueError("this copy has uncommitted changes (git status): commit or stash them, then update")
+    if not succeeds("var", "GIT_COMMITTER_IDENT"):
+        raise ValueError("git needs your name and email for the update's commit: git config --global user.name ...")
+    return json.loads((COPY / RECORD).read_text())
+
+
+def last_template_commit(commit: str) -> str:
+    """The copy's commit of the template at `commit`: the base of the three-way merge."""
+    found = git("log", "--format=%H", "--fixed-strings", f"--grep={TRAILER} {commit}", "HEAD")
+    if not found:
+        raise ValueError(
+            f"no commit in this copy's history ends with '{TRAILER} {commit}', the template as this copy last took "
+            "it: was the history rewritten (rebase, squash)? See docs/updating.md"
+        )
+    return found.splitlines()[0]
+
+
+def commit_template(clone: Path, tmp: Path, record: dict[str, str], parent: str) -> str:
+    """The template's HEAD renamed as the copy has it, committed on top of `parent` without touching the copy's
+    files or branch: the template's side of the merge."""
+    rendered = tmp / "rendered"
+    render(clone, rendered, record["package"], record["template_package"])
+    write_record(rendered, record["template"], record["commit"], record["template_package"], record["package"])
+    # A separate index and work tree: the copy's own index, files and ignore rules stay out of it.
+    git_dir = git("rev-parse", "--absolute-git-dir")
+    env = {**os.environ, "GIT_INDEX_FILE": str(tmp / "index")}
+    git(f"--git-dir={git_dir}", f"--work-tree={rendered}", "add", "--all", "--force", cwd=rendered, env=env)
+    tree = git(f"--git-dir={git_dir}", "write-tree", cwd=rendered, env=env)
+    message = ["-m", f"The template at {record['commit'][:12]}", "-m", f"{TRAILER} {record['commit']}"]
+    return git("commit-tree", tree, "-p", parent, *message)
+
+
+def merge(theirs: str, message: str) -> str:
+    merge = ["git", "merge", "--no-ff", "--no-edit", "-m", message, theirs]
+    merged = subprocess.run(merge, cwd=COPY, capture_output=True, text=True)
+    if merged.returncode != 0:
+        if not succeeds("rev-parse", "--quiet", "--verify", "MERGE_HEAD"):  # refused before it began, changed nothing
+            raise ValueError(f"git merge did not start: {(merged.stderr or merged.stdout).strip()}")
+        kept = keep_what_only_the_template_deleted()
+        unmerged = sorted(set(git("diff", "--name-only", "--diff-filter=U").splitlines()))
+        if unmerged:
+            raise Conflict(unmerged)
+        git("commit", "--no-edit")
+    else:
+        kept = []
+    summary = git("diff", "--shortstat", "HEAD^1", "HEAD")
+    notes = "".join(f"\nKept {name}: the template deleted it, and this copy had changed it." for name in kept)
+    return f"{message}, one commit ({summary or 'no file changed'}; git show --stat HEAD lists them).{notes}"
+
+
+def keep_what_only_the_template_deleted() -> list[str]:
+    """Files the template deleted and the copy changed stay as the copy has them (git calls it a modify/delete
+    conflict and leaves the copy's version in place): `git add` settles that."""
+    stages: dict[str, set[str]] = {}
+    for entry in git("ls-files", "--unmerged", "-z").split("\0"):
+        if entry:
+            info, name = entry.split("\t", 1)
+            stages.setdefault(name, set()).add(info.split()[2])  # 1 the base, 2 the copy, 3 the template
+    kept = sorted(name for name, present in stages.items() if present == {"1", "2"})
+    if kept:
+        git("add", "--", *kept)
+    return kept
+
+
+def main(args: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--template", help=f"the template's path or git URL (default: the one in {RECORD})")
+    options = parser.parse_args(args)
+    try:
+        print(update(options.template))
+    except Conflict as conflict:
+        print(conflict, file=sys.stderr)
+        sys.exit(1)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    except subprocess.CalledProcessError as error:
+        print(f"error: {' '.join(error.cmd[:2])} failed: {last_line(error)}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
