@@ -33,9 +33,9 @@ class Conflict(Exception):
         )
 
 
-def git(*args: str, cwd: Path = COPY, env: dict[str, str] | None = None, check: bool = True) -> str:
+def git(*args: str, cwd: Path = COPY, env: dict[str, str] | None = None) -> str:
     result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
-    if check and result.returncode != 0:
+    if result.returncode != 0:
         raise subprocess.CalledProcessError(result.returncode, ["git", *args], result.stdout, result.stderr)
     return result.stdout.strip()
 
@@ -86,7 +86,11 @@ def read_copy() -> dict[str, str]:
         raise ValueError("this copy has uncommitted changes (git status): commit or stash them, then update")
     if not succeeds("var", "GIT_COMMITTER_IDENT"):
         raise ValueError("git needs your name and email for the update's commit: git config --global user.name ...")
-    return json.loads((COPY / RECORD).read_text())
+    try:
+        record = json.loads((COPY / RECORD).read_text())
+        return {key: str(record[key]) for key in ("template", "commit", "template_package", "package")}
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{RECORD} is not as `make new-project` writes it ({error!r})") from None
 
 
 def last_template_commit(commit: str) -> str:
@@ -116,13 +120,14 @@ def commit_template(clone: Path, tmp: Path, record: dict[str, str], parent: str)
 
 
 def merge(theirs: str, message: str) -> str:
-    merge = ["git", "merge", "--no-ff", "--no-edit", "-m", message, theirs]
-    merged = subprocess.run(merge, cwd=COPY, capture_output=True, text=True)
+    command = ["git", "merge", "--no-ff", "--no-edit", "-m", message, theirs]
+    merged = subprocess.run(command, cwd=COPY, capture_output=True, text=True)
     if merged.returncode != 0:
         if not succeeds("rev-parse", "--quiet", "--verify", "MERGE_HEAD"):  # refused before it began, changed nothing
-            raise ValueError(f"git merge did not start: {(merged.stderr or merged.stdout).strip()}")
+            said = " ".join(line.strip() for line in (merged.stderr or merged.stdout).splitlines())
+            raise ValueError(f"git merge did not start, nothing changed: {said}")
         kept = keep_what_only_the_template_deleted()
-        unmerged = sorted(set(git("diff", "--name-only", "--diff-filter=U").splitlines()))
+        unmerged = git("diff", "--name-only", "--diff-filter=U").splitlines()
         if unmerged:
             raise Conflict(unmerged)
         git("commit", "--no-edit")

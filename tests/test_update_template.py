@@ -33,13 +33,18 @@ def append(path: Path, text: str) -> None:
     path.write_text(path.read_text() + text)
 
 
+def append_to_first_line(path: Path, text: str) -> None:
+    first, _, rest = path.read_text().partition("\n")
+    path.write_text(f"{first}{text}\n{rest}")
+
+
 def make(directory: Path, *args: str) -> subprocess.CompletedProcess:
     command = ["make", "--no-print-directory", *args, f"PYTHON={sys.executable}"]
     return subprocess.run(command, cwd=directory, env=ENV, capture_output=True, text=True)
 
 
 def update_script(copy: Path, *args: str) -> subprocess.CompletedProcess:
-    """What `make update-template` runs, without make's own "Error 2" line after the script's."""
+    """What `make update-template` runs, without the line make adds after a failing command."""
     command = [sys.executable, "scripts/update_template.py", *args]
     return subprocess.run(command, cwd=copy, env=ENV, capture_output=True, text=True)
 
@@ -96,24 +101,24 @@ def test_an_update_keeps_the_copys_edit_and_brings_the_templates_fix_and_new_con
 @pytest.mark.slow
 def test_the_updated_copy_trains_with_the_new_config_and_the_template_package_unimportable(copy, template):
     assert change_both_sides_and_update(copy, template).returncode == 0
-    args = ["fit", "--config", "configs/digits.yaml", "--config", CONFIG, "--trainer.fast_dev_run=true"]
-    code = (  # `python -m my_exp ...`, with `import project` failing however it is installed
+    args = ["fit", "--config", "configs/digits.yaml", "--config", CONFIG, "--trainer.fast_dev_run=true",
+            "--trainer.enable_progress_bar=false"]  # fmt: skip
+    code = (  # `python -m <the copy's package> ...`, with the template's package unimportable however installed
         f"import runpy, sys; sys.modules[{PACKAGE!r}] = None; sys.argv = [{NAME!r}, *sys.argv[1:]]; "
         f"runpy.run_module({NAME!r}, run_name='__main__', alter_sys=True)"
     )
-    fit = subprocess.run([sys.executable, "-c", code, *args, "--trainer.enable_progress_bar=false"], cwd=copy,
-                         env={**ENV, "PYTHONPATH": str(copy)}, capture_output=True, text=True, timeout=600)  # fmt: skip
+    environment = {**ENV, "PYTHONPATH": str(copy)}
+    fit = subprocess.run([sys.executable, "-c", code, *args], cwd=copy, env=environment, capture_output=True, text=True)
     assert fit.returncode == 0, fit.stderr[-3000:]  # so the new config's class path names the copy's package
     assert git(copy, "status", "--porcelain") == ""  # runs/ is ignored
 
 
 def test_then_both_sides_change_the_same_line_and_the_update_stops_with_conflict_markers(copy, template):
     assert change_both_sides_and_update(copy, template).returncode == 0
-    ours, theirs = copy / NAME / "networks.py", template / PACKAGE / "networks.py"
-    first_line = ours.read_text().partition("\n")[0]
-    ours.write_text(ours.read_text().replace(first_line, f"{first_line} (ours)", 1))
+    ours = copy / NAME / "networks.py"
+    append_to_first_line(ours, " (ours)")
     commit(copy, "Our first line")
-    theirs.write_text(theirs.read_text().replace(first_line, f"{first_line} (the template's)", 1))
+    append_to_first_line(template / PACKAGE / "networks.py", " (the template's)")
     commit(template, "The template's first line")
 
     stopped = update_script(copy)
@@ -121,7 +126,7 @@ def test_then_both_sides_change_the_same_line_and_the_update_stops_with_conflict
     assert f"  {NAME}/networks.py\n" in stopped.stderr
     assert "git add" in stopped.stderr and "git commit" in stopped.stderr and "git merge --abort" in stopped.stderr
     text = ours.read_text()
-    assert "<<<<<<< HEAD\n" in text and f"{first_line} (ours)" in text and f"{first_line} (the template's)" in text
+    assert text.startswith("<<<<<<< HEAD\n") and " (ours)\n=======\n" in text and " (the template's)\n>>>>>>> " in text
 
     git(copy, "merge", "--abort")  # abandon, as the message says: the copy is as it was
     assert git(copy, "status", "--porcelain") == "" and "<<<<<<<" not in ours.read_text()
@@ -130,7 +135,7 @@ def test_then_both_sides_change_the_same_line_and_the_update_stops_with_conflict
     git(copy, "checkout", "--ours", f"{NAME}/networks.py")  # our line is what it should be
     git(copy, "add", f"{NAME}/networks.py")
     git(copy, "commit", "--quiet", "--no-edit")
-    assert f"{first_line} (ours)" in ours.read_text() and "<<<<<<<" not in ours.read_text()
+    assert ours.read_text().partition("\n")[0].endswith(" (ours)")
     assert "up to date" in make(copy, "update-template").stdout
 
 
@@ -173,7 +178,9 @@ def test_a_copy_with_uncommitted_changes_is_refused_in_one_line_and_left_as_it_w
     refused = update_script(copy)
     assert refused.returncode == 2 and refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1
     assert "uncommitted changes" in refused.stderr
-    assert git(copy, "rev-parse", "HEAD") == head and (copy / NAME / "networks.py").read_text().endswith("committed\n")
+    assert git(copy, "rev-parse", "HEAD") == head and (copy / NAME / "networks.py").read_text().endswith(
+        "# not committed\n"
+    )
 
 
 @pytest.mark.parametrize("location", ["missing", "plain-folder"])
@@ -197,3 +204,13 @@ def test_a_copy_that_is_not_a_git_repository_is_one_line_exit_2(copy):
     refused = update_script(copy)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "is not a git repository" in refused.stderr
+
+
+def test_an_untracked_file_in_the_way_stops_the_update_before_it_begins(copy, template):
+    (template / "NEWS.md").write_text("The template's news.\n")
+    commit(template, "News")
+    (copy / "NEWS.md").write_text("My own notes, never committed.\n")
+    refused = update_script(copy)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "NEWS.md" in refused.stderr
+    assert (copy / "NEWS.md").read_text() == "My own notes, never committed.\n"
+    assert git(copy, "status", "--porcelain") == "?? NEWS.md\n"
