@@ -13,9 +13,11 @@ from conftest import ROOT
 from new_project import CODE_NAME, PACKAGE, RECORD, files_to_copy
 
 NAME = f"{PACKAGE}_copy"  # a copy of this template, or (run in a copy) a copy of that copy
-# CI may have no git identity; the copy's first commit and the update's merge need one.
+# CI may have no git identity, and the commits need one; a developer's own git settings (signing, hooks, the
+# default branch) stay out of these repositories.
 IDENTITY = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "t@example.com"}
-ENV = {**os.environ, **IDENTITY, "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "t@example.com"}
+IDENTITY |= {"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "t@example.com"}
+ENV = {**os.environ, **IDENTITY, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 FIX = f'TEMPLATE_FIX = "{PACKAGE}.core.errors"  # a later fix in the machinery\n'
 CONFIG = "configs/experiments/tiny.yaml"  # a later config of the template, naming a class by its package
 
