@@ -1,15 +1,17 @@
 """Choose a recipe without the test splits: k-fold cross-validation inside train+val of seeds 0-4, plain PyTorch.
 
-    python -m benchmarks.recipe_cv --epochs 30 --channels 32 64 [--batch_size 64] [--lr 0.01] [--rotation 5] ...
+    python -m benchmarks.recipe_cv --epochs 30 --channels 64 128 [--batch_size 128] [--lr 0.02] [--rotation 0] ...
 
 For each seed, the seed's own train+val (the project's split with that seed; the test split is never touched) is
 cut into `--folds` folds; each fold is held out once while the rest trains, with the project's network, AdamW
 groups, warmup + cosine schedule, augmentation and label smoothing. It prints the held-out errors over all seeds
 and folds (8,085 digits for 5 seeds x 5 folds) and the median fit time of one training, and appends both to
 runs/recipe_cv.jsonl. The fit time is the training loop only (the same for every variant's share of start-up).
+Every option defaults to the project's own recipe (the signatures and TRAINER_DEFAULTS).
 """
 
 import argparse
+import inspect
 import json
 import statistics
 import time
@@ -20,12 +22,21 @@ import torch.nn.functional as F
 from sklearn.datasets import load_digits
 
 from project.augment import random_affine
+from project.cli import TRAINER_DEFAULTS
 from project.core.batches import ShardSampler, split_indices
+from project.data import ArrayDataModule
+from project.model import DigitsClassifier
 from project.networks import DigitsCNN
 from project.schedule import decay_groups, warmup_cosine
 
-# The project's split fractions (ArrayDataModule's defaults): train+val is what a recipe may be chosen on.
-VAL_FRACTION, TEST_FRACTION = 0.1, 0.1
+
+def defaults(*classes) -> dict:
+    return {
+        k: p.default for c in classes for k, p in inspect.signature(c).parameters.items() if p.default is not p.empty
+    }
+
+
+RECIPE = defaults(DigitsCNN, DigitsClassifier, ArrayDataModule) | {"epochs": TRAINER_DEFAULTS["max_epochs"]}
 
 
 def fit_and_count_errors(images, labels, train, held_out, options, seed: int) -> tuple[int, float]:
@@ -60,18 +71,18 @@ def fit_and_count_errors(images, labels, train, held_out, options, seed: int) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=100)
-    parser.add_argument("--channels", type=int, nargs=2, default=[64, 128])
-    parser.add_argument("--batch_size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=1e-2)
-    parser.add_argument("--weight_decay", type=float, default=0.05)
-    parser.add_argument("--warmup_fraction", type=float, default=0.1)
-    parser.add_argument("--min_lr", type=float, default=1e-5)
-    parser.add_argument("--label_smoothing", type=float, default=0.1)
-    parser.add_argument("--dropout", type=float, default=0.1)
-    parser.add_argument("--rotation", type=float, default=5.0)
-    parser.add_argument("--shift", type=float, default=0.5)
-    parser.add_argument("--fused", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--epochs", type=int, default=RECIPE["epochs"])
+    parser.add_argument("--channels", type=int, nargs=2, default=list(RECIPE["channels"]))
+    parser.add_argument("--batch_size", type=int, default=RECIPE["batch_size"])
+    parser.add_argument("--lr", type=float, default=RECIPE["lr"])
+    parser.add_argument("--weight_decay", type=float, default=RECIPE["weight_decay"])
+    parser.add_argument("--warmup_fraction", type=float, default=RECIPE["warmup_fraction"])
+    parser.add_argument("--min_lr", type=float, default=RECIPE["min_lr"])
+    parser.add_argument("--label_smoothing", type=float, default=RECIPE["label_smoothing"])
+    parser.add_argument("--dropout", type=float, default=RECIPE["dropout"])
+    parser.add_argument("--rotation", type=float, default=RECIPE["rotation"])
+    parser.add_argument("--shift", type=float, default=RECIPE["shift"])
+    parser.add_argument("--fused", action=argparse.BooleanOptionalAction, default=RECIPE["fused"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--name", default="")
@@ -82,7 +93,7 @@ def main() -> None:
     labels = torch.as_tensor(digits.target)
     errors, held, seconds = 0, 0, []
     for seed in options.seeds:
-        split = split_indices(len(images), VAL_FRACTION, TEST_FRACTION, seed)
+        split = split_indices(len(images), RECIPE["val_fraction"], RECIPE["test_fraction"], seed)
         pool = torch.cat([split["train"], split["val"]])  # (1617,): never the test split
         folds = pool[torch.randperm(len(pool), generator=torch.Generator().manual_seed(seed))].chunk(options.folds)
         for k, held_out in enumerate(folds):
