@@ -39,47 +39,69 @@ class ProjectParser(LightningArgumentParser):
         raise ParseError(concise(message, list(self._option_string_actions))) from ex
 
 
-_UNKNOWN = re.compile(r"unrecognized arguments: (?P<option>--?[\w.\-]+)")
-_KEY = re.compile(r'Parser key "(?P<key>[\w.]+)"')
+_UNKNOWN = re.compile(r"unrecognized arguments: (?P<argument>\S+)")
+_KEY = re.compile(r'Parser key "(?P<key>[\w.]+)":')
 # A bad value of a class chosen by class path (--data.batch_size 0) comes back as a failed match against every type
 # --data allows; the reason given for the chosen class is what the user needs.
-_SUBCLASS = re.compile(
-    r"Problem with given class_path '[\w.]+':\s*(?:Parser key \"(?P<key>[\w.]+)\":\s*)?(?P<reason>.*?)(?:\n\s*- |$)",
-    flags=re.DOTALL,
-)
-_RESTRICTED = re.compile(r"Not of type (?P<type>\w+): (?P<value>.*?) does not conform to restriction (?P<rule>\S+)")
-_GIVEN = re.compile(r"Given value: (?P<value>.*)$", flags=re.MULTILINE)
-_EXPECTED = re.compile(r"Expected a <class '(?P<type>[\w.]+)'>")
+_SUBCLASS = re.compile(r"Problem with given class_path '[\w.]+':\s*(?P<reason>.*?)(?:\n\s*- |$)", flags=re.DOTALL)
+_RESTRICTED = re.compile(r"Not of type (?P<type>\w+): (?P<value>.*?) does not conform to restriction (?P<rule>.+)")
+_NOT_CONVERTED = re.compile(r"Not of type (?P<type>\w+): .*'(?P<value>.*)'$")
+_GIVEN = re.compile(r"(?:Given|Got) value: (?P<value>.*?)(?:\. Got value: .*)?$", flags=re.MULTILINE)
+_EXPECTED = re.compile(r"Expected a (?:<class '(?P<type>[\w.]+)'>|typing\.Literal\[(?P<choices>[^\]]*)\])")
 _IMPORT_PATH = re.compile(r"Expected a dot import path string: (?P<value>\S+)")
 _NO_ATTRIBUTE = re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<name>\w+)'")
 
 
 def concise(message: str, options: list[str]) -> str:
     """One line: what is wrong, where, and (for a misspelt option) the closest real one."""
-    unknown = _UNKNOWN.search(message)
-    if unknown:
-        option = unknown["option"].split("=")[0]
-        close = difflib.get_close_matches(option, [o for o in options if o.startswith("--")], n=1, cutoff=0.6)
-        return f"unknown option {option}: " + (f"did you mean {close[0]}?" if close else HELP)
-    keys = _KEY.findall(message)
-    key = keys[0] if keys else None
-    subclass = _SUBCLASS.search(message)
-    if subclass:
-        key = ".".join(filter(None, [key, subclass["key"]]))
-        message = subclass["reason"]
-    if key is None:
-        return _one_line(message)
+    if unknown := _UNKNOWN.search(message):
+        argument = unknown["argument"].split("=")[0]
+        if not argument.startswith("-"):
+            return f"unexpected argument {argument!r}: {HELP}"
+        close = difflib.get_close_matches(argument, [o for o in options if o.startswith("--")], n=1, cutoff=0.6)
+        return f"unknown option {argument}: " + (f"did you mean {close[0]}?" if close else HELP)
+    key, reason = _innermost(message)
+    return _one_line(message) if key is None else f"--{key}: {_reason(reason)}"
+
+
+def _innermost(message: str) -> tuple[str | None, str]:
+    """The option's full name and what was said about it, through nested class arguments: jsonargparse reports
+    `--model.network.dropout x` as key "model.network", then key "dropout" inside the network's own message."""
+    keys = []
+    while key := _KEY.search(message):
+        keys.append(key["key"])
+        message = message[key.end() :]
+        if subclass := _SUBCLASS.search(message):
+            message = subclass["reason"]
+    return ".".join(keys) or None, message
+
+
+def _reason(message: str) -> str:
     if restricted := _RESTRICTED.search(message):
-        return f"--{key}: expected {restricted['type']} ({restricted['rule']}), got {restricted['value']}"
+        return f"expected {restricted['type']} ({restricted['rule']}), got {restricted['value']}"
+    if not_converted := _NOT_CONVERTED.search(message):
+        return f"expected {not_converted['type']}, got {not_converted['value']}"
     if path := _IMPORT_PATH.search(message):
-        return f"--{key}: {path['value']} is not an importable class; give its class path (module.Class)"
+        return f"{path['value']} is not an importable class; give its class path (module.Class)"
     if missing := _NO_ATTRIBUTE.search(message):
-        return f"--{key}: {missing['module']} has no {missing['name']}"
-    if "Does not validate against any of the Union subtypes" in message:
-        expected = [t for t in _EXPECTED.findall(message) if t != "NoneType"]
+        return f"{missing['module']} has no {missing['name']}"
+    if expected := _expected(message):
         given = _GIVEN.search(message)
-        return f"--{key}: expected {' or '.join(expected) or 'another type'}, got {given['value'] if given else '?'}"
-    return f"--{key}: {_one_line(_KEY.sub('', message)).lstrip(': ')}"
+        return f"expected {expected}, got {(given['value'] or repr('')) if given else '?'}"
+    return _one_line(message)
+
+
+def _expected(message: str) -> str | None:
+    """`float or int`, `one of step, epoch`: what the type, or each type of a Union, accepts. None: not said."""
+    types, choices = [], {}
+    for match in _EXPECTED.finditer(message):
+        if match["choices"]:
+            choices |= dict.fromkeys(choice.strip().strip("'") for choice in match["choices"].split(","))
+        elif match["type"] != "NoneType":  # every Optional option lists it; nobody means to type None
+            types.append(match["type"])
+    if choices:
+        types.append(f"one of {', '.join(choices)}")
+    return " or ".join(types) or None
 
 
 def _one_line(text: str) -> str:
