@@ -10,7 +10,7 @@ ARGS ?=
 PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile
 
 .DEFAULT_GOAL := help
-.PHONY: help install train evaluate-seeds test test-fast lint format tensorboard bench bench-scale gpu-check clean sweep export new-project
+.PHONY: help install train evaluate-seeds test test-fast lint format tensorboard runs bench bench-scale gpu-check clean sweep export new-project
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -59,6 +59,9 @@ format: install ## fix what lint finds: ruff check --fix, ruff format, notebook 
 
 tensorboard: install ## serve runs/ on http://localhost:6006 (this machine only; see docs/observability.md for SSH)
 	$(VENV)/bin/tensorboard --logdir runs --host 127.0.0.1 --port 6006
+
+runs: install ## one line per run in runs/ (status, epochs, best val/acc, test/acc, ...), newest first; NAME= filters
+	$(PY) -m project.tools.runs $(if $(NAME),--name $(NAME)) $(ARGS)
 
 bench: install ## the project's fit against a plain PyTorch loop and a plain Lightning script of the same job (~10 min)
 	$(PY) -m benchmarks.compare $(ARGS)

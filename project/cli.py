@@ -21,6 +21,7 @@ from project.core.figures import Figures, Histograms
 from project.core.monitors import LossMonitor, SampleRateMonitor
 from project.core.parser import ProjectParser
 from project.core.predictions import PredictionWriter
+from project.core.report import report_fit
 from project.core.resume import keys_given
 from project.core.summary import RunSummary
 from project.data import ArrayDataModule, DigitsDataModule
@@ -95,8 +96,9 @@ class DigitsCLI(LightningCLI):
             subcommand = self.config.subcommand
             config = self.config[subcommand]
             apply_quiet(config)
-            placement.resolve_checkpoint(subcommand, config)
-            placement.adopt_checkpoint_run(subcommand, config, keys_given(sys.argv[1:] if args is None else args))
+            chosen = placement.resolve_checkpoint(subcommand, config)
+            given = keys_given(sys.argv[1:] if args is None else args)
+            placement.adopt_checkpoint_run(subcommand, config, given, chosen)
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand]
@@ -115,8 +117,10 @@ class DigitsCLI(LightningCLI):
     def after_fit(self) -> None:
         # `make train`: the test of the best checkpoint without a second start-up (imports, parsing, data).
         best = self.trainer.checkpoint_callback
-        if self.config.fit.test_best and best is not None and best.best_model_path:
+        tested = bool(self.config.fit.test_best and best is not None and best.best_model_path)
+        if tested:
             self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best.best_model_path)
+        report_fit(self.trainer, tested)  # last, so that it is what the terminal ends with
 
 
 def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) -> DigitsCLI:

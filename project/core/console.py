@@ -27,19 +27,22 @@ NOISE = (
 )
 # Info lines that advertise a service instead of reporting the run.
 ADVERTISEMENTS = ("💡 Tip:",)
+# Info lines the project says better: fit's closing block (core/report.py) gives the epochs it ran of how many.
+# Lightning's line comes before its progress bar is closed, glued to the end of the bar.
+SAID_BY_THE_PROJECT = ("`Trainer.fit` stopped: `max_epochs=", "`Trainer.fit` stopped: `max_steps=")
 # Where Lightning's rank_zero_info writes.
 LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric")
 
 
-class _DropAdvertisements(logging.Filter):
+class _DropInfoNoise(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).lstrip().startswith(ADVERTISEMENTS)
+        return not str(record.msg).lstrip().startswith(ADVERTISEMENTS + SAID_BY_THE_PROJECT)
 
 
 @contextmanager
 def library_noise_silenced() -> Iterator[None]:
     """For the duration of one CLI command: the filters are removed afterwards, so they never pile up."""
-    drop = _DropAdvertisements()
+    drop = _DropInfoNoise()
     loggers = [logging.getLogger(f"{name}.utilities.rank_zero") for name in LIGHTNING_LOGGERS]
     with warnings.catch_warnings():
         for message in NOISE:
@@ -75,3 +78,13 @@ def say(message: str) -> None:
 
     if rank_zero_only.rank == 0:
         print(message, flush=True)
+
+
+def duration(seconds: float | None) -> str:
+    """`9.8 s`, `3m 41s`, `2h 05m`: wall times as the fit's closing block and `make runs` show them."""
+    if seconds is None:
+        return "?"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes}m {seconds:02d}s" if minutes < 60 else f"{minutes // 60}h {minutes % 60:02d}m"

@@ -138,39 +138,58 @@ def _gather(trainer, size: int, *tensors: torch.Tensor) -> tuple[torch.Tensor, .
     return tuple(gathered)
 
 
+# The misclassified digits: up to 8 a row, each 8x8 digit in a 12x12 cell (2 px either side, 4 above for its
+# caption); one data unit per grid pixel; 5 inches a cell of width at 60 dpi: 5 screen pixels per digit pixel.
+COLUMNS, CELL, CAPTION = 8, 12, 4
+CELL_INCHES, TITLE_INCHES, MIN_WIDTH_INCHES = 1.0, 0.4, 3.0  # the title needs ~3 inches: 1 or 2 digits are narrower
+
+
 def _misclassified_figure(images: torch.Tensor, labels: torch.Tensor, predictions: torch.Tensor) -> Figure:
-    """Up to 8 digits a row in one image, each captioned `true→predicted`.
+    """The digits in one image, each captioned `true→predicted` centred over it; as many columns as digits, up to 8.
 
     One axes with one image and a caption per digit: a subplot per digit took matplotlib 0.3 s a figure.
     """
-    columns, cell = 8, 12  # an 8x8 digit in a 12x12 cell: room for its caption above it
-    rows = max(1, math.ceil(len(labels) / columns))
-    figure = Figure(figsize=(columns, 1.1 * rows + 0.4), dpi=60)
+    count = len(labels)
+    columns = min(COLUMNS, max(count, 1))
+    rows = max(1, math.ceil(count / columns))
+    width, height = max(columns * CELL_INCHES, MIN_WIDTH_INCHES), rows * CELL_INCHES
+    figure = Figure(figsize=(width, height + TITLE_INCHES), dpi=60)
     figure.suptitle("true → predicted class")
-    ax = figure.add_axes((0, 0, 1, 1.1 * rows / (1.1 * rows + 0.4)))
+    # Exactly the grid's size, centred: the axes' aspect is the image's, so nothing stretches or crops it.
+    left = (1 - columns * CELL_INCHES / width) / 2
+    ax = figure.add_axes((left, 0, columns * CELL_INCHES / width, height / (height + TITLE_INCHES)))
     ax.set_axis_off()
-    if len(labels) == 0:
+    if count == 0:
         ax.text(0.5, 0.5, "no misclassified digits", fontsize=12, ha="center", transform=ax.transAxes)
         return figure
     digits = _as_nchw(images).float().mean(dim=1, keepdim=True)  # (M, 1, 8, 8), channels averaged
-    digits = F.pad(digits / digits.amax().clamp(min=1e-6), (2, 2, 4, 0))  # (M, 1, 12, 12): caption room on top
-    grid = make_grid(digits, nrow=columns, padding=0)[0]  # (rows * 12, columns * 12)
-    ax.imshow(grid.numpy(), cmap="gray_r", vmin=0, vmax=1, extent=(0, columns * cell, rows * cell, 0))
-    ax.set_xlim(0, columns * cell)
+    side = (CELL - digits.shape[-1]) // 2
+    digits = F.pad(digits / digits.amax().clamp(min=1e-6), (side, side, CAPTION, CELL - CAPTION - digits.shape[-2]))
+    grid = make_grid(digits, nrow=columns, padding=0)[0]  # (rows * CELL, columns * CELL): blank cells after the last
+    ax.imshow(grid.numpy(), cmap="gray_r", vmin=0, vmax=1, extent=(0, columns * CELL, rows * CELL, 0))
     for i, (label, prediction) in enumerate(zip(labels.tolist(), predictions.tolist(), strict=True)):
         row, column = divmod(i, columns)
-        ax.text(column * cell + cell / 2, row * cell + 2, f"{label}→{prediction}", fontsize=12, ha="center")
+        x, y = (column + 0.5) * CELL, row * CELL + CAPTION / 2  # the cell's centre line, the middle of its top band
+        ax.text(x, y, f"{label}→{prediction}", fontsize=12, ha="center", va="center")
     return figure
 
 
 class Histograms(Callback):
-    """`weights/<parameter>` after every N epochs, and with `gradients` also `gradients/<parameter>` of the
-    epoch's last step (before clipping). Never per step: each histogram costs about a millisecond and 1-2 KB.
+    """`weights/<parameter>` after the first and the last epoch of every fit and every N epochs between, and with
+    `gradients` also `gradients/<parameter>` of those epochs' last steps (before clipping). Never per step: each
+    histogram costs about a millisecond and 1-2 KB. `every_n_epochs: 0` turns them off.
     """
 
     def __init__(self, every_n_epochs: NonNegativeInt = 10, gradients: bool = False) -> None:
         self.every_n_epochs, self.gradients = every_n_epochs, gradients
         self._last_batch = False
+        self._first_epoch = self._written_step = None
+        # The last step's gradients of an epoch not yet due: early stopping may make it the fit's last.
+        self._gradients: tuple[int, dict[str, torch.Tensor]] | None = None
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        # After a resumed checkpoint has been restored: a resumed fit starts at its epoch, and has its own first.
+        self._first_epoch, self._written_step = trainer.current_epoch, trainer.global_step
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         self._last_batch = batch_idx == trainer.num_training_batches - 1
@@ -178,20 +197,38 @@ class Histograms(Callback):
     def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
         # Here, not at the epoch's end: Lightning frees the gradients before validation.
         logger = tensorboard(trainer)
-        if logger is None or not (self.gradients and self._last_batch and self._due(trainer)):
+        if logger is None or self.every_n_epochs == 0 or not (self.gradients and self._last_batch):
             return
-        writer = logger.experiment
-        for name, param in pl_module.named_parameters():
-            if param.grad is not None:  # logged at the step this gradient completes, like the weights below
-                writer.add_histogram(f"gradients/{name}", param.grad.float(), trainer.global_step + 1, bins=BINS)
+        step = trainer.global_step + 1  # logged at the step this gradient completes, like the weights below
+        gradients = {name: p.grad for name, p in pl_module.named_parameters() if p.grad is not None}
+        if self._due(trainer):
+            self._write(logger, "gradients", gradients, step)
+        else:
+            self._gradients = step, {name: grad.detach().clone() for name, grad in gradients.items()}
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         logger = tensorboard(trainer)
-        if logger is None or not self._due(trainer):
+        if logger is not None and self._due(trainer):
+            self._write_weights(logger, pl_module, trainer.global_step)
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        # The fit's last epoch, whatever ended it (max_epochs, early stopping, max_steps), if not written yet.
+        logger = tensorboard(trainer)
+        if logger is None or self.every_n_epochs == 0 or trainer.global_step == self._written_step:
             return
-        writer = logger.experiment
-        for name, param in pl_module.named_parameters():
-            writer.add_histogram(f"weights/{name}", param.detach().float(), trainer.global_step, bins=BINS)
+        if self._gradients is not None and self._gradients[0] == trainer.global_step:
+            self._write(logger, "gradients", self._gradients[1], trainer.global_step)
+        self._write_weights(logger, pl_module, trainer.global_step)
 
     def _due(self, trainer) -> bool:
-        return _every(self.every_n_epochs, trainer.current_epoch)
+        epoch = trainer.current_epoch
+        first, last = epoch == self._first_epoch, epoch == (trainer.max_epochs or 0) - 1
+        return self.every_n_epochs > 0 and (first or last or _every(self.every_n_epochs, epoch))
+
+    def _write_weights(self, logger, pl_module, step: int) -> None:
+        self._write(logger, "weights", {name: p.detach() for name, p in pl_module.named_parameters()}, step)
+        self._written_step, self._gradients = step, None
+
+    def _write(self, logger, kind: str, tensors: dict[str, torch.Tensor], step: int) -> None:
+        for name, tensor in tensors.items():
+            logger.experiment.add_histogram(f"{kind}/{name}", tensor.float(), step, bins=BINS)

@@ -9,9 +9,8 @@ import contextlib
 import os
 from pathlib import Path
 
-from lightning.pytorch.utilities import rank_zero_info
-
 from project.core.checkpoints import read_checkpoint
+from project.core.console import say
 from project.core.distributed import launched_as_rank_zero
 from project.core.errors import UsageError
 from project.core.resume import reconcile
@@ -22,11 +21,12 @@ def is_tensorboard(logger) -> bool:
     return str(getattr(logger, "class_path", "")).endswith("TensorBoardLogger")
 
 
-def resolve_checkpoint(subcommand: str, config) -> None:
-    """`--ckpt_path last|best` becomes the newest such file among this config's runs (or None: a fresh fit)."""
+def resolve_checkpoint(subcommand: str, config) -> str | None:
+    """`--ckpt_path last|best` becomes the newest such file among this config's runs (or None: a fresh fit).
+    Returns how the file was chosen, for the line that says which checkpoint the command uses."""
     logger, ckpt_path = config.trainer.logger, config.get("ckpt_path")
     if ckpt_path not in ("last", "best"):
-        return
+        return None
     if not is_tensorboard(logger):
         raise UsageError(f"--ckpt_path {ckpt_path} looks in runs/ of the TensorBoardLogger; give a file")
     experiment = Path(logger.init_args.save_dir) / logger.init_args.name
@@ -37,21 +37,31 @@ def resolve_checkpoint(subcommand: str, config) -> None:
             " train first (make train) or give a checkpoint file"
         )
     if found is None:
-        rank_zero_info(f"No {experiment}/version_*/checkpoints/last.ckpt yet: starting from step 0.")
+        say(f"No {experiment}/version_*/checkpoints/last.ckpt yet: starting from step 0.")
     config.ckpt_path = None if found is None else str(found)
+    return f"--ckpt_path {ckpt_path}: the newest run of {experiment} with one"
 
 
-def adopt_checkpoint_run(subcommand: str, config, given: set[str]) -> None:
-    """The checkpoint's settings win (see resume.py), and the command writes into the run that saved it."""
+def adopt_checkpoint_run(subcommand: str, config, given: set[str], chosen: str | None = None) -> None:
+    """The checkpoint's settings win (see resume.py), and the command writes into the run that saved it.
+    Says which checkpoint it is (`chosen`: how --ckpt_path picked it) and where the outputs go."""
     if config.get("ckpt_path") is None:
+        if subcommand != "fit":
+            say(f"{subcommand} without --ckpt_path: the model's initial, untrained weights")
         return
     checkpoint = read_checkpoint(Path(config.ckpt_path))
     reconcile(subcommand, config, checkpoint, given)
+    # Lightning's `epoch` is the index of the epoch it was saved in; counted from 1, as summary.json's epochs are.
+    saved = f"epoch {checkpoint.get('epoch', -1) + 1}, step {checkpoint.get('global_step')}"
     run = run_of_checkpoint(Path(config.ckpt_path))
     logger = config.trainer.logger
+    line = f"{subcommand} from {config.ckpt_path} ({'; '.join(filter(None, [chosen, saved]))})"
     if run is not None and is_tensorboard(logger):
         logger.init_args.save_dir, logger.init_args.name, logger.init_args.version = run
-        rank_zero_info(f"{subcommand} from {config.ckpt_path}; outputs go to {run_dir(*run)}")
+        line += f"; outputs go to {run_dir(*run)}"
+    elif is_tensorboard(logger):
+        line += f"; outputs go to a new folder in {Path(logger.init_args.save_dir) / logger.init_args.name}"
+    say(line)
 
 
 def claim_run_folder(subcommand: str, config) -> Path | None:

@@ -6,6 +6,7 @@ from pathlib import Path
 import torch
 from lightning.pytorch.callbacks import BasePredictionWriter
 
+from project.core.console import say
 from project.core.distributed import gather_rows
 from project.core.runs import free_path
 
@@ -20,6 +21,7 @@ class PredictionWriter(BasePredictionWriter):
     def __init__(self, filename: str = "predictions.csv") -> None:
         super().__init__(write_interval="epoch")
         self.filename = filename
+        self._written = None  # the line saying what was written, for teardown
 
     def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices) -> None:
         # Every rank takes part in both: under DDP, gathering the shards and `trainer.log_dir` are collective.
@@ -37,4 +39,10 @@ class PredictionWriter(BasePredictionWriter):
             writer = csv.writer(file)
             writer.writerow(["index", "label", "probability"])
             writer.writerows(zip(range(len(labels)), labels.tolist(), confidence.tolist(), strict=True))
-        print(f"Wrote {len(labels)} predictions to {path}")
+        self._written = f"Wrote {len(labels)} predictions to {path}"
+
+    def teardown(self, trainer, pl_module, stage: str) -> None:
+        # Said here, after the progress bar has closed its line (at on_predict_end), not glued to its end.
+        if self._written is not None:
+            say(self._written)
+            self._written = None

@@ -4,8 +4,9 @@ import json
 import sys
 
 from jsonargparse import Namespace
-from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
+from lightning.pytorch.utilities import rank_zero_only
 
+from project.core.console import say
 from project.core.errors import UsageError
 
 # Data settings that may differ from the checkpoint's: they do not change which samples are in which split.
@@ -44,7 +45,7 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
     if conflicts and rank_zero_only.rank == 0:
         print(f"warning: ignoring {'; '.join(conflicts)}: the checkpoint's settings are used", file=sys.stderr)
     if adopted:
-        rank_zero_info(f"Using the checkpoint's {', '.join(adopted)}")
+        say(f"Using the checkpoint's {', '.join(adopted)}")
 
 
 def _reconcile_data_class(config, saved: dict, given: set[str], conflicts: list[str], adopted: list[str]) -> None:

@@ -32,6 +32,7 @@ class RunSummary(Callback):
         self._facts = self._config_text = None
         self._recipe, self._earlier = {}, []
         self._loaded = {}  # epoch and global_step of the checkpoint loaded, if any
+        self.fit_record: dict | None = None  # how the fit ended, also without a run folder: fit's closing block
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         if trainer.is_global_zero and not trainer.fast_dev_run and stage != "predict":
@@ -78,7 +79,8 @@ class RunSummary(Callback):
     def on_fit_end(self, trainer, pl_module) -> None:
         # A SIGTERM handler may stop training cleanly instead of raising: still not a completed run.
         error = {"type": "SIGTERM", "message": "stopped early on SIGTERM"} if trainer.received_sigterm else None
-        self._write(trainer, self._fit_record(trainer, "interrupted" if error else "completed", error))
+        self.fit_record = self._fit_record(trainer, "interrupted" if error else "completed", error)
+        self._write(trainer, self.fit_record)
         self._log_best(trainer)
 
     def on_validation_end(self, trainer, pl_module) -> None:

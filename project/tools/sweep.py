@@ -90,7 +90,9 @@ def sweep(
     def objective(trial: optuna.Trial) -> float:
         overrides = [f"--{key}={_suggest(trial, key, values)}" for key, values in space.items()]
         place = [f"--trainer.logger.init_args.save_dir={save_dir}", f"--trainer.logger.init_args.name={study}"]
-        command = ["fit", *(f"--config={config}" for config in configs), *args, *overrides, *place]
+        # The same network every trial: its summary table once per trial is noise (args may turn it back on).
+        command = ["fit", *(f"--config={config}" for config in configs), "--trainer.enable_model_summary=false"]
+        command += [*args, *overrides, *place]
         print(f"Trial {trial.number}: python -m project {shlex.join(command)}", flush=True)
         pruning = PyTorchLightningPruningCallback(trial, monitor=metric)  # trial.report after every validation
         try:
@@ -103,7 +105,7 @@ def sweep(
             raise KeyboardInterrupt from exit
         except (UsageError, Diverged) as error:  # this trial's values are bad: the trial fails, the sweep goes on
             print(f"Trial {trial.number} failed: {error}", file=sys.stderr, flush=True)
-            raise
+            return math.nan  # Optuna records a NaN score as failed, without re-printing the error as a traceback
         # Trials are numbered 0, 1, 2, ... within a study: the number is the index.
         values = optuna_study.get_trials(deepcopy=False)[trial.number].intermediate_values.values()
         if not values:
