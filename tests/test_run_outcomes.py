@@ -115,6 +115,7 @@ def test_under_ddp_the_confusion_matrix_covers_every_rank_and_only_rank_zero_wri
     reports = sorted(line for line in result.stdout.splitlines() if line.startswith("rank "))
     digits = split_sizes()["val"]
     assert reports == [f"rank {rank}: {digits} digits in the confusion matrix" for rank in (0, 1)]
+    assert result.stdout.count("Fit completed") == 1, "the closing block comes from rank zero only"
     run_dir = Path("runs/digits/version_0")
     assert len(list(run_dir.glob("events.out.tfevents.*"))) == 1
     assert [image.step for image in read_events(run_dir).Images("val/confusion_matrix")] == [2]

@@ -93,9 +93,9 @@ def test_two_runs_of_the_same_config_and_seed_give_identical_validation_metrics(
         assert scalars(first, tag) == scalars(second, tag)
 
 
-def test_a_second_run_with_ckpt_path_last_continues_from_the_saved_step(caplog):
+def test_a_second_run_with_ckpt_path_last_continues_from_the_saved_step(capsys):
     first = run("fit", "--trainer.max_epochs=2", "--ckpt_path=last")
-    assert "starting from step 0" in caplog.text
+    assert "starting from step 0" in capsys.readouterr().out
     saved_step = first.trainer.global_step
     assert saved_step == 2 * steps_per_epoch()
 

@@ -2,9 +2,10 @@
 typo), raised as a UsageError, instead of jsonargparse's usage dump of 100+ lines."""
 
 import difflib
+import importlib
 import re
 
-from jsonargparse import ArgumentError
+from jsonargparse import ArgumentError, ArgumentParser
 from lightning.pytorch.cli import LightningArgumentParser
 
 from project.core.errors import UsageError
@@ -50,6 +51,9 @@ _GIVEN = re.compile(r"(?:Given|Got) value: (?P<value>.*?)(?:\. Got value: .*)?$"
 _EXPECTED = re.compile(r"Expected a (?:<class '(?P<type>[\w.]+)'>|typing\.Literal\[(?P<choices>[^\]]*)\])")
 _IMPORT_PATH = re.compile(r"Expected a dot import path string: (?P<value>\S+)")
 _NO_ATTRIBUTE = re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<name>\w+)'")
+# An unknown argument of a class chosen by class path (--model.network.dropuot, --data.batch_sise) and that class.
+_NOT_ACCEPTED = re.compile(r"Option '(?P<name>\w+)' is not accepted")
+_CLASS_PATH = re.compile(r"class_path=?\s?'(?P<path>[\w.]+)'")
 
 
 def concise(message: str, options: list[str]) -> str:
@@ -58,10 +62,38 @@ def concise(message: str, options: list[str]) -> str:
         argument = unknown["argument"].split("=")[0]
         if not argument.startswith("-"):
             return f"unexpected argument {argument!r}: {HELP}"
-        close = difflib.get_close_matches(argument, [o for o in options if o.startswith("--")], n=1, cutoff=0.6)
-        return f"unknown option {argument}: " + (f"did you mean {close[0]}?" if close else HELP)
+        return _unknown(argument, [option for option in options if option.startswith("--")])
     key, reason = _innermost(message)
-    return _one_line(message) if key is None else f"--{key}: {_reason(reason)}"
+    if key is None:
+        return _one_line(message)
+    if rejected := _NOT_ACCEPTED.search(reason):
+        chosen = _CLASS_PATH.search(message)
+        accepted = _class_options(chosen["path"]) if chosen else []
+        return _unknown(f"--{key}.{rejected['name']}", [f"--{key}.{option}" for option in accepted])
+    return f"--{key}: {_reason(reason)}"
+
+
+def _unknown(option: str, options: list[str]) -> str:
+    """The closest option of the same group (--trainer.max_epoch: --trainer.max_epochs), or of any group when the
+    group itself is misspelt (--modle.lr: --model.lr)."""
+    group, _, name = option.rpartition(".")
+    siblings = {o.rpartition(".")[2]: o for o in options if o.rpartition(".")[0] == group}
+    if siblings:
+        close = [siblings[match] for match in difflib.get_close_matches(name, siblings, n=1, cutoff=0.6)]
+    else:
+        close = difflib.get_close_matches(option, options, n=1, cutoff=0.6)
+    return f"unknown option {option}: " + (f"did you mean {close[0]}?" if close else HELP)
+
+
+def _class_options(class_path: str) -> list[str]:
+    """The arguments a class takes, as jsonargparse sees them (a subclass's **kwargs are its parent's)."""
+    module, _, name = class_path.rpartition(".")
+    parser = ArgumentParser()
+    try:
+        parser.add_class_arguments(getattr(importlib.import_module(module), name))
+    except (ImportError, AttributeError, ValueError):  # no suggestion then, the error line still prints
+        return []
+    return [action.dest for action in parser._actions if action.dest not in ("help", "config")]
 
 
 def _innermost(message: str) -> tuple[str | None, str]:

@@ -2,6 +2,7 @@
 summary.json every run keeps, so that runs compare at a glance without opening TensorBoard."""
 
 import json
+import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,7 +27,9 @@ def list_runs(name: str | None = None, root: Path = Path("runs")) -> list[dict[s
             continue
         summary = _read(path)
         if summary is not None:
-            found.append((summary.get("started") or _modified(path), _row(path.parent, summary)))
+            # Start times have whole seconds: of two runs started in the same second, the higher version is newer.
+            version = int(match[1]) if (match := re.fullmatch(r"version_(\d+)", path.parent.name)) else -1
+            found.append(((summary.get("started") or _modified(path), version), _row(path.parent, summary)))
     rows = [row for _, row in sorted(found, key=lambda item: item[0], reverse=True)]  # newest first
     if rows:
         print(_table(rows))
