@@ -9,7 +9,7 @@ import pytest
 import torch
 from scipy import ndimage
 
-from conftest import read_events, run
+from conftest import read_events, run, split_sizes
 from project.core.figures import _misclassified_figure
 
 
@@ -70,10 +70,9 @@ def test_no_errors_say_so():
     assert [text.get_text() for text in figure.axes[0].texts] == ["no misclassified digits"]
 
 
-# One step an epoch, so that the global step after epoch e is e: 1,437 training digits make one full batch of
-# 1,024 (the rest is dropped), 180 validation digits one batch. (Not
-# --trainer.limit_train_batches=1, which parses as the float 1.0: every batch.)
-TINY = ["--data.batch_size=1024", "--figures.every_n_epochs=0"]
+# One step an epoch, so that the global step after epoch e is e: the whole training split in one batch (and the
+# validation split too). Not --trainer.limit_train_batches=1, which parses as the float 1.0: every batch.
+TINY = [f"--data.batch_size={split_sizes()['train']}", "--figures.every_n_epochs=0"]
 
 
 @pytest.mark.parametrize(

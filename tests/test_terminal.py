@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import DEFAULT, ddp_environment, load, run, run_subprocess
+from conftest import DEFAULT, ddp_environment, load, run, run_subprocess, split_sizes
 
 TINY = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
 RUN = Path("runs/digits/version_0")
@@ -43,6 +43,14 @@ def test_fit_ends_with_the_run_its_best_score_its_checkpoints_and_the_next_comma
     assert tested.trainer.ckpt_path == str(RUN / "checkpoints/best.ckpt")
 
 
+def test_make_train_ends_with_the_test_of_the_best_checkpoint_in_the_block(capsys):
+    fit = run("fit", *TINY, "--test_best=true", "--quiet")
+    block = project_lines(capsys.readouterr().out)[-6:]  # after the test's metrics table
+    assert block[0].startswith("Fit completed: 2 of 2 epochs")
+    assert block[4] == f"  test/acc     {fit.trainer.callback_metrics['test/acc']:.4f} of the best checkpoint"
+    assert block[5].startswith("  next         make tensorboard"), "tested already: no test command to suggest"
+
+
 @pytest.mark.slow
 def test_evaluations_say_which_checkpoint_they_use_and_which_run_best_and_last_came_from(capsys):
     for _ in range(2):
@@ -62,7 +70,7 @@ def test_evaluations_say_which_checkpoint_they_use_and_which_run_best_and_last_c
     run("predict", "--ckpt_path=last", "--quiet")
     lines = project_lines(capsys.readouterr().out)
     assert lines[0].startswith(f"predict from {newest}/checkpoints/last.ckpt (--ckpt_path last: the newest run")
-    assert lines[-1] == f"Wrote 180 predictions to {newest}/predictions.csv"
+    assert lines[-1] == f"Wrote {split_sizes()['test']} predictions to {newest}/predictions.csv"
 
 
 def test_a_first_fit_with_ckpt_path_last_says_it_starts_from_step_0_even_under_quiet(capsys):
@@ -95,7 +103,8 @@ def test_a_real_fit_test_and_predict_print_none_of_the_library_noise():
     assert "Fit completed" in outputs["fit"].stdout and MODEL_SUMMARY in outputs["fit"].stderr, "a run, not quiet"
     # The progress bar redraws itself with carriage returns on stdout: the line must begin after a newline.
     predicted = outputs["predict"].stdout
-    assert re.search(r"(^|\n)Wrote 180 predictions to runs/digits/version_0/predictions\.csv\n", predicted), predicted
+    wrote = f"Wrote {split_sizes()['test']} predictions to runs/digits/version_0/predictions.csv\n"
+    assert re.search(rf"(^|\n){re.escape(wrote)}", predicted), predicted
 
 
 @pytest.mark.slow
