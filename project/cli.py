@@ -21,6 +21,7 @@ from project.core.figures import Figures, Histograms
 from project.core.monitors import LossMonitor, SampleRateMonitor
 from project.core.parser import ProjectParser
 from project.core.predictions import PredictionWriter
+from project.core.provenance import SaveConfigInRun
 from project.core.report import report_fit
 from project.core.resume import keys_given
 from project.core.summary import RunSummary
@@ -135,6 +136,7 @@ def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) 
             seed_everything_default=0,
             trainer_defaults={**TRAINER_DEFAULTS, "callbacks": list(callbacks)},  # appended to the config's
             parser_class=ProjectParser,
+            save_config_callback=SaveConfigInRun,  # into the run folder of any logger (Lightning #19441)
             args=args,
         )
 

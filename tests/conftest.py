@@ -1,5 +1,6 @@
 import functools
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -145,6 +146,12 @@ def start(*args: str) -> subprocess.Popen:
     """`python -m project <args>` in the background, for tests that signal or kill it."""
     command = [sys.executable, "-m", "project", *args]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ddp_environment())
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:

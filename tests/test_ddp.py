@@ -7,7 +7,6 @@ numbers must equal a single process evaluating the same checkpoint.
 import csv
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import psutil
 import pytest
 import torch
 
-from conftest import DEFAULT, QUIET, ROOT, ddp_environment, load, run, scalars, steps_per_epoch
+from conftest import DEFAULT, QUIET, ROOT, ddp_environment, free_port, load, run, scalars, steps_per_epoch
 
 GPU, MULTINODE = str(ROOT / "configs/gpu.yaml"), str(ROOT / "configs/multinode.yaml")
 # gpu.yaml on this machine: CPU (gloo), no SyncBatchNorm (it needs CUDA), and 32-bit, so that evaluations can be
@@ -41,12 +40,6 @@ status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
 exit $status
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def launch(home: Path, *commands: list[str], env: dict | None = None, timeout: float = 600) -> list[str]:

@@ -1,4 +1,5 @@
-"""Pictures in TensorBoard: the input digits, the misclassified ones, confusion matrices and weight histograms."""
+"""Pictures of a run: the input digits, the misclassified ones, confusion matrices and weight histograms, for each
+logger that shows them (pictures.py)."""
 
 import math
 
@@ -6,23 +7,14 @@ import torch
 import torch.nn.functional as F
 from jsonargparse.typing import NonNegativeInt, PositiveInt
 from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.loggers import TensorBoardLogger
 from matplotlib.figure import Figure
 from torchmetrics.classification import MulticlassConfusionMatrix
 from torchvision.utils import make_grid
 
 from project.core.distributed import gather_rows
+from project.core.pictures import picture_writers
 
 UPSCALE = 4  # 8x8 digits are specks in TensorBoard; nearest-neighbour upscaling keeps their pixels sharp
-# numpy's bin estimator: ~1.4 KB for a conv kernel's histogram instead of ~9 KB with torch's default bins
-BINS = "auto"
-
-
-def tensorboard(trainer) -> TensorBoardLogger | None:
-    """The run's TensorBoardLogger on rank zero, else None (other ranks, fast_dev_run, or another logger)."""
-    if not trainer.is_global_zero:
-        return None
-    return next((logger for logger in trainer.loggers if isinstance(logger, TensorBoardLogger)), None)
 
 
 def _every(n: int, epoch: int) -> bool:
@@ -53,12 +45,13 @@ class Figures(Callback):
         self._wrong = {s: [] for s in ("val", "test")}  # per batch: (images, labels, predictions) misclassified
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        logger = tensorboard(trainer)
-        if logger is None or self.every_n_epochs == 0 or trainer.global_step != 0 or batch_idx != 0:
+        writers = picture_writers(trainer)
+        if not writers or self.every_n_epochs == 0 or trainer.global_step != 0 or batch_idx != 0:
             return  # once per run: a resumed run already has it
         images = _as_nchw(batch[0][: self.max_images])  # (N, 1, 8, 8)
         grid = make_grid(images.float().cpu(), nrow=8, padding=1, normalize=True, pad_value=0.5)  # (3, H, W)
-        logger.experiment.add_image("train/inputs", F.interpolate(grid[None], scale_factor=UPSCALE)[0], 0)
+        for writer in writers:
+            writer.images({"train/inputs": F.interpolate(grid[None], scale_factor=UPSCALE)[0]}, 0)
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
         if not trainer.sanity_checking:
@@ -112,17 +105,19 @@ class Figures(Callback):
             return None
         return matrix.cpu(), images.cpu(), labels.cpu(), predictions.cpu(), trainer.global_step
 
-    def _write(self, trainer, stage: str, pictures: tuple | None) -> None:
-        logger = tensorboard(trainer)
-        if logger is None or pictures is None:
+    def _write(self, trainer, stage: str, drawn: tuple | None) -> None:
+        writers = picture_writers(trainer)
+        if not writers or drawn is None:
             return
-        writer, (matrix, images, labels, predictions, step) = logger.experiment, pictures
+        matrix, images, labels, predictions, step = drawn
         figure = Figure(figsize=(5, 4.5), dpi=64)  # ~27 KB a PNG; constrained layout would add 50 ms a figure
         ax = figure.subplots()
         self._confusion[stage].plot(val=matrix, ax=ax)
         ax.set_title(f"{stage}: {int(matrix.sum())} digits, {int(matrix.trace())} right (step {step})")
-        writer.add_figure(f"{stage}/confusion_matrix", figure, step)
-        writer.add_figure(f"{stage}/misclassified", _misclassified_figure(images, labels, predictions), step)
+        figures = {f"{stage}/confusion_matrix": figure}
+        figures[f"{stage}/misclassified"] = _misclassified_figure(images, labels, predictions)
+        for writer in writers:
+            writer.figures(figures, step)
 
 
 def _as_nchw(images: torch.Tensor) -> torch.Tensor:
@@ -196,39 +191,40 @@ class Histograms(Callback):
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
         # Here, not at the epoch's end: Lightning frees the gradients before validation.
-        logger = tensorboard(trainer)
-        if logger is None or self.every_n_epochs == 0 or not (self.gradients and self._last_batch):
+        writers = picture_writers(trainer)
+        if not writers or self.every_n_epochs == 0 or not (self.gradients and self._last_batch):
             return
         step = trainer.global_step + 1  # logged at the step this gradient completes, like the weights below
         gradients = {name: p.grad for name, p in pl_module.named_parameters() if p.grad is not None}
         if self._due(trainer):
-            self._write(logger, "gradients", gradients, step)
+            self._write(writers, "gradients", gradients, step)
         else:
             self._gradients = step, {name: grad.detach().clone() for name, grad in gradients.items()}
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
-        logger = tensorboard(trainer)
-        if logger is not None and self._due(trainer):
-            self._write_weights(logger, pl_module, trainer.global_step)
+        writers = picture_writers(trainer)
+        if writers and self._due(trainer):
+            self._write_weights(writers, pl_module, trainer.global_step)
 
     def on_train_end(self, trainer, pl_module) -> None:
         # The fit's last epoch, whatever ended it (max_epochs, early stopping, max_steps), if not written yet.
-        logger = tensorboard(trainer)
-        if logger is None or self.every_n_epochs == 0 or trainer.global_step == self._written_step:
+        writers = picture_writers(trainer)
+        if not writers or self.every_n_epochs == 0 or trainer.global_step == self._written_step:
             return
         if self._gradients is not None and self._gradients[0] == trainer.global_step:
-            self._write(logger, "gradients", self._gradients[1], trainer.global_step)
-        self._write_weights(logger, pl_module, trainer.global_step)
+            self._write(writers, "gradients", self._gradients[1], trainer.global_step)
+        self._write_weights(writers, pl_module, trainer.global_step)
 
     def _due(self, trainer) -> bool:
         epoch = trainer.current_epoch
         first, last = epoch == self._first_epoch, epoch == (trainer.max_epochs or 0) - 1
         return self.every_n_epochs > 0 and (first or last or _every(self.every_n_epochs, epoch))
 
-    def _write_weights(self, logger, pl_module, step: int) -> None:
-        self._write(logger, "weights", {name: p.detach() for name, p in pl_module.named_parameters()}, step)
+    def _write_weights(self, writers: list, pl_module, step: int) -> None:
+        self._write(writers, "weights", {name: p.detach() for name, p in pl_module.named_parameters()}, step)
         self._written_step, self._gradients = step, None
 
-    def _write(self, logger, kind: str, tensors: dict[str, torch.Tensor], step: int) -> None:
-        for name, tensor in tensors.items():
-            logger.experiment.add_histogram(f"{kind}/{name}", tensor.float(), step, bins=BINS)
+    def _write(self, writers: list, kind: str, tensors: dict[str, torch.Tensor], step: int) -> None:
+        histograms = {f"{kind}/{name}": tensor.float() for name, tensor in tensors.items()}
+        for writer in writers:
+            writer.histograms(histograms, step)

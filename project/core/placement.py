@@ -6,19 +6,27 @@ without complaint; and it would reuse a folder a finished run still owns.
 """
 
 import contextlib
+import importlib
 import os
 from pathlib import Path
+
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from project.core.checkpoints import read_checkpoint
 from project.core.console import say
 from project.core.distributed import launched_as_rank_zero
 from project.core.errors import UsageError
+from project.core.loggers import RunFolder
 from project.core.resume import reconcile
 from project.core.runs import claim_version, free_path, newest_checkpoint, run_dir, run_of_checkpoint
 
 
-def is_tensorboard(logger) -> bool:
-    return str(getattr(logger, "class_path", "")).endswith("TensorBoardLogger")
+def keeps_run_folder(logger) -> bool:
+    """Whether the configured logger writes into `<save_dir>/<name>/version_N`, which the placement then chooses:
+    TensorBoard's, CSV's, and the MLflow and W&B loggers of project/core/loggers.py."""
+    module, _, name = str(getattr(logger, "class_path", "")).rpartition(".")
+    found = getattr(importlib.import_module(module), name, None) if module else None  # already imported by the parser
+    return isinstance(found, type) and issubclass(found, (TensorBoardLogger, CSVLogger, RunFolder))
 
 
 def resolve_checkpoint(subcommand: str, config) -> str | None:
@@ -27,8 +35,8 @@ def resolve_checkpoint(subcommand: str, config) -> str | None:
     logger, ckpt_path = config.trainer.logger, config.get("ckpt_path")
     if ckpt_path not in ("last", "best"):
         return None
-    if not is_tensorboard(logger):
-        raise UsageError(f"--ckpt_path {ckpt_path} looks in runs/ of the TensorBoardLogger; give a file")
+    if not keeps_run_folder(logger):
+        raise UsageError(f"--ckpt_path {ckpt_path} looks in the run folders of this project's loggers; give a file")
     experiment = Path(logger.init_args.save_dir) / logger.init_args.name
     found = newest_checkpoint(experiment, ckpt_path)
     if found is None and subcommand != "fit":
@@ -56,10 +64,10 @@ def adopt_checkpoint_run(subcommand: str, config, given: set[str], chosen: str |
     run = run_of_checkpoint(Path(config.ckpt_path))
     logger = config.trainer.logger
     line = f"{subcommand} from {config.ckpt_path} ({'; '.join(filter(None, [chosen, saved]))})"
-    if run is not None and is_tensorboard(logger):
+    if run is not None and keeps_run_folder(logger):
         logger.init_args.save_dir, logger.init_args.name, logger.init_args.version = run
         line += f"; outputs go to {run_dir(*run)}"
-    elif is_tensorboard(logger):
+    elif keeps_run_folder(logger):
         line += f"; outputs go to a new folder in {Path(logger.init_args.save_dir) / logger.init_args.name}"
     say(line)
 
@@ -68,7 +76,7 @@ def claim_run_folder(subcommand: str, config) -> Path | None:
     """A fresh fit's new version folder, created now (after the config and checkpoint parsed: a rejected command
     leaves no folder), on the process that becomes rank zero only. None when nothing was claimed."""
     logger = config.trainer.logger
-    if not is_tensorboard(logger) or config.trainer.fast_dev_run or logger.init_args.version is not None:
+    if not keeps_run_folder(logger) or config.trainer.fast_dev_run or logger.init_args.version is not None:
         return None
     if subcommand != "fit" or not launched_as_rank_zero():
         return None  # evaluation without a checkpoint gets Lightning's next version
@@ -81,7 +89,7 @@ def config_filename(subcommand: str, config) -> str | None:
     """A resumed fit or an evaluation in an existing run keeps every earlier file: its config is saved beside them
     as config.<subcommand>[-N].yaml. None: the default config.yaml."""
     logger = config.trainer.logger
-    if not is_tensorboard(logger) or logger.init_args.version is None:
+    if not keeps_run_folder(logger) or logger.init_args.version is None:
         return None
     folder = run_dir(logger.init_args.save_dir, logger.init_args.name, logger.init_args.version)
     if (folder / "config.yaml").exists():

@@ -8,7 +8,7 @@ from lightning.pytorch.callbacks import BasePredictionWriter
 
 from project.core.console import say
 from project.core.distributed import gather_rows
-from project.core.runs import free_path
+from project.core.runs import free_path, run_folder
 
 
 class PredictionWriter(BasePredictionWriter):
@@ -24,16 +24,15 @@ class PredictionWriter(BasePredictionWriter):
         self._written = None  # the line saying what was written, for teardown
 
     def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices) -> None:
-        # Every rank takes part in both: under DDP, gathering the shards and `trainer.log_dir` are collective.
+        # Every rank takes part in the gathering: it is collective under DDP.
         # ShardSampler gives rank r the samples r, r + W, r + 2W, ...: row j of rank r is sample j * W + r, and the
         # padding lands past the last sample.
         gathered, counts = gather_rows(trainer, torch.cat(predictions).to(pl_module.device))  # (W, R_max, C)
         probabilities = gathered.transpose(0, 1).flatten(0, 1)[: int(counts.sum())].cpu()  # (N, num_classes)
-        log_dir = trainer.log_dir
         if not trainer.is_global_zero:
             return
         confidence, labels = probabilities.max(dim=-1)
-        path = free_path(Path(log_dir) / self.filename)
+        path = free_path((run_folder(trainer) or Path(trainer.default_root_dir)) / self.filename)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", newline="") as file:
             writer = csv.writer(file)

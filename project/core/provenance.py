@@ -12,20 +12,45 @@ from pathlib import Path
 import torch
 from lightning.pytorch.cli import SaveConfigCallback
 
+from project.core.runs import run_folder
+
 PACKAGES = ("torch", "torchvision", "lightning", "torchmetrics", "numpy", "scikit-learn", "jsonargparse", "tensorboard")
+PACKAGES += ("mlflow", "wandb")  # the `loggers` extra: None where it is not installed
 # Keys that place or display a run without changing what it computes: equal hashes mean the same recipe.
 VOLATILE = {"ckpt_path", "quiet", "test_best", "trainer.logger.init_args.version"}
 VOLATILE |= {"trainer.enable_progress_bar", "trainer.enable_model_summary"}
 
 
-def saved_config(trainer) -> str | None:
+class SaveConfigInRun(SaveConfigCallback):
+    """LightningCLI's config saving, into the run folder of whichever logger the run has.
+
+    Lightning's saves into `Trainer.log_dir`, which for an MLflow or W&B logger is its `save_dir`: runs/config.yaml
+    for every run (the second one refuses to overwrite it), or an AssertionError where that is None (Lightning #19441).
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs, save_to_log_dir=False)
+
+    def save_config(self, trainer, pl_module, stage: str) -> None:  # rank zero only
+        folder = run_folder(trainer) or Path(trainer.default_root_dir)  # no logger: where Lightning's would write
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / self.config_filename
+        self.parser.save(self.config, path, skip_none=False, overwrite=self.overwrite, multifile=self.multifile)
+
+
+def saved_config_path(trainer) -> Path | None:
     """The resolved config as LightningCLI saved it in the run directory (config.yaml, or config.test.yaml
     and the like for later commands), or None outside the CLI. Rank zero, after setup."""
     callback = next((c for c in trainer.callbacks if isinstance(c, SaveConfigCallback)), None)
-    log_dir = getattr(trainer.logger, "log_dir", None)
-    if callback is None or log_dir is None or not (Path(log_dir) / callback.config_filename).is_file():
+    folder = run_folder(trainer)
+    if callback is None or folder is None or not (folder / callback.config_filename).is_file():
         return None
-    return (Path(log_dir) / callback.config_filename).read_text()
+    return folder / callback.config_filename
+
+
+def saved_config(trainer) -> str | None:
+    path = saved_config_path(trainer)
+    return None if path is None else path.read_text()
 
 
 def flatten(config: dict, prefix: str = "") -> dict:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 from lightning.pytorch.callbacks import EarlyStopping
-from lightning.pytorch.loggers import TensorBoardLogger
+from lightning.pytorch.loggers import MLFlowLogger, TensorBoardLogger
 
 from project.core.console import duration, say
 from project.core.summary import RunSummary
@@ -43,6 +43,8 @@ def fit_report(trainer, tested: bool = False) -> list[str]:
         nexts.append(f"python -m project test --ckpt_path {_in(run, best['path'] if best else last)}")
     if isinstance(trainer.logger, TensorBoardLogger):
         nexts.append(_tensorboard(trainer.logger))
+    elif isinstance(trainer.logger, MLFlowLogger):
+        nexts.append(_mlflow(trainer.logger))
     lines += [f"  {'next' if i == 0 else '':12} {command}" for i, command in enumerate(nexts)]
     return lines
 
@@ -72,3 +74,10 @@ def _tensorboard(logger: TensorBoardLogger) -> str:
     if Path(logger.root_dir).resolve().is_relative_to(Path("runs").resolve()):
         return "make tensorboard   (serves runs/ on http://localhost:6006)"
     return f"tensorboard --logdir {logger.save_dir}"
+
+
+def _mlflow(logger: MLFlowLogger) -> str:
+    uri = logger._tracking_uri  # MLFlowLogger keeps no public copy
+    if uri == f"sqlite:///{Path('runs/mlflow.db').resolve()}":
+        return "make mlflow-ui     (serves runs/mlflow.db on http://localhost:5000)"
+    return f"mlflow ui --backend-store-uri {uri}" if uri.startswith("sqlite:") else f"open {uri}"

@@ -10,11 +10,16 @@ from project.core.atomic import write_atomically
 _VERSION = re.compile(r"version_(\d+)")
 
 
+def next_version(experiment: Path) -> int:
+    """One past the highest `version_N` in `experiment` (0 in an empty or missing one), as TensorBoard numbers them."""
+    taken = [int(m.group(1)) for p in experiment.glob("version_*") if (m := _VERSION.fullmatch(p.name))]
+    return max(taken, default=-1) + 1
+
+
 def claim_version(experiment: Path) -> int:
     """The next free version number, its folder created atomically so concurrent runs never share one."""
     experiment.mkdir(parents=True, exist_ok=True)
-    taken = [int(m.group(1)) for p in experiment.iterdir() if (m := _VERSION.fullmatch(p.name))]
-    version = max(taken, default=-1) + 1
+    version = next_version(experiment)
     while True:
         try:
             (experiment / f"version_{version}").mkdir()
@@ -45,6 +50,14 @@ def run_of_checkpoint(ckpt_path: Path) -> tuple[str, str, int | str] | None:
     run = Path(os.path.relpath(folder.parent))
     match = _VERSION.fullmatch(run.name)
     return str(run.parent.parent), run.parent.name, int(match.group(1)) if match else run.name
+
+
+def run_folder(trainer) -> Path | None:
+    """The folder the run's logger writes into (TensorBoard's, or one of project/core/loggers.py), on any rank; None
+    without a logger or with one that keeps no folder. Not `Trainer.log_dir`: that is a collective call under DDP,
+    and for any logger but TensorBoard's and CSV's it is the logger's `save_dir`, runs/ itself."""
+    log_dir = getattr(trainer.logger, "log_dir", None)
+    return None if log_dir is None else Path(log_dir)
 
 
 def run_dir(save_dir: str, name: str, version: int | str) -> Path:

@@ -1,4 +1,5 @@
-"""<run>/summary.json: what a run was, how it ended and what it scored, plus its HPARAMS entry in TensorBoard."""
+"""<run>/summary.json: what a run was, how it ended and what it scored; the config and the scores for its loggers
+(in TensorBoard, its HPARAMS entry)."""
 
 import json
 import math
@@ -13,7 +14,8 @@ from lightning.pytorch.utilities import rank_zero_warn
 from project.core import provenance
 from project.core.atomic import write_atomically
 from project.core.errors import Stopped
-from project.core.figures import tensorboard
+from project.core.pictures import picture_writers, tensorboard
+from project.core.runs import run_folder
 
 # HPARAMS tab metrics: declared (as NaN) when fit starts, filled in when known; TensorBoard shows the latest.
 BEST_VAL_ACC, TEST_ACC = "hp/best_val_acc", "hp/test_acc"
@@ -55,12 +57,12 @@ class RunSummary(Callback):
         self._recipe["seeds"] = provenance.seeds(config)
         self._earlier = (self._read(trainer) or {}).get("evaluations", [])  # a resumed run keeps its tests
         self._write(trainer, self._fit_record(trainer, "running"))
+        config_path = provenance.saved_config_path(trainer)
+        for writer in picture_writers(trainer) if config_path is not None else []:
+            writer.config(config_path)
         logger = tensorboard(trainer)
         if logger is None:
             return
-        if self._config_text is not None:  # indented four spaces: a code block in TensorBoard's markdown
-            lines = self._config_text.splitlines()
-            logger.experiment.add_text("config", "".join(f"    {line}\n" for line in lines), 0)
         # What Lightning logs as hyperparameters (hparams.yaml), now with metrics: the HPARAMS tab.
         params = {**pl_module.hparams, **(trainer.datamodule.hparams if trainer.datamodule else {})}
         params = {k: v for k, v in params.items() if not k.startswith("_")}
@@ -89,9 +91,8 @@ class RunSummary(Callback):
 
     def on_test_end(self, trainer, pl_module) -> None:
         self._evaluated(trainer, "completed")
-        logger = tensorboard(trainer)
-        if logger is not None and "test/acc" in trainer.callback_metrics:
-            logger.log_metrics({TEST_ACC: trainer.callback_metrics["test/acc"]}, step=trainer.global_step)
+        if "test/acc" in trainer.callback_metrics:
+            _log_scores(trainer, {TEST_ACC: trainer.callback_metrics["test/acc"]})
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
         # Stopped: SIGTERM or Ctrl-C after a checkpoint (faults.py); KeyboardInterrupt: a second Ctrl-C.
@@ -156,16 +157,15 @@ class RunSummary(Callback):
         self._write(trainer, summary)
 
     def _log_best(self, trainer) -> None:
-        logger = tensorboard(trainer)
         best = next((c for c in trainer.checkpoint_callbacks if getattr(c, "monitor", None) == "val/acc"), None)
-        if logger is not None and best is not None and best.best_model_score is not None:
-            logger.log_metrics({BEST_VAL_ACC: best.best_model_score}, step=trainer.global_step)
+        if best is not None and best.best_model_score is not None:
+            _log_scores(trainer, {BEST_VAL_ACC: best.best_model_score})
 
     def _path(self, trainer) -> Path | None:
-        log_dir = getattr(trainer.logger, "log_dir", None)  # the logger's, not Trainer.log_dir: that one is collective
-        if not trainer.is_global_zero or trainer.fast_dev_run or log_dir is None:
+        folder = run_folder(trainer)
+        if not trainer.is_global_zero or trainer.fast_dev_run or folder is None:
             return None
-        return Path(log_dir) / self.filename
+        return folder / self.filename
 
     def _read(self, trainer) -> dict | None:
         path = self._path(trainer)
@@ -175,6 +175,13 @@ class RunSummary(Callback):
         path = self._path(trainer)
         if path is not None:
             write_atomically(path, json.dumps(summary, indent=2, default=str) + "\n")
+
+
+def _log_scores(trainer, scores: dict) -> None:
+    """To every logger: a scalar in TensorBoard (and its HPARAMS entry), a metric in MLflow, W&B and metrics.csv."""
+    if trainer.is_global_zero:
+        for logger in trainer.loggers:
+            logger.log_metrics(scores, step=trainer.global_step)
 
 
 def _checkpoints(trainer) -> dict:
@@ -194,10 +201,10 @@ def _relative(path, trainer) -> str | None:
     """Relative to the run directory when inside it, so that the folder can be moved or copied whole."""
     if not path:
         return None
-    log_dir = getattr(trainer.logger, "log_dir", None)
+    folder = run_folder(trainer)
     resolved = Path(path).resolve()
-    if log_dir is not None and resolved.is_relative_to(Path(log_dir).resolve()):
-        return str(resolved.relative_to(Path(log_dir).resolve()))
+    if folder is not None and resolved.is_relative_to(folder.resolve()):
+        return str(resolved.relative_to(folder.resolve()))
     return str(resolved)
 
 

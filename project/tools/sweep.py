@@ -21,6 +21,7 @@ from optuna_integration import PyTorchLightningPruningCallback
 
 from project.cli import cli_main
 from project.core.errors import Diverged, Stopped, UsageError
+from project.core.runs import run_folder
 
 
 @dataclass
@@ -46,7 +47,7 @@ class RecordRun(Callback):
         self.trial = trial
 
     def on_fit_start(self, trainer, pl_module) -> None:
-        self.trial.set_user_attr("run", trainer.log_dir)
+        self.trial.set_user_attr("run", str(run_folder(trainer) or trainer.default_root_dir))
 
 
 def sweep(
