@@ -60,6 +60,12 @@ format: install ## fix what lint finds: ruff check --fix, ruff format, notebook 
 tensorboard: install ## serve runs/ on http://localhost:6006 (this machine only; see docs/observability.md for SSH)
 	$(VENV)/bin/tensorboard --logdir runs --host 127.0.0.1 --port 6006
 
+.PHONY: mlflow-ui
+mlflow-ui: install ## serve runs/mlflow.db on http://localhost:5000 (this machine only; docs/loggers.md)
+	MLFLOW_DISABLE_TELEMETRY=true MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false $(VENV)/bin/mlflow ui \
+		--backend-store-uri sqlite:///runs/mlflow.db --artifacts-destination runs/mlflow-artifacts \
+		--host 127.0.0.1 --port 5000 --workers 1
+
 runs: install ## one line per run in runs/ (status, epochs, best val/acc, test/acc, ...), newest first; NAME= filters
 	$(PY) -m project.tools.runs $(if $(NAME),--name $(NAME)) $(ARGS)
 

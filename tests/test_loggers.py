@@ -5,18 +5,32 @@ continuing one run of that logger in one run folder."""
 import csv
 import json
 import os
+import re
+import shlex
 import struct
 import subprocess
 import sys
 import time
 import urllib.request
+from itertools import takewhile
 from pathlib import Path
 
 import psutil
 import pytest
 import yaml
 
-from conftest import DEFAULT, QUIET, ROOT, ddp_environment, free_port, load, run, wait_for, working_directory
+from conftest import (
+    DEFAULT,
+    QUIET,
+    ROOT,
+    ddp_environment,
+    free_port,
+    load,
+    run,
+    run_subprocess,
+    wait_for,
+    working_directory,
+)
 from project.core import loggers
 
 CONFIGS = {name: str(ROOT / f"configs/loggers/{name}.yaml") for name in ("csv", "mlflow", "wandb")}
@@ -34,14 +48,15 @@ RUN = Path("runs/digits/version_0")
 
 
 def crash_resume_and_test(home: Path, logger: str, *extra: str) -> Path:
-    """fit (crashes as its third epoch begins), fit --ckpt_path last (finishes it), test --ckpt_path best."""
+    """fit (crashes as its third epoch begins); fit --ckpt_path last --test_best true (finishes it, then tests its
+    best checkpoint in the same process, as `make train` does); test --ckpt_path best (a command of its own)."""
     with working_directory(home), pytest.MonkeyPatch.context() as env:
         env.setenv("WANDB_CACHE_DIR", str(home / "wandb-cache"))  # W&B's own debug logs, kept out of $HOME
         config = ["--config", CONFIGS[logger], *SHORT, *extra]
         with pytest.raises(RuntimeError, match="crash at step 6"):
             run("fit", *config, *CRASH)
         assert load(RUN / "checkpoints/last.ckpt")["global_step"] == 6
-        run("fit", *config, "--ckpt_path=last")
+        run("fit", *config, "--ckpt_path=last", "--test_best=true")
         run("test", *config, "--ckpt_path=best")
     return home
 
@@ -75,7 +90,7 @@ def test_every_logger_keeps_one_run_folder_with_checkpoints_config_and_summary(l
     assert {"config.yaml", "config.fit.yaml", "config.test.yaml"} <= files  # each command's config, none clobbered
     summary = json.loads((home / RUN / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["global_step"] == STEPS
-    assert [e["subcommand"] for e in summary["evaluations"]] == ["test"]
+    assert [e["subcommand"] for e in summary["evaluations"]] == ["test", "test"]
 
 
 # CSV: metrics.csv and hparams.yaml; no pictures.
@@ -96,7 +111,8 @@ def test_csv_has_every_step_once_across_the_crash_and_the_resume(csv_home):
     assert csv_steps(rows, "train/loss") == list(range(STEPS))
     assert csv_steps(rows, "lr/decay") == list(range(STEPS))
     assert csv_steps(rows, "val/acc") == EPOCH_ENDS
-    assert csv_steps(rows, "test/acc") == [0]  # test restores the weights only: the trainer's step is 0 there
+    # At the fit's last step when tested in its process; at 0 by a `test` command (it restores the weights only).
+    assert csv_steps(rows, "test/acc") == [STEPS, 0]
     assert {"hp/best_val_acc", "hp/test_acc", "train/grad_norm"} <= set(rows[0])
 
 
@@ -174,8 +190,8 @@ def test_mlflow_has_the_pictures_by_step_and_each_config_as_artifacts(mlflow_run
         "train/inputs": [0],
         "val/confusion_matrix": [6, STEPS],  # after epoch 2 (the crashed fit), the end of fit (the resumed one)
         "val/misclassified": [6, STEPS],
-        "test/confusion_matrix": [0],
-        "test/misclassified": [0],
+        "test/confusion_matrix": [0, STEPS],  # by the test command, and by the test after the resumed fit
+        "test/misclassified": [0, STEPS],
     }
 
 
@@ -184,9 +200,10 @@ def test_mlflow_server_serves_the_store_on_localhost(mlflow_home, mlflow_run):
     """What `make mlflow-ui` runs, on a free port: the run and its artifacts over MLflow's REST API."""
     _, found = mlflow_run
     port = free_port()
-    command = [str(Path(sys.executable).parent / "mlflow"), "ui", "--backend-store-uri", "sqlite:///runs/mlflow.db"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
+    env, command = make_recipe("mlflow-ui")
+    assert command[command.index("--host") + 1] == "127.0.0.1", "this machine only"
+    command[command.index("--port") + 1] = str(port)
+    env = {**os.environ, **env}
     server = subprocess.Popen(command, cwd=mlflow_home, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     api = f"http://127.0.0.1:{port}"
     try:
@@ -200,6 +217,14 @@ def test_mlflow_server_serves_the_store_on_localhost(mlflow_home, mlflow_run):
     finally:
         stop(server)
     assert not (mlflow_home / "mlartifacts").exists() and not (mlflow_home / "mlruns").exists()
+
+
+def make_recipe(target: str) -> tuple[dict[str, str], list[str]]:
+    """The command `make <target>` runs and the VAR=value words before it; $(VENV) is this interpreter's venv."""
+    recipe = (ROOT / "Makefile").read_text().split(f"\n{target}:")[1].split("\n\n")[0].split("\n", 1)[1]
+    words = shlex.split(recipe.replace("\\\n", " ").replace("$(VENV)", str(Path(sys.executable).parent.parent)))
+    assignments = list(takewhile(lambda word: re.fullmatch(r"[A-Z_]+=\S*", word), words))
+    return dict(word.split("=", 1) for word in assignments), words[len(assignments) :]
 
 
 def answers(url: str) -> bool:
@@ -245,6 +270,19 @@ def test_mlflow_ddp_fit_is_one_run_with_each_step_logged_once(tmp_path):
     assert (tmp_path / RUN / "mlflow_run_id.txt").read_text().strip() == runs[0].info.run_id
 
 
+@pytest.mark.slow
+def test_a_run_folder_whose_mlflow_run_is_gone_gets_a_new_one_with_a_warning(tmp_path):
+    config = ["--config", CONFIGS["mlflow"], "--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
+    run("fit", *config)
+    first = (tmp_path / RUN / "mlflow_run_id.txt").read_text()
+    (tmp_path / "runs/mlflow.db").unlink()  # as when a run folder is copied to a machine without the store
+    # Another process: this one's MLflow keeps the deleted database open.
+    result = run_subprocess("test", "--config", DEFAULT, *config, *QUIET, "--ckpt_path=last", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"MLflow run {first.strip()} is not in sqlite:" in result.stderr
+    assert (tmp_path / RUN / "mlflow_run_id.txt").read_text() != first
+
+
 # W&B offline: the offline run's transaction log (run-<id>.wandb), which `wandb sync` uploads.
 
 
@@ -273,7 +311,7 @@ def wandb_records(path: Path) -> list:
 
 
 def wandb_rows(records: list, kind: str) -> list[dict]:
-    """History rows or summary updates as {key: value}, nested keys joined with `/` (wandb.Image fields: `tag/_type`)."""
+    """History rows or summary updates as {key: value}, nested keys joined with `/` (an image's: `tag/_type`)."""
     items = {"history": lambda r: r.history.item, "summary": lambda r: r.summary.update}[kind]
     return [
         {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in items(r)}
@@ -284,15 +322,16 @@ def wandb_rows(records: list, kind: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def wandb_runs(wandb_home) -> list[list]:
-    """The records of each offline run in the run folder, in order: the crashed fit, its resume, the test."""
+    """The records of each offline run in the run folder, in order: the crashed fit, its resume, the test after it
+    (W&B's run is closed at the end of fit and opened again), and the test command."""
     found = sorted((wandb_home / RUN / "wandb").glob("offline-run-*/run-*.wandb"))
     return [wandb_records(path) for path in found]
 
 
 @pytest.mark.slow
-def test_wandb_continues_one_run_id_across_the_crash_the_resume_and_the_test(wandb_home, wandb_runs):
+def test_wandb_continues_one_run_id_across_the_crash_the_resume_and_the_tests(wandb_home, wandb_runs):
     stored = (wandb_home / RUN / "wandb_run_id.txt").read_text().strip()
-    assert len(wandb_runs) == 3
+    assert len(wandb_runs) == 4
     for records in wandb_runs:
         started = next(r.run for r in records if r.WhichOneof("record_type") == "run")
         assert (started.run_id, started.project, started.display_name) == (stored, "digits", "version_0")

@@ -142,14 +142,16 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
         from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient
 
-        self._mlflow_client = MlflowClient(self._tracking_uri)
-        if self._run_id is None:
-            return
-        try:
-            self._mlflow_client.get_run(self._run_id)
-        except MlflowException:  # a run folder copied without its store, or a store deleted: the training goes on
-            rank_zero_warn(f"{self._folder}: MLflow run {self._run_id} is not in {self._tracking_uri}; starting one")
-            self._run_id, self._resumed = None, False
+        client = self._mlflow_client = MlflowClient(self._tracking_uri)
+        if self._run_id is not None:
+            try:
+                client.get_run(self._run_id)
+                return
+            except MlflowException:  # a run folder copied without its store, or a store deleted: training goes on
+                rank_zero_warn(f"{self._folder}: MLflow run {self._run_id} is not in {self._tracking_uri}: a new one")
+                self._run_id, self._resumed = None, False
+        if client.get_experiment_by_name(self._experiment_name) is None:  # else MLFlowLogger warns that it is missing
+            client.create_experiment(self._experiment_name, artifact_location=self._artifact_location)
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
