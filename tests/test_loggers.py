@@ -23,7 +23,6 @@ from conftest import (
     DEFAULT,
     QUIET,
     ROOT,
-    ddp_environment,
     free_port,
     load,
     run,
@@ -47,11 +46,17 @@ CRASH = ["--trainer.callbacks+=conftest.CrashAt", "--trainer.callbacks.step=6"] 
 RUN = Path("runs/digits/version_0")
 
 
+@pytest.fixture(autouse=True)
+def wandb_cache(tmp_path, monkeypatch):
+    """W&B's own debug logs go to its cache folder, in $HOME by default; here, the test's folder (subprocesses too)."""
+    monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb-cache"))
+
+
 def crash_resume_and_test(home: Path, logger: str, *extra: str) -> Path:
     """fit (crashes as its third epoch begins); fit --ckpt_path last --test_best true (finishes it, then tests its
     best checkpoint in the same process, as `make train` does); test --ckpt_path best (a command of its own)."""
     with working_directory(home), pytest.MonkeyPatch.context() as env:
-        env.setenv("WANDB_CACHE_DIR", str(home / "wandb-cache"))  # W&B's own debug logs, kept out of $HOME
+        env.setenv("WANDB_CACHE_DIR", str(home / "wandb-cache"))  # as wandb_cache() does for one test
         config = ["--config", CONFIGS[logger], *SHORT, *extra]
         with pytest.raises(RuntimeError, match="crash at step 6"):
             run("fit", *config, *CRASH)
@@ -249,24 +254,24 @@ def stop(process: subprocess.Popen) -> None:
     process.wait(timeout=60)
 
 
+def ddp_fit(home: Path, logger: str) -> None:
+    """2 processes on CPU, 2 epochs of 3 steps each (Lightning launches the second rank: a subprocess)."""
+    ddp = ["--trainer.strategy=ddp", "--trainer.devices=2", "--trainer.accelerator=cpu"]
+    args = ["--config", DEFAULT, "--config", CONFIGS[logger], *QUIET, *ddp]
+    result = run_subprocess("fit", *args, "--trainer.max_epochs=2", "--trainer.limit_train_batches=3", cwd=home)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert [p.name for p in (home / "runs/digits").iterdir()] == ["version_0"]
+
+
 @pytest.mark.slow
 def test_mlflow_ddp_fit_is_one_run_with_each_step_logged_once(tmp_path):
-    """2 processes on CPU: rank zero alone creates and writes the MLflow run."""
-    ddp = ["--trainer.strategy=ddp", "--trainer.devices=2", "--trainer.accelerator=cpu"]
-    args = ["--config", DEFAULT, "--config", CONFIGS["mlflow"], *QUIET, *ddp]
-    args += ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
-    result = subprocess.run(
-        [sys.executable, "-m", "project", "fit", *args],
-        cwd=tmp_path, env=ddp_environment(), capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-4000:]
+    ddp_fit(tmp_path, "mlflow")
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(f"sqlite:///{tmp_path / 'runs/mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("digits").experiment_id])
     assert len(runs) == 1
     assert [step for step, _ in history(client, runs[0], "train/loss")] == list(range(6)), "3 steps an epoch, once"
-    assert [p.name for p in (tmp_path / "runs/digits").iterdir()] == ["version_0"]
     assert (tmp_path / RUN / "mlflow_run_id.txt").read_text().strip() == runs[0].info.run_id
 
 
@@ -361,6 +366,15 @@ def test_wandb_summary_and_config_agree_with_the_run(wandb_home, wandb_runs):
     assert fit_summary["hp/best_val_acc"] == pytest.approx(summary["best_checkpoint"]["score"])
     config = {i.key: json.loads(i.value_json) for r in wandb_runs[0] if r.HasField("config") for i in r.config.update}
     assert config["lr"] == 0.01 and config["batch_size"] == 64
+
+
+@pytest.mark.slow
+def test_wandb_ddp_fit_is_one_run_with_each_step_logged_once(tmp_path):
+    ddp_fit(tmp_path, "wandb")
+    (found,) = (tmp_path / RUN / "wandb").glob("offline-run-*/run-*.wandb")
+    assert found.stem == "run-" + (tmp_path / RUN / "wandb_run_id.txt").read_text().strip()
+    rows = wandb_rows(wandb_records(found), "history")
+    assert [row["trainer/global_step"] for row in rows if "train/loss" in row] == list(range(6))
 
 
 # Without the extra: one line, no run folder left behind.

@@ -103,10 +103,12 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
         tracking_uri: str | None = None,
         tags: dict[str, str] | None = None,
     ) -> None:
-        if not _MLFLOW_AVAILABLE:
-            raise UsageError(f"the MLflow logger needs mlflow: {INSTALL}")
         # MLflow 3 reports usage to its servers unless told not to; this project sends nothing anywhere by default.
         os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+        if _quiet():  # read as mlflow is first imported (the check below imports it): its database set-up lines
+            os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+        if not _MLFLOW_AVAILABLE:
+            raise UsageError(f"the MLflow logger needs mlflow: {INSTALL}")
         self._place(save_dir, name, version)
         store = Path(save_dir).resolve()
         artifacts = None if tracking_uri else str(store / "mlflow-artifacts" / name)  # a server chooses its own
@@ -192,7 +194,7 @@ class WandbRunLogger(RunFolder, WandbLogger):
             os.environ.setdefault("WANDB_ERROR_REPORTING", "false")  # crash reports would go to W&B's servers
         # `mode` rather than WandbLogger's `offline`, which sets WANDB_MODE=dryrun for the rest of the process.
         settings = {"mode": "offline"} if offline else {}
-        if logging.getLogger("lightning.pytorch").getEffectiveLevel() > logging.INFO:  # --quiet (console.py)
+        if _quiet():
             import wandb
 
             settings["settings"] = wandb.Settings(quiet=True)  # no run history and summary tables at the end
@@ -224,6 +226,11 @@ class WandbRunLogger(RunFolder, WandbLogger):
         if self._experiment is not None:
             self._experiment.finish(exit_code=0 if status == "success" else 1)
             self._experiment = None
+
+
+def _quiet() -> bool:
+    """--quiet: console.py raises Lightning's log level before anything is built; the trackers' own lines follow it."""
+    return logging.getLogger("lightning.pytorch").getEffectiveLevel() > logging.INFO
 
 
 def _numbers(metrics: Mapping) -> dict:
