@@ -112,7 +112,8 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
         self._place(save_dir, name, version)
         store = Path(save_dir).resolve()
         artifacts = None if tracking_uri else str(store / "mlflow-artifacts" / name)  # a server chooses its own
-        self._resumed = self._stored_id() is not None
+        run_id = self._stored_id()
+        self._resumed = run_id is not None
         # MlflowClient opens its store as it is built, creating the database on a first run, and MLFlowLogger builds
         # one at once: on every rank, and under fast_dev_run too. It gets an address it never contacts instead; the
         # real client is built on first use, which is on rank zero only (the logging methods are rank-zero-only).
@@ -122,7 +123,7 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
             tracking_uri="http://never-contacted.invalid",
             tags={"run_folder": str(self._folder), **(tags or {})},
             artifact_location=artifacts,
-            run_id=self._stored_id(),
+            run_id=run_id,
         )
         self._tracking_uri = tracking_uri or f"sqlite:///{store / 'mlflow.db'}"
 
@@ -163,10 +164,8 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
     def log_hyperparams(self, params) -> None:
         # MLflow refuses to change a logged parameter: a resumed run, or an evaluation of its checkpoint with another
         # batch size, adds only the parameters it does not have yet (a resumed fit keeps its settings: resume.py).
-        if self._resumed:
-            logged = self.experiment.get_run(self.run_id).data.params
-            params = {k: v for k, v in _flatten_dict(_convert_params(params)).items() if k not in logged}
-        super().log_hyperparams(params)
+        logged = self.experiment.get_run(self.run_id).data.params
+        super().log_hyperparams({k: v for k, v in _flatten_dict(_convert_params(params)).items() if k not in logged})
 
 
 class WandbRunLogger(RunFolder, WandbLogger):
@@ -199,9 +198,15 @@ class WandbRunLogger(RunFolder, WandbLogger):
 
             settings["settings"] = wandb.Settings(quiet=True)  # no run history and summary tables at the end
         super().__init__(
-            name=self._folder.name, save_dir=str(self._folder), project=project or name, entity=entity, tags=tags,
+            name=self._folder.name,
+            # Absolute: W&B's service process, which a process started by another that uses W&B shares, has its
+            # own working directory.
+            save_dir=str(self._folder.resolve()),
+            project=project or name,
+            entity=entity,
+            tags=tags,
             **settings,
-        )  # fmt: skip
+        )
         del self._wandb_init["anonymous"]  # always None here; W&B warns that the setting is going away
 
     @property

@@ -58,8 +58,9 @@ class RunSummary(Callback):
         self._earlier = (self._read(trainer) or {}).get("evaluations", [])  # a resumed run keeps its tests
         self._write(trainer, self._fit_record(trainer, "running"))
         config_path = provenance.saved_config_path(trainer)
-        for writer in picture_writers(trainer) if config_path is not None else []:
-            writer.config(config_path)
+        if config_path is not None:
+            for writer in picture_writers(trainer):  # TensorBoard's Text tab, an MLflow artifact
+                writer.config(config_path)
         logger = tensorboard(trainer)
         if logger is None:
             return
