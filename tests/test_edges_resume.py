@@ -66,10 +66,11 @@ def test_a_resume_that_would_change_the_step_count_or_extend_a_finished_run_is_r
     assert not assert_kept(before, snapshot()), "the run is untouched"
 
 
-def test_a_resume_takes_the_schedule_settings_it_is_not_given_from_the_checkpoint_and_ends_at_min_lr(made, caplog):
+def test_a_resume_takes_the_schedule_settings_it_is_not_given_from_the_checkpoint_and_ends_at_min_lr(made, capsys):
     copy(made, "stopped")
     resumed = run("fit", "--ckpt_path=last")  # neither max_epochs 2 nor limit_train_batches 2 repeated
-    assert "trainer.max_epochs=2" in caplog.text and "trainer.limit_train_batches=2" in caplog.text
+    said = capsys.readouterr().out
+    assert "trainer.max_epochs=2" in said and "trainer.limit_train_batches=2" in said
     assert resumed.trainer.global_step == 4
     assert load(LAST)["lr_schedulers"][0]["_last_lr"] == pytest.approx([MIN_LR, MIN_LR])
 
