@@ -13,10 +13,12 @@ def random_affine(images: torch.Tensor, degrees: float, shift: float) -> torch.T
     (measured worse on the validation splits); per-sample parameters cost one grid_sample per batch.
     """
     n, height, width = images.shape  # (N, 8, 8)
-    angle = (torch.rand(n, device=images.device) * 2 - 1) * math.radians(degrees)
+    # In the images' dtype, not the default one: under --trainer.precision 64 the default is float64.
+    like = {"device": images.device, "dtype": images.dtype}
+    angle = (torch.rand(n, **like) * 2 - 1) * math.radians(degrees)
     # affine_grid works in [-1, 1] coordinates: one pixel is 2 / size.
-    pixel = torch.tensor([2 / width, 2 / height], device=images.device)
-    offset = (torch.rand(n, 2, device=images.device) * 2 - 1) * shift * pixel
+    pixel = torch.tensor([2 / width, 2 / height], **like)
+    offset = (torch.rand(n, 2, **like) * 2 - 1) * shift * pixel
     cos, sin = angle.cos(), angle.sin()
     theta = torch.stack([torch.stack([cos, -sin, offset[:, 0]], 1), torch.stack([sin, cos, offset[:, 1]], 1)], 1)
     grid = F.affine_grid(theta, [n, 1, height, width], align_corners=False)  # (N, 8, 8, 2)

@@ -5,15 +5,17 @@ each with its reason: `python -m project fit` trains exactly what `make train` t
 call (run folders, resume, fault handling, summaries) lives in project/core.
 """
 
+import inspect
 import os
 import sys
 from collections.abc import Sequence
 
-from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor, ModelCheckpoint
+from lightning.fabric.utilities.exceptions import MisconfigurationException
+from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
-from project.core import placement
-from project.core.checkpoints import BestCheckpoint, RandomState
+from project.core import placement, preflight
+from project.core.checkpoints import BestCheckpoint, RandomState, RunCheckpoint
 from project.core.console import add_quiet_option, apply_quiet, library_noise_silenced
 from project.core.errors import UsageError, main
 from project.core.faults import CheckpointOnSignal, GradientCheck
@@ -23,7 +25,7 @@ from project.core.parser import ProjectParser
 from project.core.predictions import PredictionWriter
 from project.core.provenance import SaveConfigInRun
 from project.core.report import report_fit
-from project.core.resume import keys_given
+from project.core.resume import TrainingLength, keys_given
 from project.core.summary import RunSummary
 from project.data import ArrayDataModule, DigitsDataModule
 from project.model import DigitsClassifier
@@ -39,9 +41,13 @@ TRAINER_DEFAULTS = {
     "plugins": [{"class_path": "project.core.checkpoints.BackgroundCheckpointIO"}],
     "logger": {
         "class_path": "lightning.pytorch.loggers.TensorBoardLogger",
-        "init_args": {"save_dir": "runs", "name": "digits", "default_hp_metric": False},
+        # name null: named for what the run trains (project/core/naming.py), digits for this recipe
+        "init_args": {"save_dir": "runs", "name": None, "default_hp_metric": False},
     },
 }
+# Left out of run names: a run of the default network is named for its data alone.
+_network = inspect.signature(DigitsClassifier).parameters["network"].default
+DEFAULT_NETWORK = f"{_network.__module__}.{_network.__qualname__}"
 
 
 class DigitsCLI(LightningCLI):
@@ -70,13 +76,14 @@ class DigitsCLI(LightningCLI):
                 "checkpoint.enable_version_counter": False,
             }
         )
-        parser.add_lightning_class_args(ModelCheckpoint, "last_checkpoint")
+        parser.add_lightning_class_args(RunCheckpoint, "last_checkpoint")
         parser.set_defaults({"last_checkpoint.filename": "last", "last_checkpoint.enable_version_counter": False})
         parser.add_lightning_class_args(LearningRateMonitor, "lr_monitor")
         parser.set_defaults({"lr_monitor.logging_interval": "step"})
         parser.add_lightning_class_args(PredictionWriter, "prediction_writer")
         # Exact resume and clean stops: RNG state in every checkpoint, NaN/Inf stops the run, SIGTERM and Ctrl-C save.
         parser.add_lightning_class_args(RandomState, "random_state")
+        parser.add_lightning_class_args(TrainingLength, "training_length")  # a resume keeps the schedule's length
         parser.add_lightning_class_args(GradientCheck, "grad_norm")
         parser.add_lightning_class_args(CheckpointOnSignal, "checkpoint_on_signal")
         # Observability: scalars Lightning lacks, pictures every N epochs, and <run>/summary.json.
@@ -97,9 +104,11 @@ class DigitsCLI(LightningCLI):
             subcommand = self.config.subcommand
             config = self.config[subcommand]
             apply_quiet(config)
+            preflight.check_options(config)
+            placement.name_run(config, DEFAULT_NETWORK)
             chosen = placement.resolve_checkpoint(subcommand, config)
             given = keys_given(sys.argv[1:] if args is None else args)
-            placement.adopt_checkpoint_run(subcommand, config, given, chosen)
+            placement.adopt_checkpoint_run(subcommand, config, given, self.model_class, chosen)
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand]
@@ -111,7 +120,10 @@ class DigitsCLI(LightningCLI):
     def instantiate_classes(self) -> None:
         try:
             super().instantiate_classes()
-        except ValueError as error:  # an argument check in an __init__, such as split fractions summing past 1
+            preflight.check_splits(self.subcommand, self.trainer, self.datamodule)
+        # An argument check in an __init__ (split fractions summing past 1, a bad data file), the Trainer's own
+        # (an accelerator this machine lacks), or a split too small: nothing ran, the claimed folder goes.
+        except (ValueError, MisconfigurationException) as error:
             placement.release_run_folder(self._claimed)
             raise UsageError(str(error.__cause__ or error)) from None  # the class's own words, not jsonargparse's
 
@@ -122,6 +134,12 @@ class DigitsCLI(LightningCLI):
         if tested:
             self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best.best_model_path)
         report_fit(self.trainer, tested)  # last, so that it is what the terminal ends with
+
+    def _run_subcommand(self, subcommand: str) -> None:
+        try:
+            super()._run_subcommand(subcommand)
+        finally:  # LightningCLI has no hook that runs however the subcommand ends
+            placement.release_run_folder(self._claimed)
 
 
 def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) -> DigitsCLI:

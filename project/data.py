@@ -9,11 +9,16 @@ from pathlib import Path
 
 import lightning as L
 import torch
-from jsonargparse.typing import NonNegativeFloat, OpenUnitInterval, PositiveInt
+from jsonargparse.typing import NonNegativeFloat, OpenUnitInterval, PositiveInt, restricted_number_type
 
 from project.augment import random_affine
 from project.core.batches import Batch, ShardSampler, TensorBatches, on_device, split_indices
+from project.core.errors import UsageError
 from project.files import load_images, load_labelled
+
+# What NumPy's and Lightning's seeding accept; the per-epoch order is drawn from seed * 100_003 + epoch (batches.py),
+# which must fit torch's 64-bit generator seed.
+Seed = restricted_number_type("Seed", int, [(">=", 0), ("<", 2**32)])
 
 
 class ArrayDataModule(L.LightningDataModule, ABC):
@@ -24,7 +29,7 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         batch_size: PositiveInt = 64,
         val_fraction: OpenUnitInterval = 0.1,
         test_fraction: OpenUnitInterval = 0.1,
-        seed: int = 0,
+        seed: Seed = 0,
         # Per-sample rotation (degrees) and shift (pixels) while training: 25 cross-validation errors vs 40 without,
         # and vs 32 for (10, 1) or 62 for (15, 1.5) (docs/results.md). 0 and 0 turn it off.
         rotation: NonNegativeFloat = 5.0,
@@ -39,6 +44,8 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         self.mean = self.std = None  # train-split pixel statistics, set in setup()
         self._train_batches: TensorBatches | None = None
         self._resume_state: dict[str, int] | None = None
+        # Read now, not when predicting: a bad file is refused before the run folder gets anything.
+        self._predict_images = None if predict_path is None else load_images(predict_path)
 
     @abstractmethod
     def load(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,8 +60,8 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         return split_indices(n, self.hparams.val_fraction, self.hparams.test_fraction, self.hparams.seed)
 
     def setup(self, stage: str) -> None:
-        if self.splits is not None:
-            return  # fit then test in one process: the same split, loaded once
+        if self.splits is not None or (stage == "predict" and self._predict_images is not None):
+            return  # fit then test in one process: the same split, loaded once; a file to predict needs no dataset
         images, labels = self.load()
         self.splits = {name: (images[idx], labels[idx]) for name, idx in self.split(len(images)).items()}
         train_images = self.splits["train"][0]
@@ -104,9 +111,9 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         return batch
 
     def predict_dataloader(self) -> TensorBatches:
-        if self.hparams.predict_path is None:
+        if self._predict_images is None:
             return self._batches(self.splits["test"])
-        return self._batches((load_images(self.hparams.predict_path),))
+        return self._batches((self._predict_images,))
 
 
 class DigitsDataModule(ArrayDataModule):
@@ -127,14 +134,26 @@ class DigitsDataModule(ArrayDataModule):
 class FileDataModule(ArrayDataModule):
     """Your own labelled 8x8 images from one file (see `load_labelled`), split and normalized like the digits."""
 
-    def __init__(self, path: str, **kwargs) -> None:  # a str, not a Path: checkpoints store it for weights_only
+    def __init__(self, path: str, num_classes: PositiveInt | None = None, **kwargs) -> None:
+        """`path`: a str, not a Path, as checkpoints store it for weights_only loading. `num_classes`: by default one
+        more than the largest label; checkpoints keep it, so predicting a file from one never reads `path`."""
         super().__init__(**kwargs)
-        # Read now, not in setup(): the model needs the class count when it is built.
-        self.images, self.labels = load_labelled(Path(path))
+        self._labelled = None
+        if num_classes is None:  # the model needs the class count when it is built: read the file now
+            # Saved as given, so checkpoints and the logged hyperparameters (merged with the model's) agree.
+            self.save_hyperparameters({**self.hparams, "num_classes": int(self.load()[1].max()) + 1})
 
     def load(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.images, self.labels
+        if self._labelled is None:
+            images, labels = load_labelled(Path(self.hparams.path))
+            classes = self.hparams.num_classes
+            if classes is not None and labels.max() >= classes:
+                raise UsageError(
+                    f"{self.hparams.path}: label {labels.max().item()} is not below --data.num_classes {classes}"
+                )
+            self._labelled = images, labels
+        return self._labelled
 
     @property
     def num_classes(self) -> int:
-        return int(self.labels.max()) + 1
+        return self.hparams.num_classes

@@ -1,4 +1,5 @@
 import functools
+import hashlib
 import os
 import socket
 import subprocess
@@ -76,6 +77,35 @@ def run(*args: str):
     and on failure SystemExit with its exit code."""
     subcommand, *rest = args
     return main(lambda: cli_main([subcommand, "--config", DEFAULT, *QUIET, *rest]))
+
+
+def snapshot(root: Path = Path(".")) -> dict[str, str]:
+    """Every file under `root` (relative path -> sha256): taken before and after a command, what it did to them."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in root.rglob("*")
+        if path.is_file()
+    }
+
+
+def assert_kept(before: dict[str, str], after: dict[str, str], runs_root: str = "runs") -> set[str]:
+    """No file that existed changed or went, and no file appeared outside `runs_root`; returns the new files."""
+    assert {p: d for p, d in after.items() if p in before} == before, "an existing file changed or went"
+    new = set(after) - set(before)
+    outside = [p for p in new if not Path(p).is_relative_to(runs_root)]
+    assert not outside, f"written outside {runs_root}/: {outside}"
+    return new
+
+
+def refusal(capsys, command, code: int = 2) -> str:
+    """Run `command()`, expecting the entry point's exit `code` with one `error:` line and no traceback; that line."""
+    with pytest.raises(SystemExit) as exit_:
+        command()
+    err = capsys.readouterr().err
+    assert exit_.value.code == code, err[-2000:]
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
+    return errors[0]
 
 
 def run_subprocess(*args: str, timeout: float = 300, cwd: Path | None = None) -> subprocess.CompletedProcess:

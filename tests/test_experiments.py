@@ -24,9 +24,11 @@ def test_a_file_of_your_own_trains_with_its_class_count_and_is_tested_from_its_c
 
     fit = run("fit", "--data", "project.data.FileDataModule", "--data.path", "three.npz", *ONE_EPOCH_TWO_BATCHES)
     assert fit.model.hparams.num_classes == 3 and fit.model(images[:2]).shape == (2, 3)
+    best = Path("runs/three/version_0/checkpoints/best.ckpt")  # named for its data file, not runs/digits/
+    assert best.is_file() and not Path("runs/digits").exists()
 
     # No --data here: the checkpoint knows its DataModule and file, so the same test split is scored.
-    test = run("test", "--ckpt_path", "best")
+    test = run("test", "--ckpt_path", str(best))
     assert isinstance(test.datamodule, FileDataModule) and test.datamodule.hparams.path == "three.npz"
     assert len(test.datamodule.splits["test"][1]) == round(keep.sum().item() * 0.1)
     assert "test/acc" in test.trainer.callback_metrics

@@ -205,8 +205,9 @@ def test_a_nan_loss_stops_the_run_at_that_step_with_a_clear_message(capsys):
         run("fit", "--trainer.max_epochs=3", "--model.network=conftest.NaNAfter", "--model.network.step=30")
     assert exit_.value.code == 1
     assert "step 30: the loss or its gradients are NaN/Inf" in capsys.readouterr().err
-    assert max(step for step, _ in scalars(RUN, "train/loss")) == 29, "stopped at step 30, its NaN never logged"
-    for path in (RUN / "checkpoints").glob("*.ckpt"):
+    run_dir = Path("runs/digits-nanafter/version_0")  # named for its network (project/core/naming.py)
+    assert max(step for step, _ in scalars(run_dir, "train/loss")) == 29, "stopped at step 30, its NaN never logged"
+    for path in (run_dir / "checkpoints").glob("*.ckpt"):
         weights = load(path)["state_dict"]
         assert all(torch.isfinite(t).all() for t in weights.values() if t.is_floating_point()), path
 

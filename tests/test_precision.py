@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from lightning.pytorch.callbacks import Callback
 
-from conftest import load, run
+from conftest import DEFAULT, QUIET, load, run
+from project.cli import cli_main
 
 pytestmark = pytest.mark.slow
 
@@ -35,15 +37,24 @@ FLOAT16 = [
 ]  # fmt: skip
 
 
+class ScalerAtStart(Callback):
+    """The gradient scaler's state when training starts: after a resumed fit has restored its checkpoint."""
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.state = trainer.precision_plugin.scaler.state_dict()
+
+
 @pytest.mark.parametrize("float16", FLOAT16)
 def test_16_mixed_saves_its_grad_scaler_and_a_resumed_fit_restores_it(float16):
-    run("fit", *float16, *ONE_EPOCH_FIVE_BATCHES_TWO_VAL)
+    two_epochs = [*float16, "--trainer.max_epochs=2", *ONE_EPOCH_FIVE_BATCHES_TWO_VAL[1:]]
+    with pytest.raises(RuntimeError, match="crash"):  # after the first epoch: a finished run is not resumed
+        run("fit", *two_epochs, "--trainer.callbacks+=conftest.CrashAt", "--trainer.callbacks.step=5")
     saved = load(LAST)["MixedPrecision"]  # Lightning stores the precision plugin's state under its class name
     untouched = torch.amp.GradScaler("cpu").state_dict()
     assert saved.keys() == untouched.keys() and saved != untouched, "5 steps moved the scale or its growth tracker"
-    # The same max_epochs: Lightning restores the whole training state, then has no epoch left to train.
-    resumed = run("fit", *float16, *ONE_EPOCH_FIVE_BATCHES_TWO_VAL, "--ckpt_path=last")
-    assert resumed.trainer.precision_plugin.scaler.state_dict() == saved
+    at_start = ScalerAtStart()
+    cli_main(["fit", "--config", DEFAULT, *QUIET, *two_epochs, "--ckpt_path=last"], callbacks=[at_start])
+    assert at_start.state == saved
 
 
 @pytest.mark.parametrize("precision", ["bf16-mixed", "16-mixed"])

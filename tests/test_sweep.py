@@ -106,7 +106,10 @@ def test_a_diverging_trial_fails_alone_instead_of_stopping_the_sweep(capsys):
     space = {"model.lr": {"low": 0.01, "high": 0.1}}
     args = ["--trainer.max_epochs=1", "--model.network=conftest.NaNAfter", "--model.network.step=2", *QUIET]
     Path("nan.yaml").write_text(yaml.safe_dump({"study": "diverging", "space": space, "args": args}))
-    study = main(["--config", "nan.yaml", "--configs", json.dumps([DEFAULT]), "--n_trials=2"])
+    with pytest.raises(SystemExit) as exit:  # every trial failed: the sweep did not do its job
+        main(["--config", "nan.yaml", "--configs", json.dumps([DEFAULT]), "--n_trials=2"])
+    assert exit.value.code == 1
+    study = open_study("diverging")
     assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
     assert not any(t.user_attrs.get("interrupted") for t in study.trials)
     assert capsys.readouterr().err.count("step 2: the loss or its gradients are NaN/Inf") == 2

@@ -1,9 +1,15 @@
 """Files that are whole or absent: written beside their target, fsynced, renamed into place, the folder fsynced."""
 
+import errno
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
+
+from project.core.errors import Failed
+
+# What a full disk or an exhausted quota look like to write(), fsync() and link().
+_NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
 
 
 def write_atomically(path: Path, content: bytes | str | Callable[[BinaryIO], object]) -> None:
@@ -11,7 +17,8 @@ def write_atomically(path: Path, content: bytes | str | Callable[[BinaryIO], obj
     any moment see the old file or the new one, never half of one.
 
     The temp file lives in `path`'s own folder (a rename across filesystems would be a copy); on Linux it has no
-    name until it is complete (O_TMPFILE), so a killed writer leaves nothing behind either.
+    name until it is complete (O_TMPFILE), so a killed writer leaves nothing behind either. A full disk raises
+    Failed saying so, with the previous file untouched.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -35,6 +42,10 @@ def write_atomically(path: Path, content: bytes | str | Callable[[BinaryIO], obj
         os.replace(temp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
         named = False
         os.fsync(folder)  # make the rename itself durable
+    except OSError as error:
+        if error.errno in _NO_SPACE:
+            raise Failed(f"disk full writing {path}; the previous {path.name}, if any, is kept") from None
+        raise
     finally:
         if named:
             os.unlink(temp, dir_fd=folder)

@@ -1,6 +1,6 @@
 """Checkpoints that survive kills and resume exactly: atomic writes, RNG state, and loading that trusts nothing."""
 
-import importlib
+import io
 import random
 import re
 from pathlib import Path
@@ -13,10 +13,12 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.plugins.io import AsyncCheckpointIO, TorchCheckpointIO
 
 from project.core.atomic import write_atomically
-from project.core.errors import Diverged, UsageError
+from project.core.class_paths import imported_class, names_class, plain_parameters
+from project.core.errors import Diverged, Failed, UsageError
 
 # The only instantiator Lightning should ever call when it rebuilds a model from a checkpoint's hparams.
 LIGHTNING_INSTANTIATOR = "lightning.pytorch.cli.instantiate_module"
+CLASS_KEYS = ("class_path", "_class_path")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 
 
@@ -27,13 +29,20 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     kill mid-copy leaves a truncated checkpoint with the previous one already gone. Here a kill at any moment
     leaves the old or the new file, whole. On Linux the temp file has no name until it is complete
     (O_TMPFILE), so a killed writer leaves nothing behind either.
+
+    Serialized in memory first, as Lightning's own writer does: torch.save into a file reports a full disk as
+    "unexpected pos 336256 vs 336148", where a plain write of the bytes says ENOSPC.
     """
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: _PATH, storage_options: Any = None) -> None:
         path = Path(path)
         _refuse_non_finite(checkpoint.get("state_dict", {}), path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, lambda file: torch.save(checkpoint, file))
+        buffer = io.BytesIO()
+        torch.save(checkpoint, buffer)
+        try:
+            write_atomically(path, buffer.getvalue())
+        except Failed as error:
+            raise Failed(f"{error}; free some space, then resume with --ckpt_path last") from None
 
 
 class BackgroundCheckpointIO(AsyncCheckpointIO):
@@ -53,7 +62,31 @@ class BackgroundCheckpointIO(AsyncCheckpointIO):
         super().save_checkpoint(checkpoint, path, storage_options)
 
 
-class BestCheckpoint(ModelCheckpoint):
+class RunCheckpoint(ModelCheckpoint):
+    """ModelCheckpoint that recognises its own folder however the path is spelled.
+
+    Lightning restores the saved state (best score, best path) only if the saved `dirpath` equals the current one as
+    a string: a run saved under an absolute save_dir, or resumed from another working directory, lost it, and its
+    next epoch replaced best.ckpt whatever it scored. Paths are compared resolved, and the saved ones are
+    rewritten in the current spelling (an old spelling of the same file would otherwise be deleted as a stale one).
+    """
+
+    PATHS = ("best_model_path", "kth_best_model_path", "last_model_path")
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        saved, current = state_dict.get("dirpath"), self.dirpath
+        if saved and current and saved != current and Path(saved).resolve() == Path(current).resolve():
+
+            def respell(path: str) -> str:
+                inside = path and Path(path).resolve().parent == Path(current).resolve()
+                return str(Path(current) / Path(path).name) if inside else path
+
+            state_dict = {**state_dict, "dirpath": current, **{k: respell(state_dict.get(k, "")) for k in self.PATHS}}
+            state_dict["best_k_models"] = {respell(p): v for p, v in state_dict.get("best_k_models", {}).items()}
+        super().load_state_dict(state_dict)
+
+
+class BestCheckpoint(RunCheckpoint):
     """ModelCheckpoint where a score equal to the kept one replaces it: ties go to the later epoch.
 
     With 180 validation digits many epochs reach the same top accuracy. Lightning keeps the first of them, still
@@ -102,8 +135,12 @@ class RandomState(Callback):
         random.setstate((version, tuple(python_state), gauss_next))
 
 
-def read_checkpoint(path: Path) -> dict:
-    """Load a checkpoint as plain data, or raise UsageError saying what is wrong with it, in one line."""
+def read_checkpoint(path: Path, model_class: type | None = None) -> dict:
+    """Load a checkpoint as plain data, or raise UsageError saying what is wrong with it, in one line.
+
+    `model_class`: the LightningModule its `hyper_parameters` are for (its typed parameters tell data from class
+    paths); the DataModule's is named in its `datamodule_hyper_parameters`.
+    """
     if not path.is_file():
         raise UsageError(f"--ckpt_path {path}: no such file")
     try:
@@ -113,19 +150,22 @@ def read_checkpoint(path: Path) -> dict:
         raise UsageError(f"--ckpt_path {path}: not a readable checkpoint ({reason})") from None
     if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
         raise UsageError(f"--ckpt_path {path}: not a Lightning checkpoint (no state_dict)")
-    for key in ("hyper_parameters", "datamodule_hyper_parameters"):
-        problem = _unsafe_reference(checkpoint.get(key, {}))
+    data = checkpoint.get("datamodule_hyper_parameters", {})
+    data_class = imported_class(data.get("_class_path")) if isinstance(data, dict) else None
+    for key, owner in (("hyper_parameters", model_class), ("datamodule_hyper_parameters", data_class)):
+        problem = _unsafe_reference(checkpoint.get(key, {}), plain_parameters(owner))
         if problem:
             raise UsageError(f"--ckpt_path {path}: refusing to load, its {key} {problem}")
     return checkpoint
 
 
-def _unsafe_reference(hparams: Any) -> str | None:
-    """Why these hyperparameters could make loading call arbitrary code, or None.
+def _unsafe_reference(hparams: Any, plain: frozenset[str] = frozenset()) -> str | None:
+    """Why these hyperparameters could make loading run code they name, or None. `plain`: keys typed as plain data.
 
-    Lightning rebuilds the model by calling the `_instantiator` they name, and the CLI imports every class path
-    in them; a checkpoint from elsewhere could name `os.system`. Only Lightning's instantiator and classes
-    (never functions) are accepted.
+    Lightning rebuilds the model by calling the `_instantiator` they name, and jsonargparse imports every class
+    path in them, and any dotted string given to a parameter that takes a class or a callable; a checkpoint from
+    elsewhere could name `os.system`, or a module whose import does harm. Only Lightning's instantiator and classes
+    (never functions) are accepted, decided without importing anything (class_paths.py).
     """
     if not isinstance(hparams, dict):
         return None
@@ -136,19 +176,15 @@ def _unsafe_reference(hparams: Any) -> str | None:
         if key == "_instantiator":
             continue
         if isinstance(value, dict):
-            problem = _unsafe_reference(value)
-        elif isinstance(value, str) and (key in ("class_path", "_class_path") or _DOTTED.fullmatch(value)):
-            problem = None if _is_class(value) else f"name {value!r}, which is not a class"
+            if "class_path" in value:  # {class_path, init_args}: the arguments are that class's
+                owner = plain_parameters(imported_class(value["class_path"]))
+            else:  # the arguments of the class above, or a mapping given as a value: nothing known about it
+                owner = plain if key in ("init_args", "dict_kwargs") else frozenset()
+            problem = _unsafe_reference(value, owner)
+        elif isinstance(value, str) and (key in CLASS_KEYS or (key not in plain and _DOTTED.fullmatch(value))):
+            problem = None if names_class(value) is not False else f"name {value!r}, which is not a class"
         else:
             problem = None
         if problem:
             return problem
     return None
-
-
-def _is_class(dotted: str) -> bool:
-    module, _, name = dotted.rpartition(".")
-    try:
-        return isinstance(getattr(importlib.import_module(module), name), type)
-    except (ImportError, AttributeError, ValueError):
-        return True  # not importable here: loading will fail on its own, without calling anything

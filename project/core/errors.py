@@ -17,6 +17,10 @@ class Diverged(FloatingPointError):
     """The loss or its gradients turned NaN/Inf: the run stopped before they reached the weights. Exit 1."""
 
 
+class Failed(RuntimeError):
+    """The command ran and could not do its job: the disk filled up, every trial of a sweep failed. Exit 1."""
+
+
 class Stopped(Exception):
     """SIGTERM or Ctrl-C (SIGINT) ended the run after saving a checkpoint it resumes from. Exit 128 + the signal."""
 
@@ -35,7 +39,7 @@ def main(command: Callable[[], T]) -> T:
         return command()
     except UsageError as error:
         _exit(f"error: {error}", 2)
-    except Diverged as error:
+    except (Diverged, Failed) as error:
         _exit(f"error: {error}", 1)
     except Stopped as error:
         _exit(str(error), error.exit_code)

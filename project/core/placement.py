@@ -8,6 +8,7 @@ without complaint; and it would reuse a folder a finished run still owns.
 import contextlib
 import importlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
@@ -17,8 +18,17 @@ from project.core.console import say
 from project.core.distributed import launched_as_rank_zero
 from project.core.errors import UsageError
 from project.core.loggers import RunFolder
+from project.core.naming import check_names, run_name
 from project.core.resume import reconcile
-from project.core.runs import claim_version, free_path, newest_checkpoint, run_dir, run_of_checkpoint
+from project.core.runs import (
+    claim_version,
+    free_path,
+    lock_run,
+    newest_checkpoint,
+    run_dir,
+    run_of_checkpoint,
+    unlock_run,
+)
 
 
 def keeps_run_folder(logger) -> bool:
@@ -27,6 +37,23 @@ def keeps_run_folder(logger) -> bool:
     module, _, name = str(getattr(logger, "class_path", "")).rpartition(".")
     found = getattr(importlib.import_module(module), name, None) if module else None  # already imported by the parser
     return isinstance(found, type) and issubclass(found, (TensorBoardLogger, CSVLogger, RunFolder))
+
+
+def name_run(config, default_network: str) -> None:
+    """Every run writes through a logger into its own folder under the runs root, named for what it trains
+    (naming.py) unless given a name; names that lead out of their folder are refused."""
+    logger = config.trainer.logger
+    if not logger:
+        # Lightning would write config.yaml and checkpoints into the working directory (False) or start its own
+        # lightning_logs/ there (null); the LR monitor, summary.json and the figures need a logger anyway.
+        given = "false" if logger is False else "null"
+        raise UsageError(
+            f"--trainer.logger {given}: every run writes into runs/<name>/version_N through its logger; keep the"
+            " default, or give another with --trainer.logger <class path>"
+        )
+    if keeps_run_folder(logger) and logger.init_args.name is None:
+        logger.init_args.name = run_name(config, default_network)
+    check_names(config)
 
 
 def resolve_checkpoint(subcommand: str, config) -> str | None:
@@ -50,39 +77,71 @@ def resolve_checkpoint(subcommand: str, config) -> str | None:
     return f"--ckpt_path {ckpt_path}: the newest run of {experiment} with one"
 
 
-def adopt_checkpoint_run(subcommand: str, config, given: set[str], chosen: str | None = None) -> None:
-    """The checkpoint's settings win (see resume.py), and the command writes into the run that saved it.
-    Says which checkpoint it is (`chosen`: how --ckpt_path picked it) and where the outputs go."""
+def adopt_checkpoint_run(
+    subcommand: str, config, given: set[str], model_class: type, chosen: str | None = None
+) -> None:
+    """The checkpoint's settings win (see resume.py), and the command writes into the run that saved it, when that
+    run lies under the runs root (a checkpoint from elsewhere gets a new run folder, never its own parent). Says
+    which checkpoint it is (`chosen`: how --ckpt_path picked it) and where the outputs go."""
     if config.get("ckpt_path") is None:
         if subcommand != "fit":
             say(f"{subcommand} without --ckpt_path: the model's initial, untrained weights")
         return
-    checkpoint = read_checkpoint(Path(config.ckpt_path))
+    checkpoint = read_checkpoint(Path(config.ckpt_path), model_class)
     reconcile(subcommand, config, checkpoint, given)
     # Lightning's `epoch` is the index of the epoch it was saved in; counted from 1, as summary.json's epochs are.
     saved = f"epoch {checkpoint.get('epoch', -1) + 1}, step {checkpoint.get('global_step')}"
     run = run_of_checkpoint(Path(config.ckpt_path))
     logger = config.trainer.logger
     line = f"{subcommand} from {config.ckpt_path} ({'; '.join(filter(None, [chosen, saved]))})"
-    if run is not None and keeps_run_folder(logger):
+    if not keeps_run_folder(logger):
+        return say(line)
+    root = logger.init_args.save_dir
+    if run is not None and run_dir(*run).resolve().is_relative_to(Path(root).resolve()):
         logger.init_args.save_dir, logger.init_args.name, logger.init_args.version = run
         line += f"; outputs go to {run_dir(*run)}"
-    elif keeps_run_folder(logger):
-        line += f"; outputs go to a new folder in {Path(logger.init_args.save_dir) / logger.init_args.name}"
+    else:
+        outside = "" if run is None else f" (its own run lies outside {root}/)"
+        line += f"; outputs go to a new folder in {Path(root) / logger.init_args.name}{outside}"
     say(line)
 
 
-def claim_run_folder(subcommand: str, config) -> Path | None:
-    """A fresh fit's new version folder, created now (after the config and checkpoint parsed: a rejected command
-    leaves no folder), on the process that becomes rank zero only. None when nothing was claimed."""
+@dataclass
+class Claim:
+    """The run folder a command writes into, locked for it; `created`: made by this command, which removes it again
+    if it fails before writing anything."""
+
+    folder: Path
+    lock: int
+    created: bool
+
+
+def claim_run_folder(subcommand: str, config) -> Claim | None:
+    """The command's run folder, claimed after the config and checkpoint parsed (a rejected command leaves no folder),
+    on the process that becomes rank zero only: a new `version_N`, or the checkpoint's own run for a resume or an
+    evaluation. A version given by hand must be a new folder: only its own run's checkpoint writes into an old one.
+    None when nothing was claimed (fast_dev_run writes nothing; other ranks; another logger)."""
     logger = config.trainer.logger
-    if not keeps_run_folder(logger) or config.trainer.fast_dev_run or logger.init_args.version is not None:
+    if not keeps_run_folder(logger) or config.trainer.fast_dev_run or not launched_as_rank_zero():
         return None
-    if subcommand != "fit" or not launched_as_rank_zero():
-        return None  # evaluation without a checkpoint gets Lightning's next version
     log_args = logger.init_args
-    log_args.version = claim_version(Path(log_args.save_dir) / log_args.name)
-    return run_dir(log_args.save_dir, log_args.name, log_args.version)
+    if log_args.version is None:
+        log_args.version = claim_version(Path(log_args.save_dir) / log_args.name)
+        folder, created = run_dir(log_args.save_dir, log_args.name, log_args.version), True
+    else:
+        folder = run_dir(log_args.save_dir, log_args.name, log_args.version)
+        ckpt_path = config.get("ckpt_path")
+        created = ckpt_path is None or Path(ckpt_path).resolve().parent.parent != folder.resolve()
+        if created:
+            try:
+                folder.mkdir(parents=True)
+            except FileExistsError:
+                raise UsageError(
+                    f"{folder} already exists and belongs to another run; only resuming it writes there"
+                    f" (--ckpt_path {folder / 'checkpoints' / 'last.ckpt'}); drop --trainer.logger.init_args.version"
+                    " for a new folder"
+                ) from None
+    return Claim(folder, lock_run(folder), created)
 
 
 def config_filename(subcommand: str, config) -> str | None:
@@ -97,8 +156,12 @@ def config_filename(subcommand: str, config) -> str | None:
     return None
 
 
-def release_run_folder(folder: Path | None) -> None:
-    """Remove a claimed folder that is still empty, and the empty parents it created: nothing ran."""
-    if folder is not None:
-        with contextlib.suppress(OSError):  # something was written after all: keep it
-            os.removedirs(folder)
+def release_run_folder(claim: Claim | None) -> None:
+    """Let go of the folder; one this command made and left empty (nothing ran) is removed again, with the empty
+    parents it created."""
+    if claim is None:
+        return
+    unlock_run(claim.lock)
+    if claim.created:
+        with contextlib.suppress(OSError):  # something was written: keep it
+            os.removedirs(claim.folder)

@@ -1,51 +1,109 @@
-"""Resuming and evaluating from a checkpoint: its model and data settings win over the config, loudly."""
+"""Resuming and evaluating from a checkpoint: its model, data and schedule settings win over the config, loudly."""
 
 import json
 import sys
 
 from jsonargparse import Namespace
+from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_only
 
 from project.core.console import say
 from project.core.errors import UsageError
 
-# Data settings that may differ from the checkpoint's: they do not change which samples are in which split.
+# Data settings an evaluation may change: they do not change which samples are in which split. A resumed fit keeps
+# the batch size too: it sets the steps per epoch (the schedule's length) and the sample order.
 FREE_DATA_KEYS = {"batch_size", "predict_path", "_instantiator"}
+FREE_RESUME_KEYS = {"predict_path", "_instantiator"}
+# Trainer settings that fix how many optimizer steps a run takes, so its LR schedule: a resumed run keeps them.
+SCHEDULE_KEYS = ("max_epochs", "max_steps", "accumulate_grad_batches", "limit_train_batches", "num_nodes", "devices")
+
+
+class TrainingLength(Callback):
+    """Writes into every checkpoint the Trainer settings that fix the run's step count (SCHEDULE_KEYS, with the
+    number of devices as counted), for `reconcile` to hold a resumed run to them.
+
+    Lightning restores the scheduler's saved length whatever the new settings say: extended with a larger
+    --trainer.max_epochs, a finished run's LR climbed from min_lr back to 5.7e-3.
+    """
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        self._settings = {key: getattr(trainer, key) for key in SCHEDULE_KEYS if key != "devices"}
+        self._settings["devices"] = trainer.num_devices
+
+    def state_dict(self) -> dict:
+        return dict(getattr(self, "_settings", {}))
 
 
 def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> None:
-    """The checkpoint's model and data settings win over the config (Lightning merges the model's after this).
+    """The checkpoint's model and data settings win over the config (Lightning merges the model's after this), and
+    for a resumed fit its schedule settings too.
 
     A resumed fit must continue the saved run, and evaluation must score the split the model was trained
     against. A setting typed on this command line that the checkpoint contradicts would otherwise be ignored
-    silently: resuming refuses it, evaluation warns.
+    silently: resuming refuses it, evaluation warns. A run that already finished is not resumed: it would do nothing.
     """
+    resuming = subcommand == "fit"
     saved = {"model": checkpoint.get("hyper_parameters", {}), "data": checkpoint.get("datamodule_hyper_parameters", {})}
     conflicts, adopted = [], []
     _reconcile_data_class(config, saved["data"], given, conflicts, adopted)
     sections = {"model": config.model, "data": config.data.init_args}  # --data is a class path plus its arguments
+    if resuming:
+        saved["trainer"] = checkpoint.get("callbacks", {}).get(TrainingLength.__qualname__, {})
+        sections["trainer"] = config.trainer
+    free = {"model": set(), "data": FREE_RESUME_KEYS if resuming else FREE_DATA_KEYS, "trainer": set()}
     for group, values in saved.items():
         for key, value in values.items():
-            if key.startswith("_") or key not in sections[group] or (group == "data" and key in FREE_DATA_KEYS):
+            if key.startswith("_") or key not in sections[group] or key in free[group]:
                 continue
             current = sections[group][key]
-            if _plain(current) == _plain(value):
+            if group == "trainer":
+                current = _as_trainer_reads(key, current)
+                if (current is None and key == "devices") or _same(current, value):
+                    continue  # a count of devices only Lightning knows ("auto") is taken as the same
+            elif _plain(current) == _plain(value):
                 continue
             if f"{group}.{key}" in given:
                 conflicts.append(f"--{group}.{key} {_plain(current)} (checkpoint: {_plain(value)})")
             else:
                 adopted.append(f"{group}.{key}={_plain(value)}")
-            if group == "data":
-                sections["data"][key] = value
-    if conflicts and subcommand == "fit":
+            if group in ("data", "trainer"):
+                sections[group][key] = value
+    if conflicts and resuming:
         raise UsageError(
-            f"{'; '.join(conflicts)}: a resumed run keeps its checkpoint's settings;"
-            " drop --ckpt_path to start a new run with these"
+            f"{'; '.join(conflicts)}: a resumed run keeps its checkpoint's settings (its LR schedule was fixed when it"
+            " started); drop --ckpt_path to start a new run with these"
         )
     if conflicts and rank_zero_only.rank == 0:
         print(f"warning: ignoring {'; '.join(conflicts)}: the checkpoint's settings are used", file=sys.stderr)
     if adopted:
         say(f"Using the checkpoint's {', '.join(adopted)}")
+    if resuming:
+        _refuse_finished(config, checkpoint)
+
+
+def _refuse_finished(config, checkpoint: dict) -> None:
+    """Resuming a run that ended (all its epochs or steps, or early stopping) would do nothing, and training it
+    further with a larger --trainer.max_epochs would restart its LR schedule's old curve (see TrainingLength)."""
+    epochs = checkpoint.get("loops", {}).get("fit_loop", {}).get("epoch_progress", {}).get("current", {})
+    epochs = epochs.get("processed", 0)
+    max_epochs, max_steps = config.trainer.max_epochs, config.trainer.max_steps
+    stopped = [
+        state.get("stopped_epoch", 0)
+        for key, state in checkpoint.get("callbacks", {}).items()
+        if key.startswith("EarlyStopping") and isinstance(state, dict)
+    ]
+    if max_epochs is not None and epochs >= max_epochs:
+        reason = f"all its {max_epochs} epochs"
+    elif max_steps is not None and 0 < max_steps <= checkpoint.get("global_step", 0):
+        reason = f"all its {max_steps} steps"
+    elif any(stopped):
+        reason = f"early stopping at epoch {max(stopped)}"
+    else:
+        return
+    raise UsageError(
+        f"--ckpt_path {config.ckpt_path}: its run already finished ({reason}), there is nothing to resume; to train"
+        " longer, start a new run with a larger --trainer.max_epochs (a run's LR schedule is fixed when it starts)"
+    )
 
 
 def _reconcile_data_class(config, saved: dict, given: set[str], conflicts: list[str], adopted: list[str]) -> None:
@@ -64,15 +122,40 @@ def _reconcile_data_class(config, saved: dict, given: set[str], conflicts: list[
 
 def keys_given(args: list[str]) -> set[str]:
     """`model.lr` for `--model.lr 0.1` or `--model.lr=0.1`; `model.network` for `--model.network.dropout`;
-    `data.class_path` for `--data project.data.FileDataModule`."""
+    `data.class_path` for `--data project.data.FileDataModule`; `trainer.max_epochs` for `--trainer.max_epochs 4`."""
     keys = set()
     for arg in args:
-        if arg.startswith(("--model.", "--data.")):
+        if arg.startswith(("--model.", "--data.", "--trainer.")):
             group, key = arg[2:].split("=")[0].split(".")[:2]
             keys.add(f"{group}.{key}")
         elif arg.split("=")[0] == "--data":
             keys.add("data.class_path")
     return keys
+
+
+def _as_trainer_reads(key: str, value):
+    """A Trainer setting as the Trainer reports it (what TrainingLength saved): the number of devices asked for, or
+    None where only Lightning knows it ("auto", -1)."""
+    if key == "limit_train_batches":  # as Lightning converts it: unset is all batches, 2.0 is two batches
+        if value is None:
+            return 1.0
+        return int(value) if value > 1 and value % 1 == 0 else value
+    if key != "devices":
+        return value
+    devices = value
+    if isinstance(devices, list | tuple):
+        return len(devices)
+    if isinstance(devices, str) and "," in devices:
+        return len([d for d in devices.split(",") if d.strip()])
+    try:
+        return int(devices) if int(devices) > 0 else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _same(a, b) -> bool:
+    """Equal, and of one type: `--trainer.limit_train_batches 1` is one batch, 1.0 all of them."""
+    return a == b and type(a) is type(b)
 
 
 def _plain(value):

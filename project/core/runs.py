@@ -1,11 +1,13 @@
 """Where runs live: runs/<name>/version_N/{config.yaml, events, checkpoints/{best,last}.ckpt, ...}."""
 
+import fcntl
 import json
 import os
 import re
 from pathlib import Path
 
 from project.core.atomic import write_atomically
+from project.core.errors import UsageError
 
 _VERSION = re.compile(r"version_(\d+)")
 
@@ -26,6 +28,29 @@ def claim_version(experiment: Path) -> int:
             return version
         except FileExistsError:
             version += 1
+
+
+def lock_run(folder: Path) -> int:
+    """Hold `folder` for this command: another command on the same run is refused while this one runs.
+
+    An advisory lock on the folder itself (no lock file to leave behind), released when the process ends however it
+    ends, or by `unlock_run`; the processes DDP starts do not inherit it.
+    """
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise UsageError(
+            f"{folder} is in use by another command that is still running (a fit or an evaluation of that run);"
+            " wait for it to end, or copy the checkpoint out of the run to evaluate it now"
+        ) from None
+    return fd
+
+
+def unlock_run(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)  # closing the only descriptor of the lock releases it
 
 
 def newest_checkpoint(experiment: Path, name: str) -> Path | None:

@@ -15,7 +15,7 @@ from project.core import provenance
 from project.core.atomic import write_atomically
 from project.core.errors import Stopped
 from project.core.pictures import picture_writers, tensorboard
-from project.core.runs import run_folder
+from project.core.runs import free_path, run_folder
 
 # HPARAMS tab metrics: declared (as NaN) when fit starts, filled in when known; TensorBoard shows the latest.
 BEST_VAL_ACC, TEST_ACC = "hp/best_val_acc", "hp/test_acc"
@@ -169,8 +169,26 @@ class RunSummary(Callback):
         return folder / self.filename
 
     def _read(self, trainer) -> dict | None:
+        """The run's summary so far, or None. A file that is not one (corrupt, or another tool's) is kept under a
+        new name, with a warning, and a new summary started: a bad summary never fails or loses a run."""
         path = self._path(trainer)
-        return json.loads(path.read_text()) if path is not None and path.is_file() else None
+        if path is None or not path.is_file():
+            return None
+        try:
+            summary = json.loads(path.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            problem = f"not JSON ({error})"
+        else:
+            shapes = {"evaluations": list, "metrics": dict}
+            found = summary if isinstance(summary, dict) else {}
+            wrong = [key for key, kind in shapes.items() if not isinstance(found.get(key), kind)]
+            if not wrong:
+                return summary
+            problem = f"not a run summary (no {' or '.join(wrong)})"
+        kept = free_path(path.with_name(f"{path.stem}.unreadable{path.suffix}"))
+        path.rename(kept)
+        rank_zero_warn(f"{path} is {problem}: kept as {kept.name}, starting a new summary")
+        return None
 
     def _write(self, trainer, summary: dict) -> None:
         path = self._path(trainer)

@@ -2,7 +2,8 @@
 
 Each trial is an ordinary `python -m project fit` run, in runs/sweeps/<study>/version_N, with the sampled values
 as command-line overrides. The study is a SQLite file, runs/sweeps/<study>.db, so running the same command again
-continues it. TPE samples; trials whose validation metric trails the median of earlier trials are pruned.
+continues it, retrying failed trials. TPE samples; trials whose validation metric trails the median of earlier
+trials are pruned. A sweep whose every trial failed exits 1.
 """
 
 import math
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 import optuna
+import sqlalchemy.exc
 from jsonargparse import CLI
 from jsonargparse.typing import NonNegativeInt, PositiveInt
 from lightning.pytorch.callbacks import Callback
@@ -20,7 +22,9 @@ from optuna.trial import TrialState
 from optuna_integration import PyTorchLightningPruningCallback
 
 from project.cli import cli_main
-from project.core.errors import Diverged, Stopped, UsageError
+from project.core import errors
+from project.core.errors import Diverged, Failed, Stopped, UsageError
+from project.core.naming import is_component
 from project.core.runs import run_folder
 
 
@@ -63,12 +67,12 @@ def sweep(
     seed: int = 0,
     save_dir: str = "runs/sweeps",
 ) -> optuna.Study:
-    """Run trials until the study holds `n_trials` finished ones (complete, pruned or failed).
+    """Run trials until the study holds `n_trials` finished ones (complete or pruned; failed ones are retried).
 
     Args:
         study: the study's name, which is also its file and its runs' folder name
         space: option of `python -m project fit` (such as `model.lr`) -> the values to sample it from
-        n_trials: finished trials the study should hold; a trial cut short by Ctrl-C does not count
+        n_trials: finished trials the study should hold; a failed trial, or one cut short by Ctrl-C, does not count
         configs: the configs every trial stacks, in this order
         args: fixed options for every trial, before the sampled ones
         metric: what a trial is scored by: its best value over the epochs, as its best checkpoint
@@ -78,12 +82,21 @@ def sweep(
         seed: the sampler's seed (offset by the trials already run, so a resumed study samples new values)
         save_dir: the folder of studies: <save_dir>/<study>.db and the trials' runs in <save_dir>/<study>/
     """
+    if not is_component(study):  # it names a file and a folder in save_dir: never a path that leads out of it
+        raise UsageError(f"--study {study!r}: must be one file name (no '/', not '..' or empty)")
     Path(save_dir).mkdir(parents=True, exist_ok=True)
-    storage = f"sqlite:///{Path(save_dir, f'{study}.db').resolve()}"
+    database = Path(save_dir, f"{study}.db")
+    storage = f"sqlite:///{database.resolve()}"
     pruner = optuna.pruners.MedianPruner(pruning_startup_trials, pruning_warmup_epochs)
-    optuna_study = optuna.create_study(
-        storage=storage, study_name=study, direction=direction, pruner=pruner, load_if_exists=True
-    )
+    try:
+        optuna_study = optuna.create_study(
+            storage=storage, study_name=study, direction=direction, pruner=pruner, load_if_exists=True
+        )
+    except (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError) as error:
+        reason = str(error.orig if getattr(error, "orig", None) else error).splitlines()[0]
+        raise UsageError(
+            f"{database}: not a readable study database ({reason}); move it away to start afresh"
+        ) from None
     optuna_study.sampler = optuna.samplers.TPESampler(seed=seed + len(optuna_study.trials))
     remaining = n_trials - _finished(optuna_study)
     print(f"Study {study!r} in {storage}: {n_trials - remaining} of {n_trials} trials finished", flush=True)
@@ -113,9 +126,16 @@ def sweep(
             raise ValueError(f"{metric} was never logged; the sweep's metric must be one the model logs")
         return max(values) if direction == "maximize" else min(values)
 
+    ran_before = len(optuna_study.trials)
     if remaining > 0:
         optuna_study.optimize(objective, n_trials=remaining, catch=(Exception,))
     _summarize(optuna_study)
+    ran = optuna_study.trials[ran_before:]
+    if ran and all(trial.state == TrialState.FAIL for trial in ran):
+        raise Failed(
+            f"all {len(ran)} trials failed (their errors are above); once the cause is fixed, the same command"
+            " retries them"
+        )
     return optuna_study
 
 
@@ -128,8 +148,7 @@ def _suggest(trial: optuna.Trial, name: str, values: Range | Choice):
 
 
 def _finished(study: optuna.Study) -> int:
-    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL))
-    return sum(not trial.user_attrs.get("interrupted") for trial in done)
+    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
 
 
 def _summarize(study: optuna.Study) -> None:
@@ -143,6 +162,10 @@ def _summarize(study: optuna.Study) -> None:
 
 
 def main(args: list[str] | None = None) -> optuna.Study:
+    return errors.main(lambda: _sweep_command(args))
+
+
+def _sweep_command(args: list[str] | None) -> optuna.Study:
     try:
         return CLI(sweep, args=args, as_positional=False)
     except KeyboardInterrupt:
