@@ -103,6 +103,7 @@ def test_a_really_full_disk_says_disk_full_and_keeps_the_previous_checkpoint(tin
     args = [
         "--trainer.max_epochs=3",
         "--trainer.limit_train_batches=2",
+        "--model.network.init_args.channels=[64, 128]",  # the ~0.95 MB checkpoints the disk's size is set for
         f"--trainer.logger.init_args.save_dir={tiny_disk}",
     ]
     error = refusal(capsys, lambda: run("fit", *args), code=1)

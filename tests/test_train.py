@@ -55,7 +55,8 @@ def test_test_subcommand_takes_a_checkpoint_path_and_prints_test_acc(trained, ca
 
 def test_predict_writes_one_row_per_test_digit(trained):
     run_dir, fit, _ = trained
-    run("predict", "--ckpt_path", str(run_dir / "checkpoints/best.ckpt"))
+    with working_directory(run_dir.parents[2]):  # the run's own runs root: its predictions go into the run
+        run("predict", "--ckpt_path", str(run_dir / "checkpoints/best.ckpt"))
     with (run_dir / "predictions.csv").open() as file:
         rows = list(csv.DictReader(file))
     labels = fit.datamodule.splits["test"][1]
@@ -69,13 +70,14 @@ def test_predict_reads_a_file_of_raw_digits_and_never_overwrites(trained, tmp_pa
     images, labels = fit.datamodule.splits["val"]
     np.save(tmp_path / "digits.npy", images.numpy())  # raw 0-16 pixels: the checkpoint normalizes them
     before = {p: p.read_bytes() for p in run_dir.glob("predictions*.csv")}
-    for _ in range(2):
-        run(
-            "predict",
-            "--ckpt_path",
-            str(run_dir / "checkpoints/best.ckpt"),
-            f"--data.predict_path={tmp_path}/digits.npy",
-        )
+    with working_directory(run_dir.parents[2]):  # the run's own runs root: its predictions go into the run
+        for _ in range(2):
+            run(
+                "predict",
+                "--ckpt_path",
+                str(run_dir / "checkpoints/best.ckpt"),
+                f"--data.predict_path={tmp_path}/digits.npy",
+            )
     after = set(run_dir.glob("predictions*.csv"))
     assert all(p.read_bytes() == content for p, content in before.items()), "earlier predictions untouched"
     new = sorted(after - set(before), key=lambda p: p.stat().st_mtime)
