@@ -1,6 +1,6 @@
 """MLflow, CSV and W&B instead of TensorBoard (configs/loggers/), offline: what each shows of a run, read back the way
 its own tools read it, and a run that crashes, resumes with `--ckpt_path last` and is tested with `--ckpt_path best`
-continuing one run of that logger in one run folder."""
+continuing one run of that logger in one run folder. Each logger's runs are made once per module (slow tests)."""
 
 import csv
 import json
@@ -52,12 +52,12 @@ def wandb_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb-cache"))
 
 
-def crash_resume_and_test(home: Path, logger: str, *extra: str) -> Path:
+def crash_resume_and_test(home: Path, logger: str) -> Path:
     """fit (crashes as its third epoch begins); fit --ckpt_path last --test_best true (finishes it, then tests its
     best checkpoint in the same process, as `make train` does); test --ckpt_path best (a command of its own)."""
     with working_directory(home), pytest.MonkeyPatch.context() as env:
         env.setenv("WANDB_CACHE_DIR", str(home / "wandb-cache"))  # as wandb_cache() does for one test
-        config = ["--config", CONFIGS[logger], *SHORT, *extra]
+        config = ["--config", CONFIGS[logger], *SHORT]
         with pytest.raises(RuntimeError, match="crash at step 6"):
             run("fit", *config, *CRASH)
         assert load(RUN / "checkpoints/last.ckpt")["global_step"] == 6
