@@ -23,12 +23,11 @@ import torch.nn.functional as F
 import yaml
 from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.loggers import TensorBoardLogger
-from sklearn.datasets import load_digits
 from torch.utils.data import DataLoader, TensorDataset
 from torchmetrics.classification import MulticlassAccuracy
 
+from benchmarks.plain_loop import digits_split
 from project.augment import random_affine
-from project.core.batches import split_indices
 from project.schedule import decay_groups, warmup_cosine
 
 
@@ -84,10 +83,7 @@ def main(config_path: str) -> dict:
     config = yaml.safe_load(Path(config_path).read_text())
     model, data, trainer_config = config["model"], config["data"]["init_args"], config["trainer"]
     L.seed_everything(config["seed_everything"])
-    digits = load_digits()
-    images = torch.as_tensor(digits.images, dtype=torch.float32)  # (1797, 8, 8)
-    labels = torch.as_tensor(digits.target)
-    split = split_indices(len(images), data["val_fraction"], data["test_fraction"], data["seed"])
+    images, labels, split = digits_split(data)  # the same data and split as the plain loop's
     train, val = split["train"], split["val"]
     module, _, name = model["network"]["class_path"].rpartition(".")
     network = getattr(importlib.import_module(module), name)(10, **model["network"]["init_args"])

@@ -26,15 +26,20 @@ from project.core.batches import ShardSampler, split_indices
 from project.schedule import decay_groups, warmup_cosine
 
 
+def digits_split(data: dict) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """The digits (N, 8, 8) raw pixels, labels (N,), and the project's split of them for the config's `data`."""
+    digits = load_digits()
+    images = torch.as_tensor(digits.images, dtype=torch.float32)  # (1797, 8, 8)
+    labels = torch.as_tensor(digits.target)
+    return images, labels, split_indices(len(images), data["val_fraction"], data["test_fraction"], data["seed"])
+
+
 def main(config_path: str) -> dict:
     config = yaml.safe_load(Path(config_path).read_text())
     model, data = config["model"], config["data"]["init_args"]
     torch.manual_seed(config["seed_everything"])
 
-    digits = load_digits()
-    images = torch.as_tensor(digits.images, dtype=torch.float32)  # (1797, 8, 8)
-    labels = torch.as_tensor(digits.target)
-    split = split_indices(len(images), data["val_fraction"], data["test_fraction"], data["seed"])
+    images, labels, split = digits_split(data)
     val, train = split["val"], split["train"]
     mean, std = images[train].mean(), images[train].std()
 
