@@ -10,7 +10,7 @@ ARGS ?=
 PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile
 
 .DEFAULT_GOAL := help
-.PHONY: help install train evaluate-seeds test test-fast lint format tensorboard runs bench bench-scale gpu-check clean sweep export new-project
+.PHONY: help install train evaluate-seeds test test-slow test-all lint format tensorboard runs bench bench-scale gpu-check clean sweep export new-project
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -43,11 +43,14 @@ new-project: ## copy this template to DEST as package NAME, in a new git reposit
 update-template: ## in a copy: merge in the template's changes since it was made (docs/updating.md); TEMPLATE=path/URL
 	$(PYTHON) scripts/update_template.py $(if $(TEMPLATE),--template $(TEMPLATE))
 
-test: install ## run the whole test suite, slow tests included (what CI runs), one worker per core
-	$(PYTEST) $(ARGS)
-
-test-fast: install ## run the fast tests only
+test: install ## the everyday suite: every test not marked slow (~100 s on 2 cores); CI adds make test-slow
 	$(PYTEST) -m "not slow" $(ARGS)
+
+test-slow: install ## the slow end-to-end tests only: full fits, DDP, kill -9 resume, copies (~15 min on 2 cores)
+	$(PYTEST) -m slow $(ARGS)
+
+test-all: install ## the whole suite, slow tests included: what .ci/run runs, as make test then make test-slow
+	$(PYTEST) $(ARGS)
 
 lint: install ## the pre-commit hooks over every tracked file: ruff check, ruff format --check, notebooks clean
 	$(VENV)/bin/pre-commit run --all-files
