@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEFAULT, QUIET, ROOT, refusal, run, run_subprocess
+from support import DEFAULT, QUIET, ROOT, refusal, run, run_subprocess
 
 CONFIGS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs").rglob("*.yaml"))
 # Overrides that let a config written for GPUs run on this CPU-only machine (SyncBatchNorm needs CUDA).

@@ -15,7 +15,7 @@ import psutil
 import pytest
 import torch
 
-from conftest import DEFAULT, QUIET, ROOT, ddp_environment, free_port, load, run, scalars, steps_per_epoch
+from support import DEFAULT, QUIET, ROOT, ddp_environment, free_port, load, run, scalars, steps_per_epoch
 
 GPU, MULTINODE = str(ROOT / "configs/gpu.yaml"), str(ROOT / "configs/multinode.yaml")
 # gpu.yaml on this machine: CPU (gloo), no SyncBatchNorm (it needs CUDA), and 32-bit, so that evaluations can be

@@ -10,7 +10,7 @@ from contextlib import contextmanager, suppress
 import psutil
 import pytest
 
-from conftest import DEFAULT, QUIET, ddp_environment, wait_for
+from support import DEFAULT, QUIET, ddp_environment, wait_for
 
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 DEADLINE = 30  # seconds for every rank to exit once one is killed (gloo notices a closed peer in ~2 s)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import project
-from conftest import ONE_EPOCH_TWO_BATCHES, QUIET, ROOT
 from project.cli import DigitsCLI, cli_main
+from support import ONE_EPOCH_TWO_BATCHES, QUIET, ROOT
 
 PACKAGE = project.__name__  # `project` here; a copy made by `make new-project` has its own name
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

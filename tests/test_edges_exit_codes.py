@@ -13,8 +13,8 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from conftest import DEFAULT, QUIET, load, refusal, run, start, wait_for
 from project.tools import sweep
+from support import DEFAULT, QUIET, load, refusal, run, start, wait_for
 
 RUN = Path("runs/digits/version_0")
 LAST = RUN / "checkpoints/last.ckpt"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import assert_kept, load, refusal, run, snapshot, working_directory
 from project.tools.export import main
+from support import assert_kept, load, refusal, run, snapshot, working_directory
 
 BEST = Path("runs/digits/version_0/checkpoints/best.ckpt")
 

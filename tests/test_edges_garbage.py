@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import assert_kept, refusal, run, snapshot, working_directory
 from project.data import DigitsDataModule
+from support import assert_kept, refusal, run, snapshot, working_directory
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
 OWN_DATA = ["--data=project.data.FileDataModule", "--data.path=own.npz"]

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import ROOT, assert_kept, load, refusal, run, snapshot, working_directory
 from project.core.checkpoints import read_checkpoint
 from project.core.errors import UsageError
 from project.model import DigitsClassifier
 from project.tools import sweep
+from support import ROOT, assert_kept, load, refusal, run, snapshot, working_directory
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
 RUN = Path("runs/digits/version_0")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import assert_kept, refusal, run, snapshot
 from project.data import DigitsDataModule
+from support import assert_kept, refusal, run, snapshot
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the run would start")

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import assert_kept, load, refusal, run, snapshot, working_directory
 from project.core.checkpoints import RunCheckpoint
+from support import assert_kept, load, refusal, run, snapshot, working_directory
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
-CRASH = ["--trainer.callbacks+=conftest.CrashAt", "--trainer.callbacks.step=2"]  # as the second epoch begins
+CRASH = ["--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=2"]  # as the second epoch begins
 RUN = Path("runs/digits/version_0")
 LAST = RUN / "checkpoints/last.ckpt"
 MIN_LR = 1e-5  # DigitsClassifier's default min_lr

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import DEFAULT, QUIET, ROOT, assert_kept, refusal, run, snapshot, start, wait_for, working_directory
 from project.core.runs import lock_run, unlock_run
 from project.data import DigitsDataModule
 from project.tools import sweep
+from support import DEFAULT, QUIET, ROOT, assert_kept, refusal, run, snapshot, start, wait_for, working_directory
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 ON_CPU = [
@@ -27,7 +27,7 @@ def stopped(tmp_path_factory) -> Path:
     """runs/ holding one run stopped after the first of its two epochs (a crash as the second began)."""
     home = tmp_path_factory.mktemp("stopped")
     with working_directory(home), pytest.raises(RuntimeError, match="crash"):
-        run("fit", *SHORT, "--trainer.callbacks+=conftest.CrashAt", "--trainer.callbacks.step=2")
+        run("fit", *SHORT, "--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=2")
     return home / "runs"
 
 

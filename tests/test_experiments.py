@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ONE_EPOCH_TWO_BATCHES, ROOT, run
 from project.data import DigitsDataModule, FileDataModule
 from project.networks import MLP
+from support import ONE_EPOCH_TWO_BATCHES, ROOT, run
 
 
 def test_the_mlp_experiment_trains_an_mlp_into_its_own_runs_folder():

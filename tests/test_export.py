@@ -4,9 +4,9 @@ import onnxruntime
 import pytest
 import torch
 
-from conftest import run, working_directory
 from project.model import DigitsClassifier
 from project.tools.export import main
+from support import run, working_directory
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import (
+from project.core.checkpoints import AtomicCheckpointIO
+from support import (
     DEFAULT,
     QUIET,
     assert_same_checkpoint,
@@ -23,7 +24,6 @@ from conftest import (
     wait_for,
     working_directory,
 )
-from project.core.checkpoints import AtomicCheckpointIO
 
 RUN = Path("runs/digits/version_0")
 LAST = RUN / "checkpoints/last.ckpt"
@@ -80,7 +80,7 @@ def test_resume_mid_epoch_from_a_step_checkpoint_is_exact(tmp_path):
     saved = crash - crash % every  # that step checkpoint, mid-epoch
     in_dir(tmp_path / "reference", "fit", *args)
     with pytest.raises(RuntimeError, match=f"crash at step {crash}"):
-        run("fit", *args, "--trainer.callbacks+=conftest.CrashAt", f"--trainer.callbacks.step={crash}")
+        run("fit", *args, "--trainer.callbacks+=support.CrashAt", f"--trainer.callbacks.step={crash}")
     assert load(LAST)["global_step"] == saved
 
     run("fit", *args, "--ckpt_path=last")
@@ -202,7 +202,7 @@ def test_checkpoint_settings_win_and_contradicting_them_on_the_command_line_is_r
 # 8. NaN/Inf stops the run at that step; no checkpoint holds a non-finite tensor.
 def test_a_nan_loss_stops_the_run_at_that_step_with_a_clear_message(capsys):
     with pytest.raises(SystemExit) as exit_:
-        run("fit", "--trainer.max_epochs=3", "--model.network=conftest.NaNAfter", "--model.network.step=30")
+        run("fit", "--trainer.max_epochs=3", "--model.network=support.NaNAfter", "--model.network.step=30")
     assert exit_.value.code == 1
     assert "step 30: the loss or its gradients are NaN/Inf" in capsys.readouterr().err
     run_dir = Path("runs/digits-nanafter/version_0")  # named for its network (project/core/naming.py)
@@ -236,7 +236,7 @@ def test_sigterm_saves_a_checkpoint_exits_143_and_the_resume_is_exact(tmp_path):
 # 10. Crashes keep the logs.
 def test_a_crash_keeps_every_scalar_logged_before_it():
     with pytest.raises(RuntimeError, match="crash at step 40"):
-        run("fit", "--trainer.max_epochs=3", "--trainer.callbacks+=conftest.CrashAt", "--trainer.callbacks.step=40")
+        run("fit", "--trainer.max_epochs=3", "--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=40")
     assert [step for step, _ in scalars(RUN, "train/loss")] == list(range(40))
     assert [step for step, _ in scalars(RUN, "lr/decay")] == list(range(40))
 
@@ -280,7 +280,7 @@ def test_two_process_ddp_resume_at_an_epoch_boundary_is_exact(tmp_path):
     reference = run_subprocess("fit", *ddp, cwd=tmp_path / "reference")
     assert reference.returncode == 0, reference.stderr[-2000:]
     per_epoch = steps_per_epoch(world_size=2)
-    crash = ["--trainer.callbacks+=conftest.CrashAt", f"--trainer.callbacks.step={2 * per_epoch + per_epoch // 2}"]
+    crash = ["--trainer.callbacks+=support.CrashAt", f"--trainer.callbacks.step={2 * per_epoch + per_epoch // 2}"]
     crashed = run_subprocess("fit", *ddp, *crash)  # halfway through the third epoch: last.ckpt is the second's end
     assert crashed.returncode != 0 and load(LAST)["global_step"] == 2 * per_epoch, crashed.stderr[-2000:]
     resumed = run_subprocess("fit", *ddp, "--ckpt_path=last")

@@ -9,8 +9,8 @@ import pytest
 import torch
 from scipy import ndimage
 
-from conftest import read_events, run, split_sizes
 from project.core.figures import _misclassified_figure
+from support import read_events, run, split_sizes
 
 
 class Box(NamedTuple):

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import DEFAULT, QUIET, ROOT, load, run, run_subprocess, steps_per_epoch
 from project.core.batches import on_device
+from support import DEFAULT, QUIET, ROOT, load, run, run_subprocess, steps_per_epoch
 
 pytestmark = pytest.mark.gpu
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ddp_environment
+from support import ddp_environment
 
 TINY = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3", "--trainer.limit_val_batches=2"]
 

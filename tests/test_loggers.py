@@ -19,7 +19,8 @@ import psutil
 import pytest
 import yaml
 
-from conftest import (
+from project.core import loggers
+from support import (
     DEFAULT,
     QUIET,
     ROOT,
@@ -30,7 +31,6 @@ from conftest import (
     wait_for,
     working_directory,
 )
-from project.core import loggers
 
 CONFIGS = {name: str(ROOT / f"configs/loggers/{name}.yaml") for name in ("csv", "mlflow", "wandb")}
 # 3 epochs of 3 steps; pictures and histograms every 2 epochs (after step 6), and the end of fit's at step 9.
@@ -42,7 +42,7 @@ SHORT = [
     "--histograms.gradients=true",
 ]
 STEPS, EPOCH_ENDS = 9, [2, 5, 8]  # Lightning logs epoch metrics at the index of the epoch's last step
-CRASH = ["--trainer.callbacks+=conftest.CrashAt", "--trainer.callbacks.step=6"]  # as epoch 3 begins: last.ckpt at 6
+CRASH = ["--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=6"]  # as epoch 3 begins: last.ckpt at 6
 RUN = Path("runs/digits/version_0")
 
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from conftest import ROOT
 from new_project import CODE_NAME, PACKAGE, RECORD, TRAILER, check_name, head_commit, rename
+from support import ROOT
 
 NAME = f"{PACKAGE}_copy"  # the template itself is `project`; a copy of a copy works the same way
 

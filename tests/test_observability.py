@@ -11,9 +11,9 @@ import yaml
 from matplotlib.image import imread
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
-from conftest import ROOT, load, read_events, scalars
+from support import ROOT, load, read_events, scalars
 
-pytestmark = pytest.mark.slow  # each test reads the short run (conftest.py)
+pytestmark = pytest.mark.slow  # each test reads the short run (the short_run fixture, conftest.py)
 
 STEPS = 25  # the short run: 5 epochs of 5 steps
 EPOCH_ENDS = [4, 9, 14, 19, 24]  # where Lightning logs epoch metrics: the index of each epoch's last step

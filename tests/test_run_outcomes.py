@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEFAULT, QUIET, ddp_environment, read_events, run, run_subprocess, scalars, split_sizes
 from project.core.errors import Stopped
 from project.model import DigitsClassifier
+from support import DEFAULT, QUIET, ddp_environment, read_events, run, run_subprocess, scalars, split_sizes
 
 pytestmark = pytest.mark.slow  # each test makes a real run
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run, working_directory
 from project.core.console import duration
 from project.tools.runs import COLUMNS, list_runs
+from support import ROOT, run, working_directory
 
 TINY = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
 RUNS = ["runs/digits/version_1", "runs/other/version_0", "runs/digits/version_0"]  # newest first
@@ -26,7 +26,7 @@ def three_runs(tmp_path_factory):
         run("test", "--ckpt_path=best")
         run("fit", *TINY, "--trainer.logger.init_args.name=other")
         with pytest.raises(RuntimeError, match="crash at step 1"):
-            run("fit", *TINY, "--trainer.callbacks+=conftest.CrashAt", "--trainer.callbacks.step=1")
+            run("fit", *TINY, "--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=1")
     return home
 
 

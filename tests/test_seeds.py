@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEFAULT
 from project.tools.seeds import evaluate_seeds
+from support import DEFAULT
 
 pytestmark = pytest.mark.slow
 TWO_EPOCHS_FIVE_BATCHES = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=5"]

@@ -11,9 +11,9 @@ from lightning.pytorch.callbacks import Callback
 from optuna.trial import TrialState
 
 import project.tools.sweep
-from conftest import DEFAULT, QUIET, ROOT, load, working_directory
 from project.cli import cli_main
 from project.tools.sweep import main
+from support import DEFAULT, QUIET, ROOT, load, working_directory
 
 SWEEPS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "sweeps").glob("*.yaml"))
 # The shipped space, with tiny trials: 2 epochs of 5 batches, and pruning from the second trial on.
@@ -104,7 +104,7 @@ NO_PRUNING = ["--pruning_startup_trials=5"]
 def test_a_diverging_trial_fails_alone_instead_of_stopping_the_sweep(capsys):
     # The network turns its outputs to NaN at step 2: the run stops with exit code 1, the code Ctrl-C also gets.
     space = {"model.lr": {"low": 0.01, "high": 0.1}}
-    args = ["--trainer.max_epochs=1", "--model.network=conftest.NaNAfter", "--model.network.step=2", *QUIET]
+    args = ["--trainer.max_epochs=1", "--model.network=support.NaNAfter", "--model.network.step=2", *QUIET]
     Path("nan.yaml").write_text(yaml.safe_dump({"study": "diverging", "space": space, "args": args}))
     with pytest.raises(SystemExit) as exit:  # every trial failed: the sweep did not do its job
         main(["--config", "nan.yaml", "--configs", json.dumps([DEFAULT]), "--n_trials=2"])

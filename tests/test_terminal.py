@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import DEFAULT, ddp_environment, load, run, run_subprocess, split_sizes
+from support import DEFAULT, ddp_environment, load, run, run_subprocess, split_sizes
 
 TINY = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
 RUN = Path("runs/digits/version_0")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import load, run, scalars, split_sizes, steps_per_epoch, working_directory
+from support import load, run, scalars, split_sizes, steps_per_epoch, working_directory
 
 pytestmark = pytest.mark.slow
 
@@ -100,7 +100,7 @@ def test_a_second_run_with_ckpt_path_last_continues_from_the_saved_step(capsys):
     # finished is not extended: see test_edges_resume.py.)
     saved_step = 2 * steps_per_epoch()
     with pytest.raises(RuntimeError, match="crash"):
-        crash = ["--trainer.callbacks+=conftest.CrashAt", f"--trainer.callbacks.step={saved_step}"]
+        crash = ["--trainer.callbacks+=support.CrashAt", f"--trainer.callbacks.step={saved_step}"]
         run("fit", "--trainer.max_epochs=4", "--ckpt_path=last", *crash)
     assert "starting from step 0" in capsys.readouterr().out
     assert load(Path("runs/digits/version_0/checkpoints/last.ckpt"))["global_step"] == saved_step

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
 from new_project import CODE_NAME, PACKAGE, RECORD, files_to_copy
+from support import ROOT
 
 NAME = f"{PACKAGE}_copy"  # a copy of this template, or (run in a copy) a copy of that copy
 # CI may have no git identity, and the commits need one; a developer's own git settings (signing, hooks, the

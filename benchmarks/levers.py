@@ -1,0 +1,54 @@
+"""What each of the template's speed choices buys: `python -m project fit` with one choice undone at a time.
+
+    python -m benchmarks.levers [--rounds 3] [--epochs 50]
+
+Rows: the default; AdamW's for-loop instead of the fused kernel (`--model.fused=false`); the progress bar redrawn
+after every batch (TQDM_MINITERS=1, Lightning's default); checkpoints written in the training thread
+(`AtomicCheckpointIO`, without `BackgroundCheckpointIO`). Each is a fresh process in the same rounds, in alternating
+order; the fit phase is the run summary's `wall_time_s`. Medians (min-max), and the median per-round ratio to the
+default.
+"""
+
+import argparse
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+from benchmarks.common import DEFAULT, ENV, newest_summary, project, rounds, spread
+
+LEVERS = {
+    "the default": ({}, []),
+    "AdamW's for-loop (--model.fused=false)": ({}, ["--model.fused=false"]),
+    "a redraw every batch (TQDM_MINITERS=1)": ({"TQDM_MINITERS": "1"}, []),
+    "checkpoints in the training thread": ({}, ["--trainer.plugins=project.core.checkpoints.AtomicCheckpointIO"]),
+}
+
+
+def fit_seconds(lever: str, epochs: int, work: Path) -> float:
+    env, args = LEVERS[lever]
+    work.mkdir(parents=True)
+    command = project("fit", "--config", str(DEFAULT), f"--trainer.max_epochs={epochs}", *args)
+    subprocess.run(command, cwd=work, env={**ENV, **env}, capture_output=True, check=True)
+    return newest_summary(work)["wall_time_s"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=50)
+    options = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="levers-"))
+    results = {lever: [] for lever in LEVERS}
+    for i, lever in enumerate(rounds(list(LEVERS), options.rounds)):
+        results[lever].append(fit_seconds(lever, options.epochs, work / str(i)))
+    default = results["the default"]
+    print(f"\n{options.epochs} epochs, {options.rounds} rounds; fit phase (s), medians (min-max)\n")
+    print("| | fit phase (s) | ratio to the default (per round) |\n|---|---|---|")
+    for lever, seconds in results.items():
+        ratios = [s / d for s, d in zip(seconds, default, strict=True)]
+        print(f"| {lever} | {spread(seconds)} | {statistics.median(ratios):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
