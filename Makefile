@@ -46,7 +46,7 @@ update-template: ## in a copy: merge in the template's changes since it was made
 test: install ## the everyday suite: every test not marked slow (~100 s on 2 cores); CI adds make test-slow
 	$(PYTEST) -m "not slow" $(ARGS)
 
-test-slow: install ## the slow end-to-end tests only: full fits, DDP, kill -9 resume, copies (~15 min on 2 cores)
+test-slow: install ## the slow end-to-end tests only: full fits, DDP, kill -9 resume, copies (~11 min on 2 cores)
 	$(PYTEST) -m slow $(ARGS)
 
 test-all: install ## the whole suite, slow tests included: what .ci/run runs, as make test then make test-slow

@@ -23,6 +23,7 @@ def in_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.fixture(scope="session")
 def short_run(tmp_path_factory):
     from support import SHORT_RUN, run, working_directory
 
