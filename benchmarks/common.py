@@ -45,6 +45,13 @@ def plain_fit(resolved: Path, work: Path) -> dict:
     return {**json.loads(out.strip().splitlines()[-1]), "wall": wall, "rss": rss}
 
 
+def project_fit_seconds(work: Path, *args: str, env: dict[str, str] | None = None) -> float:
+    """`python -m project fit --config configs/digits.yaml <args>` in `work`: its fit phase (summary wall_time_s)."""
+    command = project("fit", "--config", str(DEFAULT), *args)
+    subprocess.run(command, cwd=work, env={**ENV, **(env or {})}, capture_output=True, check=True)
+    return newest_summary(work)["wall_time_s"]
+
+
 def newest_summary(work: Path) -> dict:
     """summary.json of the run written last under `work`/runs (the fit's own wall_time_s, samples_per_sec, ...)."""
     return json.loads(max(work.glob("runs/**/summary.json"), key=os.path.getmtime).read_text())

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import DEFAULT, ENV, newest_summary, plain_fit, project, resolve, rounds, spread
+from benchmarks.common import DEFAULT, ENV, plain_fit, project_fit_seconds, resolve, rounds, spread
 
 LEVELS = ("plain", "bare Lightning", "Lightning's defaults", "the project")
 
@@ -54,9 +54,7 @@ def measure(level: str, resolved: Path, epochs: int, work: Path) -> float:
     if level == "plain":
         return plain_fit(resolved, work)["fit_seconds"]
     if level == "the project":
-        command = project("fit", "--config", str(DEFAULT), "--quiet", f"--trainer.max_epochs={epochs}")
-        subprocess.run(command, cwd=work, env=ENV, capture_output=True, check=True)
-        return newest_summary(work)["wall_time_s"]
+        return project_fit_seconds(work, "--quiet", f"--trainer.max_epochs={epochs}")
     command = [
         sys.executable,
         "-m",

@@ -11,11 +11,10 @@ default.
 
 import argparse
 import statistics
-import subprocess
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import DEFAULT, ENV, newest_summary, project, rounds, spread
+from benchmarks.common import project_fit_seconds, rounds, spread
 
 LEVERS = {
     "the default": ({}, []),
@@ -28,9 +27,7 @@ LEVERS = {
 def fit_seconds(lever: str, epochs: int, work: Path) -> float:
     env, args = LEVERS[lever]
     work.mkdir(parents=True)
-    command = project("fit", "--config", str(DEFAULT), f"--trainer.max_epochs={epochs}", *args)
-    subprocess.run(command, cwd=work, env={**ENV, **env}, capture_output=True, check=True)
-    return newest_summary(work)["wall_time_s"]
+    return project_fit_seconds(work, f"--trainer.max_epochs={epochs}", *args, env=env)
 
 
 def main() -> None:

@@ -146,7 +146,7 @@ def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) 
     """`callbacks`: objects a config cannot build, added to every Trainer (the sweep's pruning callback).
     Raises the typed errors of project.core.errors; `main()` turns them into exit codes."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
-    # Lightning's progress bar redraws after every batch: ~1.6 ms, a tenth of a step of this job (make bench).
+    # Lightning's progress bar redraws after every batch: 7% of this job's fit phase (python -m benchmarks.levers).
     # Every 10th batch (and each epoch's last) is still several redraws a second; TQDM_MINITERS=1 restores it.
     os.environ.setdefault("TQDM_MINITERS", "10")
     with library_noise_silenced():

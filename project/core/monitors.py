@@ -12,15 +12,14 @@ from lightning.pytorch.callbacks import Callback
 
 class LossMonitor(Callback):
     """`train/loss`: what `training_step` returned, averaged over ranks (the loss of the global batch), at every
-    `log_every_n_steps`-th step, straight to the loggers; into the progress bar every `progress_every` steps."""
-
-    def __init__(self, progress_every: PositiveInt = 10) -> None:
-        self.progress_every = progress_every
+    `log_every_n_steps`-th step, straight to the loggers; into the progress bar as often as the bar redraws."""
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         step = trainer.global_step - 1  # the step this batch's update was, as train/grad_norm and lr/* count it
         logging = step % trainer.log_every_n_steps == 0
-        showing = trainer.progress_bar_callback is not None and step % self.progress_every == 0
+        # The bar's own rate (TQDM_MINITERS, project/cli.py): a value it would never draw is not worth a `self.log`.
+        bar = trainer.progress_bar_callback
+        showing = bar is not None and step % max(getattr(bar, "refresh_rate", 1), 1) == 0
         if outputs is None or not (logging or showing):
             return
         # One scalar all-reduce (a no-op on one process); every rank steps equally often, so it always pairs up.
