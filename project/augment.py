@@ -7,12 +7,14 @@ import torch.nn.functional as F
 
 
 def random_affine(images: torch.Tensor, degrees: float, shift: float) -> torch.Tensor:
-    """Rotate each image by up to ±`degrees` and shift it by up to ±`shift` pixels, each with its own draw.
+    """Rotate each image ((N, H, W) or (N, C, H, W)) by up to ±`degrees` and shift it by up to ±`shift` pixels,
+    each with its own draw.
 
     torchvision's v2.RandomAffine draws one set of parameters per call, so a whole batch would move together
     (measured worse on the validation splits); per-sample parameters cost one grid_sample per batch.
     """
-    n, height, width = images.shape  # (N, 8, 8)
+    planes = images.unsqueeze(1) if images.ndim == 3 else images  # (N, C, H, W)
+    n, channels, height, width = planes.shape
     # In the images' dtype, not the default one: under --trainer.precision 64 the default is float64.
     like = {"device": images.device, "dtype": images.dtype}
     angle = (torch.rand(n, **like) * 2 - 1) * math.radians(degrees)
@@ -21,5 +23,5 @@ def random_affine(images: torch.Tensor, degrees: float, shift: float) -> torch.T
     offset = (torch.rand(n, 2, **like) * 2 - 1) * shift * pixel
     cos, sin = angle.cos(), angle.sin()
     theta = torch.stack([torch.stack([cos, -sin, offset[:, 0]], 1), torch.stack([sin, cos, offset[:, 1]], 1)], 1)
-    grid = F.affine_grid(theta, [n, 1, height, width], align_corners=False)  # (N, 8, 8, 2)
-    return F.grid_sample(images.unsqueeze(1), grid, align_corners=False).squeeze(1)
+    grid = F.affine_grid(theta, [n, channels, height, width], align_corners=False)  # (N, H, W, 2)
+    return F.grid_sample(planes, grid, align_corners=False).reshape(images.shape)

@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+import lightning as L
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
@@ -17,17 +18,18 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from project.core import placement, preflight
 from project.core.checkpoints import BestCheckpoint, RandomState, RunCheckpoint
 from project.core.console import add_quiet_option, apply_quiet, library_noise_silenced
+from project.core.contract import required
 from project.core.errors import UsageError, main
 from project.core.faults import CheckpointOnSignal, GradientCheck
 from project.core.figures import Figures, Histograms
 from project.core.monitors import LossMonitor, SampleRateMonitor
-from project.core.parser import ProjectParser
+from project.core.parser import ProjectParser, own_defaults
 from project.core.predictions import PredictionWriter
 from project.core.provenance import SaveConfigInRun
 from project.core.report import report_fit
 from project.core.resume import TrainingLength, keys_given
 from project.core.summary import RunSummary
-from project.data import ArrayDataModule, DigitsDataModule
+from project.data import DigitsDataModule
 from project.model import DigitsClassifier
 
 TRAINER_DEFAULTS = {
@@ -45,9 +47,11 @@ TRAINER_DEFAULTS = {
         "init_args": {"save_dir": "runs", "name": None, "default_hp_metric": False},
     },
 }
+MODEL = DigitsClassifier  # the LightningModule every subcommand builds, and the tools load (export)
 # Left out of run names: a run of the default network is named for its data alone.
-_network = inspect.signature(DigitsClassifier).parameters["network"].default
+_network = inspect.signature(MODEL).parameters["network"].default
 DEFAULT_NETWORK = f"{_network.__module__}.{_network.__qualname__}"
+DEFAULT_DATA = f"{DigitsDataModule.__module__}.{DigitsDataModule.__qualname__}"
 
 
 class DigitsCLI(LightningCLI):
@@ -57,8 +61,10 @@ class DigitsCLI(LightningCLI):
         return parser
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
-        parser.set_defaults({"data": {"class_path": f"{DigitsDataModule.__module__}.{DigitsDataModule.__name__}"}})
-        parser.link_arguments("data.num_classes", "model.num_classes", apply_on="instantiate")
+        parser.set_defaults({"data": {"class_path": DEFAULT_DATA}})
+        # What the model needs from the data, whatever the DataModule (docs/contract.md); a part it lacks is one line.
+        parser.link_arguments("data", "model.num_classes", compute_fn=required("num_classes"), apply_on="instantiate")
+        parser.link_arguments("data", "model.input_shape", compute_fn=required("sample_shape"), apply_on="instantiate")
         parser.add_lightning_class_args(EarlyStopping, "early_stopping")
         # Longer than the schedule, as in the recipe studies: at 10 (or 30), val/loss noise in the high-LR phase
         # stopped runs before the low-LR end. It still stops a run whose val/loss turns NaN.
@@ -108,6 +114,7 @@ class DigitsCLI(LightningCLI):
             placement.name_run(config, DEFAULT_NETWORK)
             chosen = placement.resolve_checkpoint(subcommand, config)
             given = keys_given(sys.argv[1:] if args is None else args)
+            own_defaults(config.get("data"), DEFAULT_DATA, given, "data")
             placement.adopt_checkpoint_run(subcommand, config, given, self.model_class, chosen)
 
     def before_instantiate_classes(self) -> None:
@@ -120,7 +127,8 @@ class DigitsCLI(LightningCLI):
     def instantiate_classes(self) -> None:
         try:
             super().instantiate_classes()
-            preflight.check_splits(self.subcommand, self.trainer, self.datamodule)
+            preflight.check_data(self.subcommand, self.trainer, self.datamodule, self.model)
+            preflight.check_checkpoint_fits(self.model, self.config[self.subcommand].get("ckpt_path"))
         # An argument check in an __init__ (split fractions summing past 1, a bad data file), the Trainer's own
         # (an accelerator this machine lacks), or a split too small: nothing ran, the claimed folder goes.
         except (ValueError, MisconfigurationException) as error:
@@ -151,8 +159,8 @@ def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) 
     os.environ.setdefault("TQDM_MINITERS", "10")
     with library_noise_silenced():
         return DigitsCLI(
-            DigitsClassifier,
-            ArrayDataModule,  # any subclass, chosen with --data (a class path); DigitsDataModule by default
+            MODEL,
+            L.LightningDataModule,  # any DataModule, chosen with --data (a class path); DigitsDataModule by default
             subclass_mode_data=True,
             seed_everything_default=0,
             trainer_defaults={**TRAINER_DEFAULTS, "callbacks": list(callbacks)},  # appended to the config's

@@ -1,10 +1,14 @@
-"""Labelled 8x8 images in memory: a seeded train/val/test split, train-only normalization statistics, batches.
+"""Labelled samples in memory: a seeded train/val/test split, train-only normalization statistics, batches.
 
 `ArrayDataModule` holds what every dataset shares; a subclass only says how to `load()` its arrays and how many
-classes there are: `DigitsDataModule` (scikit-learn's digits) and `FileDataModule` (your own .npz or .csv).
+classes there are: `DigitsDataModule` (scikit-learn's digits) and `FileDataModule` (your own .npz or .csv). Samples
+may have any shape: (N, F) tables, (N, L) or (N, C, L) signals, (N, H, W) or (N, C, H, W) images. Any other
+LightningDataModule works too (docs/contract.md says what the model and the machinery read from one).
 """
 
+import math
 from abc import ABC, abstractmethod
+from functools import cached_property
 from pathlib import Path
 
 import lightning as L
@@ -13,16 +17,23 @@ from jsonargparse.typing import NonNegativeFloat, OpenUnitInterval, PositiveInt,
 
 from project.augment import random_affine
 from project.core.batches import Batch, ShardSampler, TensorBatches, on_device, split_indices
+from project.core.console import say
+from project.core.contract import SampleKind
 from project.core.errors import UsageError
-from project.files import load_images, load_labelled
+from project.files import load_labelled, load_samples
 
 # What NumPy's and Lightning's seeding accept; the per-epoch order is drawn from seed * 100_003 + epoch (batches.py),
 # which must fit torch's 64-bit generator seed.
 Seed = restricted_number_type("Seed", int, [(">=", 0), ("<", 2**32)])
+# What a sample of each rank is taken for, unless the DataModule says otherwise: a signal is (L,) or (C, L) too, so
+# signals are declared (FileDataModule's `kind`, or a subclass's `sample_kind`).
+KIND_BY_RANK = {1: "table", 2: "image", 3: "image"}
+# The sample axis that holds channels, per kind and rank: statistics are per channel there, per feature in a table.
+CHANNEL_AXIS = {("image", 3): 0, ("signal", 2): 0}
 
 
 class ArrayDataModule(L.LightningDataModule, ABC):
-    """Any labelled 8x8 images that fit in memory; a subclass says how to `load()` them and their `num_classes`."""
+    """Any labelled samples that fit in memory; a subclass says how to `load()` them and their `num_classes`."""
 
     def __init__(
         self,
@@ -30,8 +41,9 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         val_fraction: OpenUnitInterval = 0.1,
         test_fraction: OpenUnitInterval = 0.1,
         seed: Seed = 0,
-        # Per-sample rotation (degrees) and shift (pixels) while training: 25 cross-validation errors vs 40 without,
-        # and vs 32 for (10, 1) or 62 for (15, 1.5) (docs/results.md). 0 and 0 turn it off.
+        # Per-sample rotation (degrees) and shift (pixels) of images while training: 25 cross-validation errors vs
+        # 40 without, and vs 32 for (10, 1) or 62 for (15, 1.5) (docs/results.md). 0 and 0 turn it off; samples
+        # that are not images are never augmented.
         rotation: NonNegativeFloat = 5.0,
         shift: NonNegativeFloat = 0.5,
         predict_path: Path | None = None,
@@ -40,33 +52,73 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         if val_fraction + test_fraction >= 1:
             raise ValueError(f"val_fraction + test_fraction must be below 1, got {val_fraction + test_fraction}")
         self.save_hyperparameters()
-        self.splits: dict[str, Batch] | None = None  # name -> (images, labels), set in setup()
-        self.mean = self.std = None  # train-split pixel statistics, set in setup()
+        self.splits: dict[str, Batch] | None = None  # name -> (samples, labels), set in setup()
+        self.mean = self.std = None  # train-split statistics, broadcastable to one sample, set in setup()
         self._train_batches: TensorBatches | None = None
         self._resume_state: dict[str, int] | None = None
-        # Read now, not when predicting: a bad file is refused before the run folder gets anything.
-        self._predict_images = None if predict_path is None else load_images(predict_path)
+        self._predict_samples = None
 
     @abstractmethod
     def load(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """All samples: (N, 8, 8) float32 raw pixels and (N,) int64 labels in 0..num_classes-1."""
+        """All samples: (N, *sample_shape) float32 raw values and (N,) int64 labels in 0..num_classes-1."""
 
     @property
     @abstractmethod
     def num_classes(self) -> int:
         """Read when the model is built, before setup() (cli.py links it to model.num_classes)."""
 
+    @cached_property
+    def _loaded(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.load()
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        """One sample's shape, read when the model is built (cli.py links it to model.input_shape)."""
+        return tuple(self._loaded[0].shape[1:])
+
+    @property
+    def sample_kind(self) -> SampleKind | None:
+        """How samples are normalized, augmented and drawn; a subclass of signals says "signal"."""
+        return KIND_BY_RANK.get(len(self.sample_shape))
+
     def split(self, n: int) -> dict[str, torch.Tensor]:
         return split_indices(n, self.hparams.val_fraction, self.hparams.test_fraction, self.hparams.seed)
 
     def setup(self, stage: str) -> None:
-        if self.splits is not None or (stage == "predict" and self._predict_images is not None):
-            return  # fit then test in one process: the same split, loaded once; a file to predict needs no dataset
-        images, labels = self.load()
-        self.splits = {name: (images[idx], labels[idx]) for name, idx in self.split(len(images)).items()}
-        train_images = self.splits["train"][0]
-        # Statistics of the train split only: validation and test pixels must not leak into training.
-        self.mean, self.std = train_images.mean().item(), train_images.std().item()
+        if stage == "predict" and self.hparams.predict_path is not None:
+            # Checked against the shape the model takes: a file of other samples is refused before anything runs.
+            if self._predict_samples is None:
+                self._predict_samples = load_samples(self.hparams.predict_path, self.sample_shape)
+            return  # a file to predict needs no dataset
+        if self.splits is None:  # fit then test in one process: the same split, loaded once
+            samples, labels = self._loaded
+            self.splits = {name: (samples[idx], labels[idx]) for name, idx in self.split(len(samples)).items()}
+            self.mean, self.std = statistics(self.splits["train"][0], self.sample_kind)
+            if self.sample_kind != "image" and (self.hparams.rotation or self.hparams.shift):
+                say(f"Augmentation (--data.rotation, --data.shift) is for images: off for {self.sample_kind} samples")
+        self._check_splits(stage)
+
+    def _check_splits(self, stage: str) -> None:
+        """Each split the command reads holds data: a full training batch on every process, a validation sample, a
+        test sample. Refused in one line before anything trains."""
+        sizes = {name: len(labels) for name, (_, labels) in self.splits.items()}
+        needed = {"fit": ("train", "val"), "validate": ("val",), "test": ("test",)}.get(stage, ("test",))
+        for split in set(needed) - {"train"}:
+            if sizes[split] == 0:
+                fraction = f"{split}_fraction"
+                raise UsageError(
+                    f"--data.{fraction} {self.hparams[fraction]}: the {split} split of {sum(sizes.values())} samples"
+                    " is empty; raise it"
+                    + (" (best.ckpt and early stopping are chosen on it)" if split == "val" else "")
+                )
+        world = self.trainer.world_size if self.trainer is not None else 1
+        per_process, batch_size = math.ceil(sizes["train"] / world), self.hparams.batch_size
+        if "train" in needed and per_process < batch_size:
+            where = f" ({per_process} per process)" if world > 1 else ""
+            raise UsageError(
+                f"--data.batch_size {batch_size}: the train split has {sizes['train']} samples{where}, not one full"
+                " batch (a partial last batch is dropped), so nothing would train; lower it"
+            )
 
     def _batches(self, tensors: Batch, shuffle: bool = False, train: bool = False) -> TensorBatches:
         trainer = self.trainer
@@ -103,17 +155,32 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         return self._batches(self.splits["test"])
 
     def on_after_batch_transfer(self, batch: Batch, dataloader_idx: int) -> Batch:
-        # Training-time augmentation, on the device, one kernel per batch: degrees in [-rotation, rotation],
-        # pixels in [-shift, shift]. 0 and 0 turn it off.
-        if self.trainer is not None and self.trainer.training and (self.hparams.rotation or self.hparams.shift):
-            images, *rest = batch
-            return (random_affine(images, self.hparams.rotation, self.hparams.shift), *rest)
+        # Training-time augmentation of images, on the device, one kernel per batch: degrees in [-rotation,
+        # rotation], pixels in [-shift, shift]. 0 and 0 turn it off.
+        augmenting = self.hparams.rotation or self.hparams.shift
+        if self.trainer is not None and self.trainer.training and augmenting and self.sample_kind == "image":
+            samples, *rest = batch
+            return (random_affine(samples, self.hparams.rotation, self.hparams.shift), *rest)
         return batch
 
     def predict_dataloader(self) -> TensorBatches:
-        if self._predict_images is None:
+        if self._predict_samples is None:
             return self._batches(self.splits["test"])
-        return self._batches((self._predict_images,))
+        return self._batches((self._predict_samples,))
+
+
+def statistics(samples: torch.Tensor, kind: str | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and standard deviation of (N, *shape) samples, broadcastable to one sample: per channel of images and
+    signals ((C, 1, 1), (C, 1); one value without a channel axis), per feature of a table ((F,)). A constant feature
+    gets a standard deviation of 1, so that it is centred rather than divided by zero."""
+    if kind == "table":
+        dims = (0,)
+    else:
+        channel = CHANNEL_AXIS.get((kind, samples.ndim - 1))
+        dims = tuple(d for d in range(samples.ndim) if channel is None or d != channel + 1)
+    mean = samples.mean(dim=dims, keepdim=True)[0]
+    std = samples.std(dim=dims, keepdim=True)[0]
+    return mean, torch.where(std > 0, std, torch.ones_like(std))
 
 
 class DigitsDataModule(ArrayDataModule):
@@ -132,28 +199,46 @@ class DigitsDataModule(ArrayDataModule):
 
 
 class FileDataModule(ArrayDataModule):
-    """Your own labelled 8x8 images from one file (see `load_labelled`), split and normalized like the digits."""
+    """Your own labelled samples from one file (see `load_labelled`), split and normalized like the digits."""
 
-    def __init__(self, path: str, num_classes: PositiveInt | None = None, **kwargs) -> None:
+    def __init__(
+        self,
+        path: str,
+        num_classes: PositiveInt | None = None,
+        sample_shape: tuple[PositiveInt, ...] | None = None,
+        kind: SampleKind | None = None,
+        **kwargs,
+    ) -> None:
         """`path`: a str, not a Path, as checkpoints store it for weights_only loading. `num_classes`: by default one
-        more than the largest label; checkpoints keep it, so predicting a file from one never reads `path`."""
+        more than the largest label. `sample_shape`: by default the file's (a CSV's rows are (F,) features); flat
+        rows of as many values are reshaped to it. `kind`: by default by the sample's rank (1: table, 2 or 3:
+        image); "signal" for (L,) or (C, L) signals. Checkpoints keep all three, so predicting a file from one
+        never reads `path`."""
         super().__init__(**kwargs)
-        self._labelled = None
-        if num_classes is None:  # the model needs the class count when it is built: read the file now
+        if num_classes is None or sample_shape is None:  # the model needs both when it is built: read the file now
+            samples, labels = self.load()
+            found = {"num_classes": int(labels.max()) + 1, "sample_shape": tuple(samples.shape[1:])}
             # Saved as given, so checkpoints and the logged hyperparameters (merged with the model's) agree.
-            self.save_hyperparameters({**self.hparams, "num_classes": int(self.load()[1].max()) + 1})
+            self.save_hyperparameters({**self.hparams, **{k: v for k, v in found.items() if self.hparams[k] is None}})
 
     def load(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self._labelled is None:
-            images, labels = load_labelled(Path(self.hparams.path))
+        if "_labelled" not in self.__dict__:
+            path, shape = Path(self.hparams.path), self.hparams.sample_shape
+            samples, labels = load_labelled(path, None if shape is None else tuple(shape))
             classes = self.hparams.num_classes
             if classes is not None and labels.max() >= classes:
-                raise UsageError(
-                    f"{self.hparams.path}: label {labels.max().item()} is not below --data.num_classes {classes}"
-                )
-            self._labelled = images, labels
+                raise UsageError(f"{path}: label {labels.max().item()} is not below --data.num_classes {classes}")
+            self._labelled = samples, labels
         return self._labelled
 
     @property
     def num_classes(self) -> int:
         return self.hparams.num_classes
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        return tuple(self.hparams.sample_shape)
+
+    @property
+    def sample_kind(self) -> SampleKind | None:
+        return self.hparams.kind or KIND_BY_RANK.get(len(self.sample_shape))

@@ -1,10 +1,11 @@
-"""Reading labelled or unlabelled 8x8 images from .npy, .npz and .csv files.
+"""Reading labelled or unlabelled samples of any shape from .npy, .npz and .csv files.
 
 Whatever is wrong with a file is refused where it is read, in one line naming the file and the problem: a wrong
-shape, no numbers, NaN or infinite pixels, labels that are not class numbers. Nothing is trained on or predicted
+shape, no numbers, NaN or infinite values, labels that are not class numbers. Nothing is trained on or predicted
 from garbage.
 """
 
+import math
 import warnings
 import zipfile
 from pathlib import Path
@@ -14,39 +15,46 @@ import torch
 
 from project.core.errors import UsageError
 
-PIXELS = 64  # 8x8
+# The array names a .npz holds: `samples` (or `images`, the name the first version of this template read) and `labels`.
+SAMPLES, OLD_SAMPLES, LABELS = "samples", "images", "labels"
 
 
-def load_images(path: Path) -> torch.Tensor:
-    """Raw 8x8 digits from .npy, .npz (array `images`) or .csv (64 values a row), as (N, 8, 8) float32 in 0-16."""
-    path = _existing(path)
-    if path.suffix == ".npz":
-        array = _npz(path, ("images",))["images"]
-    elif path.suffix == ".npy":
-        array = _read(path, lambda: np.load(path, allow_pickle=False))
-    elif path.suffix == ".csv":
-        array = _csv(path, PIXELS)
-    else:
-        raise UsageError(f"{path}: unsupported file type {path.suffix!r}; use .npy, .npz or .csv")
-    return _as_images(array, path)
+def load_samples(path: Path, shape: tuple[int, ...] | None = None) -> torch.Tensor:
+    """Samples to predict from .npy, .npz (array `samples`) or .csv (one sample a row), as (N, *shape) float32.
 
-
-def load_labelled(path: Path) -> tuple[torch.Tensor, torch.Tensor]:
-    """Images and labels from .npz (arrays `images` and `labels`) or .csv (64 pixel values, then the label).
-
-    A CSV may start with a header row. Labels are the integers 0 to num_classes - 1.
+    `shape`: the shape of one sample the model takes; rows of as many values (a CSV's) are reshaped to it.
     """
     path = _existing(path)
     if path.suffix == ".npz":
-        arrays = _npz(path, ("images", "labels"))
-        images, labels = arrays["images"], arrays["labels"]
+        array = _samples_of(_npz(path, (SAMPLES,)), path)
+    elif path.suffix == ".npy":
+        array = _read(path, lambda: np.load(path, allow_pickle=False))
     elif path.suffix == ".csv":
-        rows = _csv(path, PIXELS + 1, "64 pixels, then the label")
-        images, labels = rows[:, :PIXELS], rows[:, PIXELS]
+        array = _csv(path)
+    else:
+        raise UsageError(f"{path}: unsupported file type {path.suffix!r}; use .npy, .npz or .csv")
+    return _as_samples(array, path, shape)
+
+
+def load_labelled(path: Path, shape: tuple[int, ...] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Samples and labels from .npz (arrays `samples` and `labels`) or .csv (a sample's values, then its label).
+
+    A CSV may start with a header row; its width gives the feature count. Labels are the integers 0 to
+    num_classes - 1. `shape`: as for `load_samples`.
+    """
+    path = _existing(path)
+    if path.suffix == ".npz":
+        arrays = _npz(path, (SAMPLES, LABELS))
+        samples, labels = _samples_of(arrays, path), arrays[LABELS]
+    elif path.suffix == ".csv":
+        rows = _csv(path, "a sample's values, then its label")
+        if rows.shape[1] < 2:
+            raise UsageError(f"{path}: expected a sample's values, then its label, on each row; got 1 column")
+        samples, labels = rows[:, :-1], rows[:, -1]
     else:
         raise UsageError(f"{path}: unsupported file type {path.suffix!r}; use .npz or .csv")
-    images = _as_images(images, path)
-    return images, _as_labels(labels, path, len(images))
+    samples = _as_samples(samples, path, shape)
+    return samples, _as_labels(labels, path, len(samples))
 
 
 def _existing(path: Path) -> Path:
@@ -70,23 +78,26 @@ def _read(path: Path, read):
 def _npz(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
     def read():
         with np.load(path, allow_pickle=False) as archive:
-            missing = set(names) - set(archive.files)
+            found = set(archive.files) | ({SAMPLES} if OLD_SAMPLES in archive.files else set())
+            missing = set(names) - found
             if missing:
                 raise UsageError(f"{path}: no array named {', '.join(sorted(missing))} (found {archive.files})")
-            return {name: archive[name] for name in names}
+            return {name: archive[name] for name in archive.files if name in (*names, OLD_SAMPLES)}
 
     return _read(path, read)
 
 
-def _csv(path: Path, columns: int, meaning: str = "64 pixels") -> np.ndarray:
-    """Rows of `columns` numbers, after an optional header row."""
+def _samples_of(arrays: dict[str, np.ndarray], path: Path) -> np.ndarray:
+    return arrays[SAMPLES] if SAMPLES in arrays else arrays[OLD_SAMPLES]
+
+
+def _csv(path: Path, meaning: str = "one sample a row") -> np.ndarray:
+    """Rows of numbers, all of one width, after an optional header row."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numpy warns "input contained no data": said below, in one line
         rows = _read(path, lambda: np.loadtxt(path, delimiter=",", ndmin=2, skiprows=int(_has_header(path))))
     if rows.size == 0:
-        raise UsageError(f"{path}: no images in the file")
-    if rows.shape[1] != columns:
-        raise UsageError(f"{path}: expected {columns} columns ({meaning}), got {rows.shape[1]}")
+        raise UsageError(f"{path}: no rows of numbers in the file ({meaning})")
     return rows
 
 
@@ -100,31 +111,39 @@ def _has_header(path: Path) -> bool:
     return False
 
 
-def _as_images(array: np.ndarray, path: Path) -> torch.Tensor:
+def _as_samples(array: np.ndarray, path: Path, shape: tuple[int, ...] | None) -> torch.Tensor:
+    """(N, *shape) float32; flat rows of math.prod(shape) values are reshaped to `shape`."""
     if not _numeric(array):
-        raise UsageError(f"{path}: expected pixel values as numbers, got {array.dtype}")
-    if array.ndim not in (2, 3) or array.shape[1:] not in ((8, 8), (PIXELS,)) or len(array) == 0:
-        raise UsageError(f"{path}: expected N images of 8x8 pixels, shape (N, 8, 8) or (N, 64), got {array.shape}")
-    images = torch.as_tensor(np.asarray(array, dtype=np.float32)).reshape(-1, 8, 8)  # beyond float32: infinite
-    finite = torch.isfinite(images).flatten(1).all(dim=1)
+        raise UsageError(f"{path}: expected values as numbers, got {array.dtype}")
+    if array.ndim < 2 or len(array) == 0:
+        raise UsageError(f"{path}: expected N samples, an array of shape (N, ...), got {array.shape}")
+    if shape is not None and tuple(array.shape[1:]) != tuple(shape):
+        if array.ndim != 2 or array.shape[1] != math.prod(shape):
+            raise UsageError(
+                f"{path}: samples of shape {tuple(array.shape[1:])}, expected {tuple(shape)}"
+                f" (or {math.prod(shape)} values a row); the file holds an array of shape {array.shape}"
+            )
+        array = array.reshape(len(array), *shape)
+    samples = torch.as_tensor(np.asarray(array, dtype=np.float32))  # beyond float32: infinite, refused below
+    finite = torch.isfinite(samples).flatten(1).all(dim=1)
     if not finite.all():
         bad = (~finite).nonzero().flatten()
-        raise UsageError(f"{path}: {len(bad)} images hold NaN or infinite pixels (the first: image {bad[0].item()})")
-    return images
+        raise UsageError(f"{path}: {len(bad)} samples hold NaN or infinite values (the first: sample {bad[0].item()})")
+    return samples
 
 
-def _as_labels(labels: np.ndarray, path: Path, n_images: int) -> torch.Tensor:
+def _as_labels(labels: np.ndarray, path: Path, n_samples: int) -> torch.Tensor:
     labels = np.asarray(labels).reshape(-1)
-    if len(labels) != n_images:
-        raise UsageError(f"{path}: {n_images} images but {len(labels)} labels")
+    if len(labels) != n_samples:
+        raise UsageError(f"{path}: {n_samples} samples but {len(labels)} labels")
     integral = _numeric(labels) and np.isfinite(labels).all() and np.array_equal(labels, np.round(labels))
     if not integral or labels.min() < 0:
-        raise UsageError(f"{path}: labels must be the integers 0, 1, 2, ... (one per image)")
+        raise UsageError(f"{path}: labels must be the integers 0, 1, 2, ... (one per sample)")
     # The network gets one output per class: a label of 1e9 asked for a 512 GB output layer. More classes than
-    # images cannot all be learnt, so such labels are no class numbers.
-    if labels.max() >= n_images:
+    # samples cannot all be learnt, so such labels are no class numbers.
+    if labels.max() >= n_samples:
         raise UsageError(
-            f"{path}: label {labels.max():.0f} would make {labels.max() + 1:.0f} classes for {n_images} images;"
+            f"{path}: label {labels.max():.0f} would make {labels.max() + 1:.0f} classes for {n_samples} samples;"
             " labels must number the classes 0, 1, 2, ..."
         )
     return torch.as_tensor(labels.astype(np.int64))

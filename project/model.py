@@ -21,10 +21,11 @@ WarmupFraction = restricted_number_type("WarmupFraction", float, [(">=", 0), ("<
 class DigitsClassifier(L.LightningModule):
     def __init__(
         self,
-        # A factory, not an instance: the class count comes from the data (linked in cli.py), so a config
-        # swaps the network by class_path without repeating it.
-        network: Callable[[int], nn.Module] = DigitsCNN,
+        # A factory, not an instance: the class count and the sample shape come from the data (linked in cli.py),
+        # so a config swaps the network by class_path without repeating them.
+        network: Callable[[int, tuple[int, ...]], nn.Module] = DigitsCNN,
         num_classes: PositiveInt = 10,
+        input_shape: tuple[PositiveInt, ...] = (8, 8),
         lr: PositiveFloat = 1e-2,
         weight_decay: NonNegativeFloat = 0.05,
         warmup_fraction: WarmupFraction = 0.1,
@@ -37,11 +38,14 @@ class DigitsClassifier(L.LightningModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.network = network(num_classes)
-        # Train-split statistics, filled from the DataModule at fit start; buffers so that a checkpoint alone
-        # turns raw 0-16 pixels into the inputs the network was trained on.
-        self.register_buffer("input_mean", torch.tensor(0.0))
-        self.register_buffer("input_std", torch.tensor(1.0))
+        input_shape = tuple(input_shape)
+        self.network = network(num_classes, input_shape)
+        # Train-split statistics, filled from the DataModule at fit start, one value per input element; buffers so
+        # that a checkpoint alone turns raw inputs into the inputs the network was trained on.
+        self.register_buffer("input_mean", torch.zeros(input_shape))
+        self.register_buffer("input_std", torch.ones(input_shape))
+        # Lightning's own attribute: a batch of two raw samples, for the model summary and for export.
+        self.example_input_array = torch.zeros(2, *input_shape)
         # One metric object per stage; the loss is a per-sample mean over the whole split (and all ranks),
         # not a mean of batch means.
         self.metrics = nn.ModuleDict(
@@ -50,19 +54,20 @@ class DigitsClassifier(L.LightningModule):
         self.metrics.update({f"{stage}_loss": MeanMetric() for stage in ("val", "test")})
 
     def setup(self, stage: str) -> None:
+        # The data's train-split `mean` and `std`, broadcastable to one sample (docs/contract.md); a DataModule
+        # without them leaves the inputs as they come.
         datamodule = getattr(self.trainer, "datamodule", None)
-        if stage == "fit" and datamodule is not None:
-            self.input_mean.fill_(datamodule.mean)
-            self.input_std.fill_(datamodule.std)
+        if stage == "fit" and getattr(datamodule, "mean", None) is not None:
+            self.input_mean.copy_(torch.as_tensor(datamodule.mean).expand_as(self.input_mean))
+            self.input_std.copy_(torch.as_tensor(datamodule.std).expand_as(self.input_std))
 
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        # images: (N, 8, 8) raw pixels in 0-16 -> (N, num_classes) logits
-        x = (images.unsqueeze(1) - self.input_mean) / self.input_std
-        return self.network(x)
+    def forward(self, samples: torch.Tensor) -> torch.Tensor:
+        # samples: (N, *input_shape) raw values -> (N, num_classes) logits
+        return self.network((samples - self.input_mean) / self.input_std)
 
     def _step(self, batch: tuple[torch.Tensor, torch.Tensor], stage: str) -> tuple[torch.Tensor, torch.Tensor]:
-        images, labels = batch
-        logits = self(images)
+        samples, labels = batch
+        logits = self(samples)
         self.metrics[f"{stage}_acc"].update(logits, labels)
         if stage == "train":
             # Logged as train/loss by LossMonitor (project/core/monitors.py): the mean over ranks, every step.
@@ -91,7 +96,7 @@ class DigitsClassifier(L.LightningModule):
         return self._step(batch, "train")[0]
 
     # Evaluation returns the (N, num_classes) logits for callbacks' on_*_batch_end (figures.py: confusion
-    # matrices, misclassified digits); Lightning does not keep them.
+    # matrices, misclassified samples); Lightning does not keep them.
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         return self._step(batch, "val")[1].detach()
 

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from project.core.batches import ShardSampler, TensorBatches
-from project.data import DigitsDataModule, FileDataModule, load_images
+from project.data import DigitsDataModule, FileDataModule, statistics
+from project.files import load_samples
 
 
 def prepared(**kwargs) -> DigitsDataModule:
@@ -38,9 +39,25 @@ def test_normalization_uses_train_statistics_only():
     datamodule = prepared(seed=1)
     train_images = datamodule.splits["train"][0]
     all_images, _ = datamodule.load()
-    assert datamodule.mean == pytest.approx(train_images.mean().item())
-    assert datamodule.std == pytest.approx(train_images.std().item())
-    assert datamodule.mean != pytest.approx(all_images.mean().item(), abs=1e-4)
+    assert datamodule.mean.item() == pytest.approx(train_images.mean().item())  # one value for grey images
+    assert datamodule.std.item() == pytest.approx(train_images.std().item())
+    assert datamodule.mean.item() != pytest.approx(all_images.mean().item(), abs=1e-4)
+
+
+def test_statistics_are_per_channel_of_images_and_signals_and_per_feature_of_tables():
+    scales = torch.tensor([1.0, 10.0, 1000.0])
+    images = torch.randn(50, 3, 4, 4) * scales[:, None, None] + scales[:, None, None]  # (N, C, H, W)
+    mean, std = statistics(images, "image")
+    assert mean.shape == std.shape == (3, 1, 1)
+    torch.testing.assert_close(mean.flatten(), images.mean(dim=(0, 2, 3)))
+    signals = images.flatten(2)  # (N, C, L)
+    assert statistics(signals, "signal")[0].shape == (3, 1)
+    table = images[:, :, 0, 0]  # (N, F) features on scales 1 to 1000
+    mean, std = statistics(table, "table")
+    assert mean.shape == (3,)
+    torch.testing.assert_close(((table - mean) / std).std(dim=0), torch.ones(3))
+    constant = torch.ones(10, 2)
+    assert torch.equal(statistics(constant, "table")[1], torch.ones(2)), "a constant feature is not divided by zero"
 
 
 def test_train_batches_cover_the_split_in_a_new_order_every_epoch():
@@ -83,22 +100,22 @@ def test_a_loader_resumes_at_the_batch_after_the_saved_position():
 
 
 @pytest.mark.parametrize("suffix", [".npy", ".npz", ".csv"])
-def test_predict_reads_raw_digits_from_a_file(tmp_path, suffix):
+def test_predict_reads_raw_samples_of_the_models_shape_from_a_file(tmp_path, suffix):
     images = np.random.default_rng(0).integers(0, 17, (7, 8, 8)).astype(np.float32)
     path = tmp_path / f"digits{suffix}"
     if suffix == ".npy":
         np.save(path, images)
     elif suffix == ".npz":
-        np.savez(path, images=images)
+        np.savez(path, samples=images)
     else:
-        np.savetxt(path, images.reshape(7, 64), delimiter=",")
-    torch.testing.assert_close(load_images(path), torch.from_numpy(images))
+        np.savetxt(path, images.reshape(7, 64), delimiter=",")  # rows of 64 values, reshaped to the model's (8, 8)
+    torch.testing.assert_close(load_samples(path, (8, 8)), torch.from_numpy(images))
 
 
-def test_a_file_of_the_wrong_shape_is_refused_with_its_shape(tmp_path):
+def test_a_file_of_the_wrong_shape_is_refused_naming_both_shapes(tmp_path):
     np.save(tmp_path / "bad.npy", np.zeros((3, 10)))
-    with pytest.raises(ValueError, match=r"expected N images of 8x8.*\(3, 10\)"):
-        load_images(tmp_path / "bad.npy")
+    with pytest.raises(ValueError, match=r"samples of shape \(10,\), expected \(8, 8\)"):
+        load_samples(tmp_path / "bad.npy", (8, 8))
 
 
 def write_digits(path, digits: DigitsDataModule) -> None:
@@ -116,13 +133,16 @@ def write_digits(path, digits: DigitsDataModule) -> None:
 def test_your_own_file_gets_the_same_split_statistics_and_batches_as_the_digits(tmp_path, suffix):
     digits = prepared(seed=2, batch_size=32)
     write_digits(tmp_path / f"mine{suffix}", digits)
-    mine = FileDataModule(str(tmp_path / f"mine{suffix}"), seed=2, batch_size=32)
+    # A CSV's rows are 64 features until told they are 8x8 images.
+    shape = (8, 8) if suffix == ".csv" else None
+    mine = FileDataModule(str(tmp_path / f"mine{suffix}"), seed=2, batch_size=32, sample_shape=shape)
     mine.setup("fit")
     assert mine.num_classes == digits.num_classes == 10
     for name in ("train", "val", "test"):
         for theirs, ours in zip(digits.splits[name], mine.splits[name], strict=True):
             torch.testing.assert_close(ours, theirs)
-    assert (mine.mean, mine.std) == (digits.mean, digits.std)
+    assert mine.sample_kind == "image"
+    torch.testing.assert_close((mine.mean, mine.std), (digits.mean, digits.std))
     torch.testing.assert_close(next(iter(mine.train_dataloader())), next(iter(digits.train_dataloader())))
 
 
@@ -135,18 +155,21 @@ def test_the_class_count_comes_from_the_labels(tmp_path):
     "arrays,message",
     [
         ({"images": np.zeros((4, 8, 8))}, "no array named labels"),
-        ({"images": np.zeros((4, 8, 8)), "labels": [0, 1, 2]}, "4 images but 3 labels"),
-        ({"images": np.zeros((4, 8, 8)), "labels": [0, 1, 0.5, 1]}, "labels must be the integers"),
-        ({"images": np.zeros((4, 7, 7)), "labels": [0, 1, 0, 1]}, r"expected N images of 8x8.*\(4, 7, 7\)"),
+        ({"images": np.zeros((4, 8, 8)), "labels": [0, 1, 2]}, "4 samples but 3 labels"),
+        ({"samples": np.zeros((4, 8, 8)), "labels": [0, 1, 0.5, 1]}, "labels must be the integers"),
+        ({"samples": np.zeros(4), "labels": [0, 1, 0, 1]}, r"expected N samples, .*got \(4,\)"),
     ],
 )
-def test_a_file_that_is_not_labelled_8x8_images_is_refused_with_the_reason(tmp_path, arrays, message):
+def test_a_file_that_is_not_labelled_samples_is_refused_with_the_reason(tmp_path, arrays, message):
     np.savez(tmp_path / "bad.npz", **arrays)
     with pytest.raises(ValueError, match=message):
         FileDataModule(str(tmp_path / "bad.npz"))
 
 
-def test_a_csv_needs_64_pixels_and_a_label_per_row(tmp_path):
-    np.savetxt(tmp_path / "bad.csv", np.zeros((3, 64)), delimiter=",")
-    with pytest.raises(ValueError, match="expected 65 columns"):
+def test_a_csv_is_features_then_a_label_and_its_width_gives_the_feature_count(tmp_path):
+    np.savetxt(tmp_path / "table.csv", np.c_[np.random.default_rng(0).normal(size=(30, 5)), np.arange(30) % 2], delimiter=",")
+    table = FileDataModule(str(tmp_path / "table.csv"))
+    assert (table.sample_shape, table.sample_kind, table.num_classes) == ((5,), "table", 2)
+    np.savetxt(tmp_path / "bad.csv", np.zeros((3, 1)), delimiter=",")
+    with pytest.raises(ValueError, match="a sample's values, then its label"):
         FileDataModule(str(tmp_path / "bad.csv"))

@@ -83,8 +83,9 @@ def on_device(tensors: Batch, device: torch.device, max_share: float = 0.25) -> 
     return tuple(t.to(device) for t in tensors) if size < max_share * free else tensors
 
 
-def split_indices(n: int, val_fraction: float, test_fraction: float, seed: int) -> dict[str, torch.Tensor]:
-    """A seeded permutation of range(n) cut into val, test and train (the rest), as index tensors."""
+def split_indices(n: int, val: float, test: float, seed: int) -> dict[str, torch.Tensor]:
+    """A seeded permutation of range(n) cut into val, test and train (the rest), as index tensors; `val` and `test`
+    are fractions of n."""
     order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
-    n_val, n_test = round(n * val_fraction), round(n * test_fraction)
+    n_val, n_test = round(n * val), round(n * test)
     return {"val": order[:n_val], "test": order[n_val : n_val + n_test], "train": order[n_val + n_test :]}

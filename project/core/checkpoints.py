@@ -89,7 +89,7 @@ class RunCheckpoint(ModelCheckpoint):
 class BestCheckpoint(RunCheckpoint):
     """ModelCheckpoint where a score equal to the kept one replaces it: ties go to the later epoch.
 
-    With 180 validation digits many epochs reach the same top accuracy. Lightning keeps the first of them, still
+    With a small validation split many epochs reach the same top score. Lightning keeps the first of them, still
     trained at a high learning rate (epochs 11-17 of 30 across 5 seeds); the later one has seen the schedule out.
     """
 

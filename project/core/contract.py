@@ -1,7 +1,7 @@
 """What the machinery reads from the owner's LightningModule and LightningDataModule: nothing else, and never a field
 name of the example. docs/contract.md is the same list for readers.
 
-From the DataModule, each part optional:
+From the DataModule, for the model the CLI wiring links (`required`): `num_classes` and `sample_shape`. Optional:
 - `sample_kind`: "image" ((H, W) or (C, H, W) samples), "signal" ((L,) or (C, L)) or "table" ((F,)); decides
   which pictures a run gets (figures.py). Anything else, or none: no sample pictures.
 From the LightningModule:
@@ -18,6 +18,8 @@ from typing import Literal, get_args
 
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
+
+from project.core.errors import UsageError
 
 SampleKind = Literal["image", "signal", "table"]
 KINDS = get_args(SampleKind)
@@ -53,3 +55,19 @@ def example_input(model) -> torch.Tensor | None:
     if isinstance(example, tuple | list) and example:
         example = example[0]
     return example if isinstance(example, torch.Tensor) else None
+
+
+def required(name: str):
+    """A `link_arguments` compute_fn reading the DataModule's `name` when the model is built, or refusing one that
+    has none in one line."""
+
+    def read(datamodule):
+        value = getattr(datamodule, name, None)
+        if value is None:
+            raise UsageError(
+                f"--data {type(datamodule).__module__}.{type(datamodule).__qualname__} has no {name}, which the model"
+                f" is built with: give the DataModule a `{name}` attribute or property (docs/contract.md)"
+            )
+        return tuple(int(size) for size in value) if isinstance(value, torch.Size | tuple | list) else value
+
+    return read

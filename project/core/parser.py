@@ -92,13 +92,36 @@ def _unknown(option: str, options: list[str]) -> str:
 
 def _class_options(class_path: str) -> list[str]:
     """The arguments a class takes, as jsonargparse sees them (a subclass's **kwargs are its parent's)."""
+    parser = _class_parser(class_path)
+    if parser is None:  # no suggestion then, the error line still prints
+        return []
+    return [action.dest for action in parser._actions if action.dest not in ("help", "config")]
+
+
+def _class_parser(class_path: str) -> ArgumentParser | None:
     module, _, name = class_path.rpartition(".")
     parser = ArgumentParser()
     try:
         parser.add_class_arguments(getattr(importlib.import_module(module), name))
-    except (ImportError, AttributeError, ValueError):  # no suggestion then, the error line still prints
-        return []
-    return [action.dest for action in parser._actions if action.dest not in ("help", "config")]
+    except (ImportError, AttributeError, ValueError):
+        return None
+    return parser
+
+
+def own_defaults(section, default_class_path: str, given: set[str], key: str) -> None:
+    """jsonargparse carries the default class's arguments over to a class chosen by class path (jsonargparse #460):
+    `--data my_data.MyDataModule` got the template's batch size instead of its own default, or a restricted type
+    (PositiveInt) its plain `int` parameter refused at instantiation. A value that was not typed on the command line
+    (`given`: "data.batch_size") and equals the default class's default becomes the chosen class's own default."""
+    if section is None or not hasattr(section, "class_path") or section.class_path == default_class_path:
+        return
+    previous, own = (_class_parser(path) for path in (default_class_path, section.class_path))
+    if previous is None or own is None or section.get("init_args") is None:
+        return
+    previous, own = previous.get_defaults(), own.get_defaults()
+    for name, value in section.init_args.items():
+        if f"{key}.{name}" not in given and name in previous and name in own and value == previous[name]:
+            section.init_args[name] = own[name]
 
 
 def _innermost(message: str) -> tuple[str | None, str]:

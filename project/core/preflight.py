@@ -1,16 +1,17 @@
 """A command that would do nothing, or crash once its run folder has files, is refused first, in one line.
 
 Lightning accepts `--trainer.max_epochs 0` (trains nothing, exits 0), `-1` (trains forever: the schedule's length is
-infinite) and `accumulate_grad_batches 0` (a division by zero in the schedule); a batch larger than the train split
-trains nothing either, and an empty validation split crashes after the first epoch (best.ckpt and early stopping
-watch it).
+infinite) and `accumulate_grad_batches 0` (a division by zero in the schedule); a training loader without a batch
+trains nothing either, and data of another shape than a checkpoint's model crashes inside the Trainer.
 """
 
-import math
+import torch
 
+from project.core.contract import example_input
 from project.core.errors import UsageError
 
 SEED_RANGE = (0, 2**32 - 1)  # what NumPy's seeding, and so Lightning's seed_everything, accepts
+STAGES = {"fit": "fit", "validate": "validate", "test": "test", "predict": "predict"}  # subcommand -> setup(stage)
 
 
 def check_options(config) -> None:
@@ -31,28 +32,46 @@ def check_options(config) -> None:
         )
 
 
-def check_splits(subcommand: str, trainer, datamodule) -> None:
-    """Each split the command reads holds data: a full training batch on every process, a validation sample, a test
-    sample. Loads the data (setup() keeps it for the command, which then does not load it again)."""
-    if not hasattr(datamodule, "splits"):
-        return  # not an ArrayDataModule: its own checks apply
-    datamodule.setup({"validate": "validate", "test": "test", "predict": "predict"}.get(subcommand, "fit"))
-    if datamodule.splits is None:
-        return  # predicting a file of images, read and checked already
-    sizes = {name: len(labels) for name, (_, labels) in datamodule.splits.items()}
-    total, args = sum(sizes.values()), datamodule.hparams
-    needed = {"fit": ("train", "val"), "validate": ("val",), "test": ("test",), "predict": ("test",)}[subcommand]
-    for split in needed:
-        if split != "train" and sizes[split] == 0:
-            fraction = {"val": "val_fraction", "test": "test_fraction"}[split]
+def check_data(subcommand: str, trainer, datamodule, model) -> None:
+    """The data set up before the run writes anything, so that the DataModule's own refusals (an empty split, a file
+    of the wrong shape) come first, in one line; a training loader with no batch, or samples to predict of another
+    shape than the model takes, are refused here. setup() runs again inside the Trainer: a DataModule's setup must
+    not mind (the template's keeps what it loaded)."""
+    if datamodule is None:
+        return
+    datamodule.trainer = trainer  # as Lightning attaches it: setup() may read the world size
+    datamodule.setup(STAGES[subcommand])
+    if subcommand == "fit":
+        loader = datamodule.train_dataloader()
+        if hasattr(loader, "__len__") and len(loader) == 0:
+            raise UsageError(f"{_named(datamodule)}: its train dataloader has no batch, so nothing would train")
+    if subcommand == "predict" and (example := example_input(model)) is not None:
+        batch = next(iter(datamodule.predict_dataloader()), None)
+        samples = batch[0] if isinstance(batch, tuple | list) else batch
+        if isinstance(samples, torch.Tensor) and samples.shape[1:] != example.shape[1:]:
             raise UsageError(
-                f"--data.{fraction} {args[fraction]}: the {split} split of {total} samples is empty; raise it"
-                + (" (best.ckpt and early stopping are chosen on it)" if split == "val" else "")
+                f"{_named(datamodule)}: samples to predict of shape {tuple(samples.shape[1:])}, but the model takes"
+                f" {tuple(example.shape[1:])}"
             )
-    per_process = math.ceil(sizes["train"] / trainer.world_size)
-    if "train" in needed and per_process < args.batch_size:
-        where = f" ({per_process} per process)" if trainer.world_size > 1 else ""
-        raise UsageError(
-            f"--data.batch_size {args.batch_size}: the train split has {sizes['train']} samples{where}, not one full"
-            " batch (a partial last batch is dropped), so nothing would train; lower it"
-        )
+
+
+def check_checkpoint_fits(model, ckpt_path: str | None) -> None:
+    """The checkpoint's weights have the shapes of the model built for this data: evaluating on data of other classes
+    or sample shape is refused in one line, not a traceback from load_state_dict."""
+    if ckpt_path is None:
+        return
+    saved = torch.load(ckpt_path, map_location="cpu", weights_only=True, mmap=True).get("state_dict", {})
+    built = model.state_dict()
+    for name, tensor in built.items():
+        if name in saved and tuple(saved[name].shape) != tuple(tensor.shape):
+            raise UsageError(
+                f"--ckpt_path {ckpt_path}: its model does not fit this data ({name} is {tuple(saved[name].shape)}"
+                f" there, {tuple(tensor.shape)} here); evaluate it on data of its own classes and sample shape"
+            )
+    missing = [name for name in built if name not in saved]
+    if missing:
+        raise UsageError(f"--ckpt_path {ckpt_path}: not a checkpoint of this model (no {missing[0]})")
+
+
+def _named(datamodule) -> str:
+    return f"--data {type(datamodule).__module__}.{type(datamodule).__qualname__}"

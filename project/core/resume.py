@@ -10,10 +10,6 @@ from lightning.pytorch.utilities import rank_zero_only
 from project.core.console import say
 from project.core.errors import UsageError
 
-# Data settings an evaluation may change: they do not change which samples are in which split. A resumed fit keeps
-# the batch size too: it sets the steps per epoch (the schedule's length) and the sample order.
-FREE_DATA_KEYS = {"batch_size", "predict_path", "_instantiator"}
-FREE_RESUME_KEYS = {"predict_path", "_instantiator"}
 # Trainer settings that fix how many optimizer steps a run takes, so its LR schedule: a resumed run keeps them.
 SCHEDULE_KEYS = ("max_epochs", "max_steps", "accumulate_grad_batches", "limit_train_batches", "num_nodes", "devices")
 
@@ -38,22 +34,26 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
     """The checkpoint's model and data settings win over the config (Lightning merges the model's after this), and
     for a resumed fit its schedule settings too.
 
-    A resumed fit must continue the saved run, and evaluation must score the split the model was trained
-    against. A setting typed on this command line that the checkpoint contradicts would otherwise be ignored
-    silently: resuming refuses it, evaluation warns. A run that already finished is not resumed: it would do nothing.
+    A resumed fit must continue the saved run: a setting typed on this command line that the checkpoint
+    contradicts is refused. An evaluation scores the data the model was trained against unless told otherwise: a
+    data setting typed on the command line (`--data other.DataModule`, `--data.<argument>`) wins and is
+    said; a model setting cannot change the saved weights and is ignored with a warning. A run that
+    already finished is not resumed: it would do nothing.
     """
     resuming = subcommand == "fit"
     saved = {"model": checkpoint.get("hyper_parameters", {}), "data": checkpoint.get("datamodule_hyper_parameters", {})}
     conflicts, adopted = [], []
-    _reconcile_data_class(config, saved["data"], given, conflicts, adopted)
+    _reconcile_data_class(subcommand, config, saved["data"], given, conflicts, adopted)
     sections = {"model": config.model, "data": config.data.init_args}  # --data is a class path plus its arguments
     if resuming:
         saved["trainer"] = checkpoint.get("callbacks", {}).get(TrainingLength.__qualname__, {})
         sections["trainer"] = config.trainer
-    free = {"model": set(), "data": FREE_RESUME_KEYS if resuming else FREE_DATA_KEYS, "trainer": set()}
+    evaluated_on = []  # data settings typed for an evaluation, which win over the checkpoint's
     for group, values in saved.items():
+        if group == "data" and config.data.class_path != saved["data"].get("_class_path", config.data.class_path):
+            continue  # evaluated on other data (--data): its own settings, none of the checkpoint's
         for key, value in values.items():
-            if key.startswith("_") or key not in sections[group] or key in free[group]:
+            if key.startswith("_") or key not in sections[group]:
                 continue
             current = sections[group][key]
             if group == "trainer":
@@ -61,6 +61,10 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
                 if (current is None and key == "devices") or _same(current, value):
                     continue  # a count of devices only Lightning knows ("auto") is taken as the same
             elif _plain(current) == _plain(value):
+                continue
+            if f"{group}.{key}" in given and group == "data" and not resuming:
+                if value is not None:  # the checkpoint had no value: nothing of it is overridden
+                    evaluated_on.append(f"--data.{key} {_plain(current)} (checkpoint: {_plain(value)})")
                 continue
             if f"{group}.{key}" in given:
                 conflicts.append(f"--{group}.{key} {_plain(current)} (checkpoint: {_plain(value)})")
@@ -77,6 +81,8 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
         print(f"warning: ignoring {'; '.join(conflicts)}: the checkpoint's settings are used", file=sys.stderr)
     if adopted:
         say(f"Using the checkpoint's {', '.join(adopted)}")
+    if evaluated_on:
+        say(f"Evaluating with {'; '.join(evaluated_on)}, as given")
     if resuming:
         _refuse_finished(config, checkpoint)
 
@@ -106,17 +112,28 @@ def _refuse_finished(config, checkpoint: dict) -> None:
     )
 
 
-def _reconcile_data_class(config, saved: dict, given: set[str], conflicts: list[str], adopted: list[str]) -> None:
-    """A checkpoint trained on another DataModule (a FileDataModule, say) brings that class and its arguments."""
+def _reconcile_data_class(
+    subcommand: str, config, saved: dict, given: set[str], conflicts: list[str], adopted: list[str]
+) -> None:
+    """A checkpoint trained on another DataModule (a FileDataModule, say) brings that class and its arguments, and the
+    data arguments typed on this command line; `--data` given for an evaluation keeps the config's class: the
+    checkpoint is evaluated on that data (refused by preflight.check_checkpoint_fits if its model does not fit)."""
     saved_class = saved.get("_class_path")
     if saved_class is None or saved_class == config.data.class_path:
         return
     if "data.class_path" in given:
-        conflicts.append(f"--data {config.data.class_path} (checkpoint: {saved_class})")
+        if subcommand == "fit":
+            conflicts.append(f"--data {config.data.class_path} (checkpoint: {saved_class})")
+        else:
+            say(f"Evaluating on --data {config.data.class_path} (the checkpoint trained on {saved_class}), as given")
         return
     adopted.append(f"data={saved_class}")
     init_args = {key: value for key, value in saved.items() if not key.startswith("_")}
-    init_args |= {key: config.data.init_args[key] for key in FREE_DATA_KEYS if key in config.data.init_args}
+    init_args |= {
+        key.split(".")[1]: config.data.init_args[key.split(".")[1]]
+        for key in given
+        if key.startswith("data.") and key.split(".")[1] in config.data.init_args
+    }
     config.data = Namespace(class_path=saved_class, init_args=Namespace(**init_args))
 
 

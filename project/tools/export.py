@@ -1,7 +1,8 @@
 """`python -m project.tools.export --ckpt_path <file> --format onnx|torchscript|pt2`: the trained model for serving.
 
-The exported model is the LightningModule's own `forward`, normalization included, so raw (N, 8, 8) pixels in
-0-16 go straight in and (N, num_classes) logits come out, for any batch size N. The checkpoint is read as the CLI
+The exported model is the LightningModule's own `forward`, normalization included, so raw samples of the shape the
+model was trained on go straight in and its outputs come out, for any batch size N. The shape is the model's
+`example_input_array` (docs/contract.md). The checkpoint is read as the CLI
 reads one (refused in one line if it is not safe or not whole), the output is written atomically, and the input
 is never overwritten.
 """
@@ -14,15 +15,15 @@ import torch
 from jsonargparse import CLI
 from torch.export import Dim
 
+from project import cli
 from project.core import errors
 from project.core.atomic import write_atomically
 from project.core.checkpoints import read_checkpoint
+from project.core.contract import example_input
 from project.core.errors import UsageError
-from project.model import DigitsClassifier
 
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".torchscript.pt", "pt2": ".pt2"}
-EXAMPLE = torch.zeros(2, 8, 8)  # a batch of 2: with 1 the exporters would take the batch size for a constant
-BATCH = ({0: Dim("batch", min=1)},)  # the first dimension of `images` stays free
+BATCH = ({0: Dim("batch", min=1)},)  # the first dimension of the input stays free
 
 
 def export(
@@ -33,7 +34,7 @@ def export(
     """Write the checkpoint's model in `format` and return where.
 
     Args:
-        ckpt_path: a checkpoint written by `python -m project fit`, e.g. runs/digits/version_0/checkpoints/best.ckpt
+        ckpt_path: a checkpoint written by `python -m project fit`, e.g. runs/<name>/version_0/checkpoints/best.ckpt
         format: onnx (onnxruntime and most serving stacks), torchscript (torch.jit.load, C++ libtorch; deprecated
             in PyTorch, still loadable) or pt2 (torch.export.load, the format PyTorch recommends now)
         output: the file to write (replaced if it exists, never the checkpoint); by default beside the
@@ -42,28 +43,36 @@ def export(
     ckpt_path, output = Path(ckpt_path), Path(output or Path(ckpt_path).with_suffix(SUFFIXES[format]))
     if output.resolve() == ckpt_path.resolve() or (output.exists() and output.samefile(ckpt_path)):
         raise UsageError(f"--output {output}: that is the checkpoint itself; give another file")
-    read_checkpoint(ckpt_path, DigitsClassifier)  # refuses a broken or unsafe file before Lightning reads it
+    model_class = cli.MODEL  # the project's LightningModule, as its CLI builds it
+    read_checkpoint(ckpt_path, model_class)  # refuses a broken or unsafe file before Lightning reads it
     try:
-        model = DigitsClassifier.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=True).eval()
+        model = model_class.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=True).eval()
     except (KeyError, RuntimeError, TypeError, ValueError) as error:  # another model's weights or hyperparameters
         reason = str(error).strip().splitlines()[0]
+        raise UsageError(f"--ckpt_path {ckpt_path}: not a checkpoint of {model_class.__name__} ({reason})") from None
+    example = example_input(model)
+    if example is None:
         raise UsageError(
-            f"--ckpt_path {ckpt_path}: not a checkpoint of {DigitsClassifier.__name__} ({reason})"
-        ) from None
+            f"{model_class.__name__} has no example_input_array: set it to a batch of one sample's shape in its"
+            " __init__ (docs/contract.md), export traces the model with it"
+        )
+    # A batch of 2: with 1 the exporters would take the batch size for a constant.
+    example = torch.zeros(2, *example.shape[1:], dtype=example.dtype)
     buffer = io.BytesIO()  # serialized first: written whole, and a full disk reads "disk full", not a torch error
     if format == "onnx":
         program = torch.onnx.export(
-            model, (EXAMPLE,), dynamic_shapes=BATCH, input_names=["images"], output_names=["logits"], verbose=False
+            model, (example,), dynamic_shapes=BATCH, input_names=["samples"], output_names=["logits"], verbose=False
         )
         buffer.write(program.model_proto.SerializeToString())
     else:
-        program = torch.export.export(model, (EXAMPLE,), dynamic_shapes=BATCH)
+        program = torch.export.export(model, (example,), dynamic_shapes=BATCH)
         if format == "pt2":
             torch.export.save(program, buffer)
         else:  # traced from the captured graph: tracing the LightningModule trips over its `trainer` property
-            torch.jit.save(torch.jit.trace(program.module(), EXAMPLE), buffer)
+            torch.jit.save(torch.jit.trace(program.module(), example), buffer)
     write_atomically(output, buffer.getvalue())
-    print(f"Wrote {output}: raw (N, 8, 8) pixels in 0-16 -> (N, {model.hparams.num_classes}) logits")
+    shape = ", ".join(str(size) for size in example.shape[1:])
+    print(f"Wrote {output}: raw samples (N, {shape}) -> (N, {model(example).shape[-1]}) outputs")
     return output
 
 
