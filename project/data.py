@@ -24,6 +24,8 @@ Seed = restricted_number_type("Seed", int, [(">=", 0), ("<", 2**32)])
 class ArrayDataModule(L.LightningDataModule, ABC):
     """Any labelled 8x8 images that fit in memory; a subclass says how to `load()` them and their `num_classes`."""
 
+    sample_kind = "image"
+
     def __init__(
         self,
         batch_size: PositiveInt = 64,
