@@ -1,20 +1,19 @@
-"""Pictures of a run: the input digits, the misclassified ones, confusion matrices and weight histograms, for each
-logger that shows them (pictures.py)."""
-
-import math
+"""Pictures of a run: the input samples, the misclassified ones, confusion matrices and weight histograms, for each
+logger that shows them (pictures.py). What the samples look like is drawings.py's; which kind they are, the
+DataModule's `sample_kind` (contract.py)."""
 
 import torch
-import torch.nn.functional as F
 from jsonargparse.typing import NonNegativeInt, PositiveInt
 from lightning.pytorch.callbacks import Callback
 from matplotlib.figure import Figure
 from torchmetrics.classification import MulticlassConfusionMatrix
-from torchvision.utils import make_grid
 
+from project.core.contract import sample_kind
 from project.core.distributed import gather_rows
+from project.core.drawings import COLUMNS, MISCLASSIFIED, drawable, image_grid, signal_plots
 from project.core.pictures import picture_writers
 
-UPSCALE = 4  # 8x8 digits are specks in TensorBoard; nearest-neighbour upscaling keeps their pixels sharp
+MAX_ANNOTATED = 20  # classes: a confusion matrix with more gets no count in each cell (100x100 texts take seconds)
 
 
 def _every(n: int, epoch: int) -> bool:
@@ -25,9 +24,11 @@ class Figures(Callback):
     """`train/inputs` once; `val/misclassified` and `val/confusion_matrix` every N epochs and at the end of fit;
     `test/misclassified` and `test/confusion_matrix` after test.
 
-    The validation and test steps return their logits to reach `on_*_batch_end`. Every rank counts its shard
-    of the confusion matrix and torchmetrics sums them; the misclassified digits are gathered from every rank.
-    Only rank zero draws and writes. `every_n_epochs: 0` turns all of it off.
+    Confusion matrices for every kind of sample; inputs and misclassified samples for images and signals only.
+    The validation and test steps return their (N, C) logits to reach `on_*_batch_end`; the first batch of a stage
+    decides whether it gets figures and its class count C. Every rank counts its shard of the confusion matrix and
+    torchmetrics sums them; the misclassified samples are gathered from every rank. Only rank zero draws and
+    writes. `every_n_epochs: 0` turns all of it off.
     """
 
     # Every 20 epochs: about 0.2 s a time (two matplotlib figures), under 3% of the default 100-epoch fit.
@@ -37,46 +38,72 @@ class Figures(Callback):
         self._pending = None  # rank zero: the last validation's pictures, when not written yet
 
     def setup(self, trainer, pl_module, stage: str) -> None:
-        classes = pl_module.hparams.num_classes
-        device = trainer.strategy.root_device
-        self._confusion = {
-            s: MulticlassConfusionMatrix(classes, validate_args=False).to(device) for s in ("val", "test")
-        }
-        self._wrong = {s: [] for s in ("val", "test")}  # per batch: (images, labels, predictions) misclassified
+        self.kind = sample_kind(trainer.datamodule)  # None without a DataModule: no sample pictures
+        # Per stage, from its first batch: its metric (None: no figures) and class count, and an empty (samples,
+        # labels, predictions) where its samples are drawn. Every rank sees the same shapes, so every rank decides
+        # alike: compute() and gather_rows are collective.
+        self._confusion: dict[str, MulticlassConfusionMatrix | None] = {}
+        self._classes: dict[str, int] = {}
+        self._empty: dict[str, tuple[torch.Tensor, ...]] = {}
+        self._wrong = {s: [] for s in ("val", "test")}  # per batch: (samples, labels, predictions) misclassified
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         writers = picture_writers(trainer)
         if not writers or self.every_n_epochs == 0 or trainer.global_step != 0 or batch_idx != 0:
             return  # once per run: a resumed run already has it
-        images = _as_nchw(batch[0][: self.max_images])  # (N, 1, 8, 8)
-        grid = make_grid(images.float().cpu(), nrow=8, padding=1, normalize=True, pad_value=0.5)  # (3, H, W)
+        samples = batch[0] if isinstance(batch, tuple | list) and batch else None
+        if not drawable(self.kind, samples):
+            return
         for writer in writers:
-            writer.images({"train/inputs": F.interpolate(grid[None], scale_factor=UPSCALE)[0]}, 0)
+            if self.kind == "image":
+                writer.images({"train/inputs": image_grid(samples[: self.max_images])}, 0)  # (3, H, W)
+            else:
+                writer.figures({"train/inputs": signal_plots(samples[:COLUMNS], title="train inputs")}, 0)
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
         if not trainer.sanity_checking:
-            self._collect("val", outputs, batch)
+            self._collect("val", trainer, outputs, batch)
 
     def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
-        self._collect("test", outputs, batch)
+        self._collect("test", trainer, outputs, batch)
 
-    def _collect(self, stage: str, logits: torch.Tensor, batch) -> None:
+    def _collect(self, stage: str, trainer, outputs, batch) -> None:
         if self.every_n_epochs == 0:
             return
-        images, labels = batch[0], batch[1]
+        logits, labels = _logits(outputs, batch)
+        if stage not in self._confusion:
+            self._start(stage, trainer, logits, labels, batch[0] if logits is not None else None)
+        confusion = self._confusion[stage]
+        if confusion is None or logits is None or logits.shape[1] != self._classes[stage]:
+            return
         predictions = logits.argmax(dim=-1)  # (N,)
-        self._confusion[stage].update(predictions, labels)
+        confusion.update(predictions, labels)
         room = self.max_images - sum(len(w[1]) for w in self._wrong[stage])
-        if room > 0:  # once full, no more boolean indexing (a GPU sync) for the rest of the epoch
+        empty = self._empty.get(stage)
+        # Once full, no more boolean indexing (a GPU sync) for the rest of the epoch; samples of another shape than
+        # the first batch's (signals padded per batch) are not drawn: they would not join the others.
+        if empty is not None and room > 0 and batch[0].shape[1:] == empty[0].shape[1:]:
             wrong = predictions != labels
-            self._wrong[stage].append((images[wrong][:room], labels[wrong][:room], predictions[wrong][:room]))
+            self._wrong[stage].append((batch[0][wrong][:room], labels[wrong][:room], predictions[wrong][:room]))
+
+    def _start(self, stage: str, trainer, logits, labels, samples) -> None:
+        """The stage's first batch: its class count is the width of the logits; no logits, no figures."""
+        if logits is None:
+            self._confusion[stage] = None
+            return
+        device, self._classes[stage] = trainer.strategy.root_device, logits.shape[1]
+        self._confusion[stage] = MulticlassConfusionMatrix(logits.shape[1], validate_args=False).to(device)
+        if drawable(self.kind, samples) and len(samples) == len(labels):
+            none = samples.new_zeros(0, *samples.shape[1:]), labels.new_zeros(0), labels.new_zeros(0, dtype=torch.long)
+            self._empty[stage] = none  # predictions as argmax makes them: every rank's must match for all_gather
 
     def on_validation_epoch_end(self, trainer, pl_module) -> None:
         if trainer.sanity_checking or self.every_n_epochs == 0:
-            self._confusion["val"].reset()
+            if self._confusion.get("val") is not None:
+                self._confusion["val"].reset()
             self._wrong["val"].clear()
             return
-        pictures = self._finish("val", trainer, pl_module)  # collective: every rank, every epoch
+        pictures = self._finish("val", trainer)  # collective: every rank, every epoch
         fitting = trainer.state.fn == "fit"
         if not fitting or _every(self.every_n_epochs, trainer.current_epoch):
             self._write(trainer, "val", pictures)
@@ -91,82 +118,61 @@ class Figures(Callback):
 
     def on_test_epoch_end(self, trainer, pl_module) -> None:
         if self.every_n_epochs > 0:
-            self._write(trainer, "test", self._finish("test", trainer, pl_module))
+            self._write(trainer, "test", self._finish("test", trainer))
 
-    def _finish(self, stage: str, trainer, pl_module) -> tuple | None:
-        """The stage's confusion matrix over all ranks and up to `max_images` misclassified digits of all ranks."""
-        matrix = self.matrices[stage] = self._confusion[stage].compute()  # (C, C): sums every rank's counts
-        self._confusion[stage].reset()
+    def _finish(self, stage: str, trainer) -> tuple | None:
+        """The stage's confusion matrix over all ranks and up to `max_images` misclassified samples of all ranks."""
+        confusion = self._confusion.get(stage)
+        if confusion is None:
+            return None
+        matrix = self.matrices[stage] = confusion.compute()  # (C, C): sums every rank's counts
+        confusion.reset()
         wrong, self._wrong[stage] = self._wrong[stage], []
-        images, labels, predictions = (torch.cat(parts) for parts in zip(*wrong, strict=True))  # (M, ...), M <= max
-        if trainer.world_size > 1:
-            images, labels, predictions = _gather(trainer, self.max_images, images, labels, predictions)
+        samples = labels = predictions = None
+        if stage in self._empty:
+            parts = zip(*(wrong or [self._empty[stage]]), strict=True)
+            samples, labels, predictions = (torch.cat(part) for part in parts)  # (M, ...), M <= max_images
+            if trainer.world_size > 1:
+                samples, labels, predictions = _gather(trainer, self.max_images, samples, labels, predictions)
         if not trainer.is_global_zero:
             return None
-        return matrix.cpu(), images.cpu(), labels.cpu(), predictions.cpu(), trainer.global_step
+        wrong = None if samples is None else (samples.cpu(), labels.cpu(), predictions.cpu())
+        return matrix.cpu(), wrong, trainer.global_step
 
     def _write(self, trainer, stage: str, drawn: tuple | None) -> None:
         writers = picture_writers(trainer)
         if not writers or drawn is None:
             return
-        matrix, images, labels, predictions, step = drawn
+        matrix, wrong, step = drawn
         figure = Figure(figsize=(5, 4.5), dpi=64)  # ~27 KB a PNG; constrained layout would add 50 ms a figure
         ax = figure.subplots()
-        self._confusion[stage].plot(val=matrix, ax=ax)
-        ax.set_title(f"{stage}: {int(matrix.sum())} digits, {int(matrix.trace())} right (step {step})")
+        self._confusion[stage].plot(val=matrix, ax=ax, add_text=len(matrix) <= MAX_ANNOTATED)
+        ax.set_title(f"{stage}: {int(matrix.sum())} samples, {int(matrix.trace())} right (step {step})")
         figures = {f"{stage}/confusion_matrix": figure}
-        figures[f"{stage}/misclassified"] = _misclassified_figure(images, labels, predictions)
+        if wrong is not None:
+            figures[f"{stage}/misclassified"] = MISCLASSIFIED[self.kind](*wrong)
         for writer in writers:
             writer.figures(figures, step)
 
 
-def _as_nchw(images: torch.Tensor) -> torch.Tensor:
-    return images.unsqueeze(1) if images.ndim == 3 else images  # (N, H, W) -> (N, 1, H, W)
+def _logits(outputs, batch) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The step's (N, C) logits and the batch's (N,) class labels, or (None, None) where the step returned anything
+    else (a loss, a dict, one value a sample) or the batch has no integer labels second."""
+    labels = batch[1] if isinstance(batch, tuple | list) and len(batch) > 1 else None
+    if not (isinstance(outputs, torch.Tensor) and isinstance(labels, torch.Tensor)):
+        return None, None
+    if outputs.ndim != 2 or outputs.shape[1] < 2 or labels.shape != outputs.shape[:1] or labels.is_floating_point():
+        return None, None
+    return outputs, labels
 
 
 def _gather(trainer, size: int, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Every rank's misclassified digits, the first `size` of them."""
+    """Every rank's misclassified samples, the first `size` of them."""
     gathered = []
     for tensor in tensors:
         rows, counts = gather_rows(trainer, tensor)  # (W, R_max, ...)
         gathered.append(torch.cat([rows[r, :n] for r, n in enumerate(counts.tolist())])[:size])
     return tuple(gathered)
-
-
-# The misclassified digits: up to 8 a row, each 8x8 digit in a 12x12 cell (2 px either side, 4 above for its
-# caption); one data unit per grid pixel; 5 inches a cell of width at 60 dpi: 5 screen pixels per digit pixel.
-COLUMNS, CELL, CAPTION = 8, 12, 4
-CELL_INCHES, TITLE_INCHES, MIN_WIDTH_INCHES = 1.0, 0.4, 3.0  # the title needs ~3 inches: 1 or 2 digits are narrower
-
-
-def _misclassified_figure(images: torch.Tensor, labels: torch.Tensor, predictions: torch.Tensor) -> Figure:
-    """The digits in one image, each captioned `true→predicted` centred over it; as many columns as digits, up to 8.
-
-    One axes with one image and a caption per digit: a subplot per digit took matplotlib 0.3 s a figure.
-    """
-    count = len(labels)
-    columns = min(COLUMNS, max(count, 1))
-    rows = max(1, math.ceil(count / columns))
-    width, height = max(columns * CELL_INCHES, MIN_WIDTH_INCHES), rows * CELL_INCHES
-    figure = Figure(figsize=(width, height + TITLE_INCHES), dpi=60)
-    figure.suptitle("true → predicted class")
-    # Exactly the grid's size, centred: the axes' aspect is the image's, so nothing stretches or crops it.
-    left = (1 - columns * CELL_INCHES / width) / 2
-    ax = figure.add_axes((left, 0, columns * CELL_INCHES / width, height / (height + TITLE_INCHES)))
-    ax.set_axis_off()
-    if count == 0:
-        ax.text(0.5, 0.5, "no misclassified digits", fontsize=12, ha="center", transform=ax.transAxes)
-        return figure
-    digits = _as_nchw(images).float().mean(dim=1, keepdim=True)  # (M, 1, 8, 8), channels averaged
-    side = (CELL - digits.shape[-1]) // 2
-    digits = F.pad(digits / digits.amax().clamp(min=1e-6), (side, side, CAPTION, CELL - CAPTION - digits.shape[-2]))
-    grid = make_grid(digits, nrow=columns, padding=0)[0]  # (rows * CELL, columns * CELL): blank cells after the last
-    ax.imshow(grid.numpy(), cmap="gray_r", vmin=0, vmax=1, extent=(0, columns * CELL, rows * CELL, 0))
-    for i, (label, prediction) in enumerate(zip(labels.tolist(), predictions.tolist(), strict=True)):
-        row, column = divmod(i, columns)
-        x, y = (column + 0.5) * CELL, row * CELL + CAPTION / 2  # the cell's centre line, the middle of its top band
-        ax.text(x, y, f"{label}→{prediction}", fontsize=12, ha="center", va="center")
-    return figure
 
 
 class Histograms(Callback):
