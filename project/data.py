@@ -35,7 +35,6 @@ CHANNEL_AXIS = {("image", 3): 0, ("signal", 2): 0}
 class ArrayDataModule(L.LightningDataModule, ABC):
     """Any labelled samples that fit in memory; a subclass says how to `load()` them and their `num_classes`."""
 
-
     def __init__(
         self,
         batch_size: PositiveInt = 64,
