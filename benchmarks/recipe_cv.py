@@ -42,7 +42,7 @@ RECIPE = defaults(DigitsCNN, DigitsClassifier, ArrayDataModule) | {"epochs": TRA
 def fit_and_count_errors(images, labels, train, held_out, options, seed: int) -> tuple[int, float]:
     torch.manual_seed(seed)
     mean, std = images[train].mean(), images[train].std()
-    net = DigitsCNN(10, channels=tuple(options.channels), dropout=options.dropout)
+    net = DigitsCNN(10, (8, 8), channels=tuple(options.channels), dropout=options.dropout)
     optimizer = torch.optim.AdamW(decay_groups(net, options.weight_decay), lr=options.lr, fused=options.fused)
     steps = len(train) // options.batch_size
     total = steps * options.epochs

@@ -146,8 +146,8 @@ class CrashAt(Callback):
 class NaNAfter(DigitsCNN):
     """A test helper network: its training outputs turn to NaN from the given training step on."""
 
-    def __init__(self, num_classes: int, step: int = 30) -> None:
-        super().__init__(num_classes)
+    def __init__(self, num_classes: int, input_shape: tuple[int, ...], step: int = 30) -> None:
+        super().__init__(num_classes, input_shape)
         self.step, self.calls = step, 0
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -167,7 +167,8 @@ def test_a_file_that_is_not_labelled_samples_is_refused_with_the_reason(tmp_path
 
 
 def test_a_csv_is_features_then_a_label_and_its_width_gives_the_feature_count(tmp_path):
-    np.savetxt(tmp_path / "table.csv", np.c_[np.random.default_rng(0).normal(size=(30, 5)), np.arange(30) % 2], delimiter=",")
+    features = np.random.default_rng(0).normal(size=(30, 5))
+    np.savetxt(tmp_path / "table.csv", np.c_[features, np.arange(30) % 2], delimiter=",")
     table = FileDataModule(str(tmp_path / "table.csv"))
     assert (table.sample_shape, table.sample_kind, table.num_classes) == ((5,), "table", 2)
     np.savetxt(tmp_path / "bad.csv", np.zeros((3, 1)), delimiter=",")

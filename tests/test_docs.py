@@ -189,5 +189,11 @@ def test_the_walk_through_runs_as_written(in_tmp, monkeypatch):
         ("TinyNet", "DigitsDataModule", 10),
         ("DigitsCNN", "FileDataModule", 5),
         ("DigitsCNN", "FileDataModule", 5),  # `test` from the checkpoint, without --data
+        ("MLP", "FileDataModule", 3),  # a table
+        ("MLP", "FileDataModule", 3),  # 1-D signals
+        ("DigitsCNN", "FileDataModule", 3),  # colour images
+        ("DigitsCNN", "FileDataModule", 3),  # predicting a file of them
+        ("MLP", "BlobsDataModule", 4),  # an ordinary LightningDataModule
+        ("MLP", "BlobsDataModule", 4),
         ("DigitsCNN", "EvenOddDataModule", 2),
     ]

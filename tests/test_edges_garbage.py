@@ -56,18 +56,19 @@ NAN[3, 2, 2] = np.nan
 INF_CSV = "\n".join(",".join(["1"] * 63 + [v]) for v in ("2", "inf")) + "\n"
 # predict: file name, its content, what the one line says.
 PREDICT_FILES = [
-    ("mnist.npy", np.zeros((4, 28, 28), dtype=np.float32), "expected N images of 8x8 pixels"),  # 49 x 64 values
-    ("wide.npy", np.zeros((10, 32), dtype=np.float32), "expected N images of 8x8 pixels, shape (N, 8, 8) or (N, 64)"),
-    ("nan.npy", NAN, "1 images hold NaN or infinite pixels (the first: image 3)"),
-    ("inf.csv", INF_CSV, "NaN or infinite pixels (the first: image 1)"),
-    ("huge.npy", np.full((2, 8, 8), 1e300), "NaN or infinite pixels"),  # infinite as float32
-    ("empty.csv", "", "no images in the file"),
-    ("header.csv", ",".join(f"p{i}" for i in range(64)) + "\n", "no images in the file"),
+    # Samples of another shape than the checkpoint's model takes: both shapes named.
+    ("mnist.npy", np.zeros((4, 28, 28), dtype=np.float32), "samples of shape (28, 28), expected (8, 8)"),
+    ("wide.npy", np.zeros((10, 32), dtype=np.float32), "samples of shape (32,), expected (8, 8) (or 64 values a row)"),
+    ("nan.npy", NAN, "1 samples hold NaN or infinite values (the first: sample 3)"),
+    ("inf.csv", INF_CSV, "NaN or infinite values (the first: sample 1)"),
+    ("huge.npy", np.full((2, 8, 8), 1e300), "NaN or infinite values"),  # infinite as float32
+    ("empty.csv", "", "no rows of numbers in the file"),
+    ("header.csv", ",".join(f"p{i}" for i in range(64)) + "\n", "no rows of numbers in the file"),
     ("text.csv", "a,b,c\nd,e,f\n" * 2, "not a readable .csv file"),
     ("objects.npy", np.array([{"a": 1}, None], dtype=object), "not a readable .npy file"),
-    ("strings.npy", np.array([["1"] * 64] * 2), "expected pixel values as numbers, got <U1"),
-    ("complex.npy", np.ones((2, 8, 8), dtype=np.complex64), "expected pixel values as numbers"),
-    ("no_images.npz", {"pixels": IMAGES}, "no array named images"),
+    ("strings.npy", np.array([["1"] * 64] * 2), "expected values as numbers, got <U1"),
+    ("complex.npy", np.ones((2, 8, 8), dtype=np.complex64), "expected values as numbers"),
+    ("no_samples.npz", {"pixels": IMAGES}, "no array named samples"),
     ("digits.txt", "1,2,3\n", "unsupported file type '.txt'"),
     ("missing.npy", None, "missing.npy: no such file"),
 ]
@@ -96,16 +97,16 @@ def test_predicting_a_file_needs_the_checkpoint_but_not_the_training_data(runs):
 LABELS = np.arange(5) % 3
 TRAIN_FILES = [
     ("huge_label.npz", {"images": IMAGES, "labels": np.array([0, 1, 2, 1, 10**9])}, "label 1000000000 would make"),
-    ("nan_pixels.npz", {"images": NAN, "labels": LABELS}, "NaN or infinite pixels"),
+    ("nan_pixels.npz", {"images": NAN, "labels": LABELS}, "NaN or infinite values"),
     ("negative.npz", {"images": IMAGES, "labels": LABELS - 1}, "labels must be the integers 0, 1, 2, ..."),
     ("fraction.npz", {"images": IMAGES, "labels": LABELS + 0.5}, "labels must be the integers 0, 1, 2, ..."),
     ("nan_label.npz", {"images": IMAGES, "labels": np.array([0, 1, np.nan, 1, 0])}, "labels must be the integers"),
-    ("short.npz", {"images": IMAGES, "labels": LABELS[:3]}, "5 images but 3 labels"),
+    ("short.npz", {"images": IMAGES, "labels": LABELS[:3]}, "5 samples but 3 labels"),
     ("objects.npz", {"images": np.array([None] * 5, dtype=object), "labels": LABELS}, "not a readable .npz file"),
-    ("mnist.npz", {"images": np.zeros((5, 28, 28)), "labels": LABELS}, "expected N images of 8x8 pixels"),
+    ("scalars.npz", {"samples": np.zeros(5), "labels": LABELS}, "expected N samples, an array of shape (N, ...)"),
     ("no_labels.npz", {"images": IMAGES}, "no array named labels"),
-    ("columns.csv", "1,2,3\n", "expected 65 columns (64 pixels, then the label), got 3"),
-    ("empty.csv", "", "no images in the file"),
+    ("one_column.csv", "1\n0\n", "expected a sample's values, then its label, on each row"),
+    ("empty.csv", "", "no rows of numbers in the file"),
 ]
 
 

@@ -191,10 +191,12 @@ def test_checkpoint_settings_win_and_contradicting_them_on_the_command_line_is_r
     assert exit_.value.code == 2
     assert "--model.lr 0.05 (checkpoint: 0.002)" in capsys.readouterr().err
 
+    # An evaluation keeps the checkpoint's weights, so its model settings; a data setting typed for it wins, said.
     evaluated = run("test", "--ckpt_path=last", "--model.lr=0.05", "--data.seed=0")
-    err = capsys.readouterr().err
-    assert "warning: ignoring --model.lr 0.05 (checkpoint: 0.002); --data.seed 0 (checkpoint: 3)" in err
-    assert (evaluated.model.hparams.lr, evaluated.datamodule.hparams.seed) == (0.002, 3)
+    out, err = capsys.readouterr()
+    assert "warning: ignoring --model.lr 0.05 (checkpoint: 0.002)" in err
+    assert "Evaluating with --data.seed 0 (checkpoint: 3), as given" in out
+    assert (evaluated.model.hparams.lr, evaluated.datamodule.hparams.seed) == (0.002, 0)
     saved = (RUN / "config.yaml").read_text()
     assert "lr: 0.002" in saved and "seed: 3" in saved
 

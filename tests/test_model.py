@@ -12,14 +12,22 @@ from project.networks import MLP, DigitsCNN
 from project.schedule import warmup_cosine
 
 
-def test_network_maps_a_batch_of_digits_to_class_logits():
-    network = DigitsCNN(num_classes=10, channels=(8, 16), dropout=0.5)
-    assert network(torch.randn(5, 1, 8, 8)).shape == (5, 10)
+@pytest.mark.parametrize("shape", [(8, 8), (28, 28), (1, 8, 8), (3, 32, 32), (5, 12, 20)])
+def test_the_cnn_maps_images_of_any_size_and_channel_count_to_class_logits(shape):
+    network = DigitsCNN(num_classes=10, input_shape=shape, channels=(8, 16), dropout=0.5)
+    assert network(torch.randn(5, *shape)).shape == (5, 10)
 
 
-def test_mlp_baseline_maps_a_batch_of_digits_to_class_logits():
-    network = MLP(num_classes=3, hidden=(16, 8, 4), dropout=0.0)
-    assert network(torch.randn(5, 1, 8, 8)).shape == (5, 3)
+def test_the_cnn_refuses_samples_that_are_not_images_in_one_line():
+    with pytest.raises(ValueError, match=r"DigitsCNN takes images, \(H, W\) or \(C, H, W\) samples, not \(100,\)"):
+        DigitsCNN(3, (100,))
+
+
+@pytest.mark.parametrize("shape", [(8, 8), (13,), (2, 50), (3, 16, 16)])
+def test_the_mlp_baseline_takes_its_input_size_from_the_sample_shape(shape):
+    network = MLP(num_classes=3, input_shape=shape, hidden=(16, 8, 4), dropout=0.0)
+    assert network(torch.randn(5, *shape)).shape == (5, 3)
+    assert network.layers[1].in_features == math.prod(shape)
     assert [layer.out_features for layer in network.layers if isinstance(layer, torch.nn.Linear)] == [16, 8, 4, 3]
 
 
@@ -33,7 +41,14 @@ def test_classifier_takes_raw_pixels_and_normalizes_them_with_its_buffers():
     model.input_mean.fill_(4.0)
     model.input_std.fill_(2.0)
     raw = torch.randint(0, 17, (3, 8, 8)).float()
-    torch.testing.assert_close(model(raw), model.network(((raw - 4.0) / 2.0).unsqueeze(1)))
+    torch.testing.assert_close(model(raw), model.network((raw - 4.0) / 2.0))
+
+
+def test_the_classifier_is_built_for_the_sample_shape_with_a_statistic_per_input_value():
+    model = DigitsClassifier(network=MLP, num_classes=3, input_shape=(13,))
+    assert model.input_mean.shape == model.input_std.shape == (13,)
+    assert model.example_input_array.shape == (2, 13), "export and the model summary trace a batch of this shape"
+    assert model(torch.randn(4, 13)).shape == (4, 3)
 
 
 def optimizer_of(model: DigitsClassifier, steps: int = 100):
