@@ -1,6 +1,7 @@
 """The notebooks are stored clean and run top to bottom against a real (short) run."""
 
 import nbformat
+import numpy as np
 import pytest
 from nbclient import NotebookClient
 
@@ -49,3 +50,25 @@ def test_data_notebook_runs(monkeypatch):
 @pytest.mark.slow
 def test_run_notebook_runs_against_a_real_run(short_run, monkeypatch):
     execute(ROOT / "notebooks/02_run.ipynb", f"RUN_DIR = {str(short_run[0])!r}", monkeypatch)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["table", "signal"])
+def test_run_notebook_runs_against_a_run_on_data_of_another_shape(kind, tmp_path, monkeypatch):
+    """A run on own data (a CSV table, an .npz of 1-D signals), trained in its own folder: the notebook finds its
+    data file from there."""
+    from support import ONE_EPOCH_TWO_BATCHES, run, working_directory
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 300)
+    samples = rng.normal(size=(300, 20)) + labels[:, None]
+    options = ["--data=project.data.FileDataModule", "--model.network=project.networks.MLP"]
+    with working_directory(tmp_path):
+        if kind == "table":
+            np.savetxt("own.csv", np.column_stack([samples * np.repeat([1e-3, 4000], 10), labels]), delimiter=",")
+            options.append("--data.path=own.csv")
+        else:
+            np.savez("own.npz", samples=samples, labels=labels)
+            options += ["--data.path=own.npz", "--data.kind=signal"]
+        run("fit", *ONE_EPOCH_TWO_BATCHES, *options)
+    execute(ROOT / "notebooks/02_run.ipynb", f"RUN_DIR = {str(tmp_path / 'runs/own-mlp/version_0')!r}", monkeypatch)
