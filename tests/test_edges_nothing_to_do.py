@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from project.data import DigitsDataModule
-from support import assert_kept, refusal, run, snapshot
+from support import assert_kept, refusal, run, snapshot, steps_per_epoch
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the run would start")
@@ -22,6 +22,9 @@ CASES = [
     ("fit", ["--trainer.max_epochs=-1"], "--trainer.max_epochs -1: must be at least 1"),
     ("fit", ["--trainer.max_steps=0"], "--trainer.max_steps 0: must be at least 1, or -1"),
     ("fit", ["--trainer.accumulate_grad_batches=0"], "--trainer.accumulate_grad_batches 0: must be at least 1"),
+    # No optimizer step at all: no batch of an epoch is trained (0 batches, or a fraction that rounds to none).
+    ("fit", ["--trainer.limit_train_batches=0"], "--trainer.limit_train_batches 0.0: 0 of the"),
+    ("fit", ["--trainer.limit_train_batches=0.01"], f"0 of the {steps_per_epoch()} training batches an epoch"),
     ("fit", ["--seed_everything=5000000000"], "--seed_everything 5000000000: must be in 0..4294967295"),
     ("fit", ["--data.seed=5000000000000000"], "--data.seed: expected Seed"),
     pytest.param("fit", ["--trainer.accelerator=gpu"], "gpu", marks=NO_GPU),

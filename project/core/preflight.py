@@ -45,6 +45,12 @@ def check_data(subcommand: str, trainer, datamodule, model) -> None:
         loader = datamodule.train_dataloader()
         if hasattr(loader, "__len__") and len(loader) == 0:
             raise UsageError(f"{_named(datamodule)}: its train dataloader has no batch, so nothing would train")
+        limit = trainer.limit_train_batches  # an int is a count of batches, a float a fraction (Lightning's reading)
+        if hasattr(loader, "__len__") and (limit if isinstance(limit, int) else int(len(loader) * limit)) == 0:
+            raise UsageError(
+                f"--trainer.limit_train_batches {limit}: 0 of the {len(loader)} training batches an epoch, so nothing"
+                " would train; raise it"
+            )
     if subcommand == "predict" and (example := example_input(model)) is not None:
         batch = next(iter(datamodule.predict_dataloader()), None)
         samples = batch[0] if isinstance(batch, tuple | list) else batch
