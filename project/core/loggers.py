@@ -67,7 +67,7 @@ class RunFolder:
 class CSVRunLogger(CSVLogger):
     """metrics.csv and hparams.yaml in the run folder; a resumed fit appends to its metrics.csv."""
 
-    def __init__(self, save_dir: str = "runs", name: str = "digits", version: int | str | None = None) -> None:
+    def __init__(self, save_dir: str = "runs", name: str = "lightning_logs", version: int | str | None = None) -> None:
         super().__init__(save_dir, name, version)
 
     @property
@@ -98,7 +98,7 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
     def __init__(
         self,
         save_dir: str = "runs",
-        name: str = "digits",
+        name: str = "lightning_logs",
         version: int | str | None = None,
         tracking_uri: str | None = None,
         tags: dict[str, str] | None = None,
@@ -179,7 +179,7 @@ class WandbRunLogger(RunFolder, WandbLogger):
     def __init__(
         self,
         save_dir: str = "runs",
-        name: str = "digits",
+        name: str = "lightning_logs",
         version: int | str | None = None,
         offline: bool = True,
         project: str | None = None,
