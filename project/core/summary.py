@@ -7,10 +7,10 @@ test counterpart `hp/test_f1`.
 Every evaluation records the data it ran on, as a config names it (the DataModule's class path, and its
 hyperparameters as init args); the fit records its own the same way, under `data` (an older summary: its config's).
 A `test` on the data the run was fitted on updates the summary's `metrics`: the same class path, and equal values
-for every argument both give, apart from those that leave the split as it is (resume.py's FREE_DATA_KEYS, such as
-the batch size). A test on other data keeps its metrics under `results[<data label>]` (naming.py), one entry per
-dataset, so that another dataset's score never passes for the run's own. Where either side is unknown (no saved
-config, no DataModule), the test counts as the run's own.
+for every argument both give, apart from `batch_size` (Lightning's name for it), which changes no sample. A test on
+other data (`--data.<argument>` or `--data <class>` given to `test --ckpt_path`) keeps its metrics under
+`results[<data label>]` (naming.py), one entry per dataset, so that another dataset's score never passes for the
+run's own. Where either side is unknown (no saved config, no DataModule), the test counts as the run's own.
 """
 
 import json
@@ -29,8 +29,10 @@ from project.core.atomic import write_atomically
 from project.core.errors import Stopped
 from project.core.naming import data_label
 from project.core.pictures import picture_writers, tensorboard
-from project.core.resume import FREE_DATA_KEYS
 from project.core.runs import free_path, run_folder
+
+# A data argument that changes no split: Lightning's own name for it (BatchSizeFinder's `batch_arg_name`).
+BATCH_SIZE = "batch_size"
 
 
 class RunSummary(Callback):
@@ -241,14 +243,14 @@ def _data(datamodule) -> dict | None:
 
 
 def _same_data(fitted: dict | None, evaluated: dict | None) -> bool:
-    """The same class path, and equal values for the arguments both give, those that leave the split as it is
-    (the batch size: resume.py) aside; unknown on either side: the same."""
+    """The same class path, and equal values for the arguments both give, the batch size aside; unknown on either
+    side: the same."""
     if not isinstance(fitted, dict) or evaluated is None:
         return True
     if fitted.get("class_path") != evaluated["class_path"]:
         return False
     given, used = fitted.get("init_args") or {}, evaluated["init_args"]
-    shared = (given.keys() & used.keys()) - FREE_DATA_KEYS
+    shared = (given.keys() & used.keys()) - {BATCH_SIZE}
     return all(json.loads(json.dumps(given[key], default=str)) == used[key] for key in shared)
 
 
