@@ -2,6 +2,7 @@
 compare at a glance; a broken summary is skipped with a note, never a crash."""
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -37,38 +38,44 @@ def here(three_runs, tmp_path):
 
 
 def table(capsys, *args: str) -> list[dict[str, str]]:
-    """What `python -m project.tools.runs <args>` prints, as one dict per run, cut at the header's columns."""
+    """What `python -m project.tools.runs <args>` prints, as one dict per run (keyed by COLUMNS), cut at the
+    header's columns (two spaces or more apart); the header itself under "header"."""
     list_runs(*args)
     header, *lines = capsys.readouterr().out.splitlines()
-    starts = [header.index(column) for column in COLUMNS]
+    starts = [match.start() for match in re.finditer(r"(?:^|(?<=  ))\S", header)]
     ends = [*starts[1:], None]
-    return [{c: line[a:b].strip() for c, a, b in zip(COLUMNS, starts, ends, strict=True)} for line in lines]
+    titles = dict(zip(COLUMNS, (header[a:b].strip() for a, b in zip(starts, ends, strict=True)), strict=True))
+    return [titles] + [{c: line[a:b].strip() for c, a, b in zip(COLUMNS, starts, ends, strict=True)} for line in lines]
 
 
 @pytest.mark.slow
 def test_one_line_per_run_newest_first_with_what_its_summary_says(here, capsys):
-    rows = table(capsys)
+    titles, *rows = table(capsys)
+    monitor = json.loads(Path(RUNS[2], "summary.json").read_text())["best_checkpoint"]["monitor"]
+    test = f"test/{monitor.split('/')[1]}"  # its counterpart: val/acc -> test/acc
+    assert (titles["best"], titles["test"]) == (f"best {monitor}", test), "all monitor one metric: named once"
     assert [row["run"] for row in rows] == RUNS
     for row in rows:
         summary = json.loads(Path(row["run"], "summary.json").read_text())
         commit = summary["git"]["commit"]
         assert (row["status"], row["epochs"]) == (summary["status"], str(summary["epochs"]))
         best = summary["best_checkpoint"]
-        assert row["best val/acc"] == (f"{best['score']:.4f}" if best else "-")
+        assert row["best"] == (f"{best['score']:.4f}" if best else "-")
         assert row["wall"] == duration(summary["wall_time_s"])
         assert row["config"] == summary["config_hash"][:8]
         assert row["commit"] == ("-" if commit is None else commit[:7]) + (
             " (dirty)" if summary["git"]["dirty"] else ""
         )
     assert [row["status"] for row in rows] == ["failed", "completed", "completed"]
-    assert [row["epochs"] for row in rows] == ["0", "2", "2"] and rows[0]["best val/acc"] == "-", "crashed at once"
-    tested = json.loads(Path(RUNS[2], "summary.json").read_text())["metrics"]["test/acc"]
-    assert [row["test/acc"] for row in rows] == ["-", "-", f"{tested:.4f}"], "only the tested run has one"
+    assert [row["epochs"] for row in rows] == ["0", "2", "2"] and rows[0]["best"] == "-", "crashed at once"
+    tested = json.loads(Path(RUNS[2], "summary.json").read_text())["metrics"][test]
+    assert [row["test"] for row in rows] == ["-", "-", f"{tested:.4f}"], "only the tested run has one"
 
 
 @pytest.mark.slow
 def test_name_keeps_the_runs_of_one_experiment(here, capsys):
-    assert [row["run"] for row in table(capsys, "digits")] == ["runs/digits/version_1", "runs/digits/version_0"]
+    _, *rows = table(capsys, "digits")
+    assert [row["run"] for row in rows] == ["runs/digits/version_1", "runs/digits/version_0"]
 
 
 @pytest.mark.slow

@@ -124,8 +124,9 @@ class CtrlC(Callback):
 def test_an_interrupted_sweep_continues_when_the_same_command_runs_again(monkeypatch):
     calls = []
 
-    def press_ctrl_c_in_the_second_trial(command, callbacks):
-        calls.append(command)
+    def press_ctrl_c_in_the_second_trial(command, callbacks=()):
+        if "--print_config" not in command:  # the sweep reads the trials' metric that way first
+            calls.append(command)
         return cli_main(command, callbacks=[*callbacks, *([CtrlC()] if len(calls) == 2 else [])])
 
     monkeypatch.setattr(project.tools.sweep, "cli_main", press_ctrl_c_in_the_second_trial)
@@ -146,3 +147,11 @@ def test_an_interrupted_sweep_continues_when_the_same_command_runs_again(monkeyp
         "a finished study runs nothing more"
     )
     assert len(list(Path("runs/sweeps/resumable").iterdir())) == 3
+
+
+def test_a_sweep_scores_trials_as_their_best_checkpoint_is_chosen_unless_told():
+    assert project.tools.sweep._monitored((DEFAULT,), ()) == ("val/acc", "max"), "the shipped recipe's"
+    assert project.tools.sweep._monitored((), ("--checkpoint.monitor=val/loss", "--checkpoint.mode=min")) == (
+        "val/loss",
+        "min",
+    )

@@ -28,13 +28,17 @@ from project.core.errors import UsageError
 from project.core.runs import next_version, run_dir
 
 INSTALL = "pip install -e '.[loggers]' (make install does)"
+# A logger's `name` when none is given: the CLI gives each run one (naming.py), so only a logger built outside it
+# gets Lightning's own default.
+UNNAMED = "lightning_logs"
 
 
 class RunFolder:
     """`<save_dir>/<name>/version_N`, laid out as TensorBoardLogger lays it out (a string version is the folder's
     name), and the id of the tracking service's run kept in a file there."""
 
-    def _place(self, save_dir: str, name: str, version: int | str | None) -> None:
+    def _place(self, save_dir: str, name: str | None, version: int | str | None) -> None:
+        name = name or UNNAMED
         # A run without a claimed folder (an evaluation of no checkpoint) takes the next free version, as TensorBoard's.
         version = next_version(Path(save_dir) / name) if version is None else version
         self._folder_save_dir, self._folder_name, self._folder_version = save_dir, name, version
@@ -67,8 +71,8 @@ class RunFolder:
 class CSVRunLogger(CSVLogger):
     """metrics.csv and hparams.yaml in the run folder; a resumed fit appends to its metrics.csv."""
 
-    def __init__(self, save_dir: str = "runs", name: str = "digits", version: int | str | None = None) -> None:
-        super().__init__(save_dir, name, version)
+    def __init__(self, save_dir: str = "runs", name: str | None = None, version: int | str | None = None) -> None:
+        super().__init__(save_dir, name or UNNAMED, version)
 
     @property
     @rank_zero_experiment
@@ -98,7 +102,7 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
     def __init__(
         self,
         save_dir: str = "runs",
-        name: str = "digits",
+        name: str | None = None,
         version: int | str | None = None,
         tracking_uri: str | None = None,
         tags: dict[str, str] | None = None,
@@ -111,14 +115,14 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
             raise UsageError(f"the MLflow logger needs mlflow: {INSTALL}")
         self._place(save_dir, name, version)
         store = Path(save_dir).resolve()
-        artifacts = None if tracking_uri else str(store / "mlflow-artifacts" / name)  # a server chooses its own
+        artifacts = None if tracking_uri else str(store / "mlflow-artifacts" / self.name)  # a server chooses its own
         run_id = self._stored_id()
         self._resumed = run_id is not None
         # MlflowClient opens its store as it is built, creating the database on a first run, and MLFlowLogger builds
         # one at once: on every rank, and under fast_dev_run too. It gets an address it never contacts instead; the
         # real client is built on first use, which is on rank zero only (the logging methods are rank-zero-only).
         super().__init__(
-            experiment_name=name,
+            experiment_name=self.name,
             run_name=self._folder.name,
             tracking_uri="http://never-contacted.invalid",
             tags={"run_folder": str(self._folder), **(tags or {})},
@@ -179,7 +183,7 @@ class WandbRunLogger(RunFolder, WandbLogger):
     def __init__(
         self,
         save_dir: str = "runs",
-        name: str = "digits",
+        name: str | None = None,
         version: int | str | None = None,
         offline: bool = True,
         project: str | None = None,
@@ -202,7 +206,7 @@ class WandbRunLogger(RunFolder, WandbLogger):
             # Absolute: W&B's service process, which a process started by another that uses W&B shares, has its
             # own working directory.
             save_dir=str(self._folder.resolve()),
-            project=project or name,
+            project=project or self.name,
             entity=entity,
             tags=tags,
             **settings,

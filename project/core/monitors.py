@@ -8,6 +8,7 @@ import torch
 from jsonargparse.typing import PositiveInt
 from lightning.fabric.utilities.throughput import Throughput
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities.data import extract_batch_size
 
 
 class LossMonitor(Callback):
@@ -58,7 +59,8 @@ class SampleRateMonitor(Callback):
         now = time.perf_counter()
         self._elapsed, self._last = self._elapsed + now - self._last, now
         self._batches += 1
-        self._samples += len(batch[0])  # this rank's samples; the meter multiplies by the world size
+        # This rank's samples (the first tensor's length, in any tuple or dict); the meter multiplies by the world size.
+        self._samples += extract_batch_size(batch)
         self._meter.update(time=self._elapsed, batches=self._batches, samples=self._samples)
         if self._batches % self.window:
             return  # a new rate once per window

@@ -1,13 +1,19 @@
 """What a run's folder is called, and the names that may not lead out of it.
 
 `runs/<name>/version_N`: unless `--trainer.logger.init_args.name` is given (on the command line or in a config),
-the name says what the run trained: the dataset (`digits`, or your data file's stem), then the network's class when
-it is not the default one: `digits`, `three`, `digits-mlp`, `three-mlp`. Own data or another network never lands
-in `runs/digits/` unless asked, and `--ckpt_path last|best` with the same options finds its runs again. A config
-that changes the recipe names its runs itself (configs/experiments/mlp.yaml, configs/debug/overfit.yaml); one that
-only moves it to other hardware (configs/gpu.yaml) keeps them with the others.
+the name says what the run trained: its data, then the network's class when it is not the default one. The data's
+part is read from the DataModule's signature, whatever its fields: the stems of the files given to its required
+arguments (those without a default), else its class's short name without a "DataModule" suffix. The example's
+default data has no required argument and gives its class name; a `FileDataModule(path="three.npz")` gives
+`three`, with another network `three-mlp`. Own data or another network never lands in the default data's folder
+unless asked, and `--ckpt_path last|best` with the same options finds its runs again. A config that changes the
+recipe names its runs itself (configs/experiments/mlp.yaml, configs/debug/overfit.yaml); one that only moves it to
+other hardware (configs/gpu.yaml) keeps them with the others.
 """
 
+import importlib
+import inspect
+import os
 from pathlib import Path, PurePath
 
 from project.core.errors import UsageError
@@ -16,19 +22,59 @@ from project.core.errors import UsageError
 COMPONENTS = ("name", "version", "sub_dir")
 # File names inside the run folder; a checkpoint's may hold a sub-folder ("{epoch}/best"), never "..".
 FILENAMES = ("checkpoint.filename", "last_checkpoint.filename", "prediction_writer.filename", "summary.filename")
+# Parameters a config gives by name (not *args or **kwargs).
+NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
 def run_name(config, default_network: str) -> str:
     """The folder name for a run of `config` whose logger was not given a name; `default_network`: the network's
     class path when no other is chosen, left out of the name."""
-    data = config.data
-    path = data.init_args.get("path") if data.get("init_args") is not None else None
-    parts = [Path(path).stem if path else _short(data.class_path).removesuffix("datamodule")]
+    parts = [data_label(config.data)]
     network = config.model.get("network")
     class_path = network.get("class_path") if hasattr(network, "get") else None
     if class_path and class_path != default_network:
         parts.append(_short(class_path))
     return "-".join(part for part in parts if part)
+
+
+def data_label(data) -> str:
+    """What `data` (a `class_path` and its `init_args`, as a config or summary.json holds them) is called: the
+    stems of the existing files given to its class's required arguments, else the class's short name."""
+    class_path, init_args = data.get("class_path") or "", data.get("init_args") or {}
+    stems = [Path(os.fspath(v)).stem for v in _required_values(class_path, init_args) if _names_a_file(v)]
+    return "-".join(stems) or _short(class_path).removesuffix("datamodule")
+
+
+def _required_values(class_path: str, init_args) -> list:
+    """The values given to the class's parameters without a default, in their order (none if it won't import)."""
+    module, _, name = class_path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):
+        return []
+    return [init_args.get(param) for param in _required(cls) if init_args.get(param) is not None]
+
+
+def _required(cls) -> list[str]:
+    """Required parameter names of `cls(...)`, those of its bases' __init__ too where it passes **kwargs on (as
+    jsonargparse reads them)."""
+    names = []
+    for klass in inspect.getmro(cls):
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue  # inherited: the next class in the MRO defines it
+        try:
+            parameters = list(inspect.signature(init).parameters.values())[1:]  # without self
+        except (TypeError, ValueError):  # a C-level __init__ (object's): nothing more to read
+            break
+        names += [p.name for p in parameters if p.default is p.empty and p.kind in NAMED]
+        if not any(p.kind == p.VAR_KEYWORD for p in parameters):
+            break
+    return list(dict.fromkeys(names))
+
+
+def _names_a_file(value) -> bool:
+    return isinstance(value, str | os.PathLike) and bool(os.fspath(value)) and Path(os.fspath(value)).exists()
 
 
 def check_names(config) -> None:

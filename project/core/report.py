@@ -9,6 +9,7 @@ import torch
 from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.loggers import MLFlowLogger, TensorBoardLogger
 
+from project.core import contract
 from project.core.console import duration, say
 from project.core.summary import RunSummary
 
@@ -36,8 +37,9 @@ def fit_report(trainer, tested: bool = False) -> list[str]:
         lines.append(f"  best {best['monitor']} {score} at epoch {_epoch(run, best['path'])}: {_in(run, best['path'])}")
     if last:
         lines.append(f"  last         epoch {_epoch(run, last)}: {_in(run, last)}")
-    if tested:
-        lines.append(f"  test/acc     {float(trainer.callback_metrics['test/acc']):.4f} of the best checkpoint")
+    test = contract.counterpart(contract.monitored(trainer), "test")
+    if tested and test in trainer.callback_metrics:  # the monitored metric's own test score, if the model logs one
+        lines.append(f"  {test:12} {float(trainer.callback_metrics[test]):.4f} of the best checkpoint")
     nexts = []
     if (best or last) and not tested:
         nexts.append(f"python -m project test --ckpt_path {_in(run, best['path'] if best else last)}")

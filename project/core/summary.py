@@ -1,5 +1,17 @@
 """<run>/summary.json: what a run was, how it ended and what it scored; the config and the scores for its loggers
-(in TensorBoard, its HPARAMS entry)."""
+(in TensorBoard, its HPARAMS entry).
+
+The scores follow the metric the best checkpoint monitors (contract.py): `hp/best_val_f1` for `val/f1`, and its
+test counterpart `hp/test_f1`.
+
+Every evaluation records the data it ran on, as a config names it (the DataModule's class path, and its
+hyperparameters as init args); the fit records its own the same way, under `data` (an older summary: its config's).
+A `test` on the data the run was fitted on updates the summary's `metrics`: the same class path, and equal values
+for every argument both give, apart from `batch_size` (Lightning's name for it), which changes no sample. A test on
+other data (`--data.<argument>` or `--data <class>` given to `test --ckpt_path`) keeps its metrics under
+`results[<data label>]` (naming.py), one entry per dataset, so that another dataset's score never passes for the
+run's own. Where either side is unknown (no saved config, no DataModule), the test counts as the run's own.
+"""
 
 import json
 import math
@@ -10,15 +22,17 @@ from pathlib import Path
 import yaml
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_warn
+from lightning.pytorch.utilities.data import extract_batch_size
 
-from project.core import provenance
+from project.core import contract, provenance
 from project.core.atomic import write_atomically
 from project.core.errors import Stopped
+from project.core.naming import data_label
 from project.core.pictures import picture_writers, tensorboard
 from project.core.runs import free_path, run_folder
 
-# HPARAMS tab metrics: declared (as NaN) when fit starts, filled in when known; TensorBoard shows the latest.
-BEST_VAL_ACC, TEST_ACC = "hp/best_val_acc", "hp/test_acc"
+# A data argument that changes no split: Lightning's own name for it (BatchSizeFinder's `batch_arg_name`).
+BATCH_SIZE = "batch_size"
 
 
 class RunSummary(Callback):
@@ -54,6 +68,7 @@ class RunSummary(Callback):
         # Parsed, hashed and read once: rewritten after every epoch, the summary must cost next to nothing.
         config = None if self._config_text is None else yaml.safe_load(self._config_text)
         self._recipe = {"config": config, "config_hash": provenance.config_hash(config), **(self._facts or {})}
+        self._recipe["data"] = _data(trainer.datamodule)  # read as an evaluation reads its data, to compare
         self._recipe["seeds"] = provenance.seeds(config)
         self._earlier = (self._read(trainer) or {}).get("evaluations", [])  # a resumed run keeps its tests
         self._write(trainer, self._fit_record(trainer, "running"))
@@ -67,13 +82,16 @@ class RunSummary(Callback):
         # What Lightning logs as hyperparameters (hparams.yaml), now with metrics: the HPARAMS tab.
         params = {**pl_module.hparams, **(trainer.datamodule.hparams if trainer.datamodule else {})}
         params = {k: v for k, v in params.items() if not k.startswith("_")}
-        logger.log_hyperparams(params, {BEST_VAL_ACC: math.nan, TEST_ACC: math.nan}, step=0)
+        # HPARAMS tab metrics: declared (as NaN) now, filled in when known; TensorBoard shows the latest.
+        monitor = contract.monitored(trainer)
+        scores = [best_tag(monitor), hparams_tag(contract.counterpart(monitor, "test"))]
+        logger.log_hyperparams(params, {tag: math.nan for tag in scores if tag}, step=0)
 
     def on_train_start(self, trainer, pl_module) -> None:
         self._epochs = trainer.current_epoch  # after a resumed checkpoint has been restored
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        self._samples += len(batch[0]) * trainer.world_size
+        self._samples += extract_batch_size(batch) * trainer.world_size
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         self._epochs = trainer.current_epoch + 1
@@ -92,8 +110,9 @@ class RunSummary(Callback):
 
     def on_test_end(self, trainer, pl_module) -> None:
         self._evaluated(trainer, "completed")
-        if "test/acc" in trainer.callback_metrics:
-            _log_scores(trainer, {TEST_ACC: trainer.callback_metrics["test/acc"]})
+        test = contract.counterpart(contract.monitored(trainer), "test")
+        if test in trainer.callback_metrics:
+            _log_scores(trainer, {hparams_tag(test): trainer.callback_metrics[test]})
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
         # Stopped: SIGTERM or Ctrl-C after a checkpoint (faults.py); KeyboardInterrupt: a second Ctrl-C.
@@ -137,10 +156,12 @@ class RunSummary(Callback):
                 "error": error,
                 "config": yaml.safe_load(provenance.saved_config(trainer) or "null"),
                 **(self._facts or {}),
+                "data": _data(trainer.datamodule),
             }
             summary |= {"metrics": {}, "evaluations": []}
         stage = trainer.state.fn.value
         metrics = _metrics({k: v for k, v in trainer.callback_metrics.items() if k.startswith(("val/", "test/"))})
+        data = _data(trainer.datamodule)
         summary["evaluations"].append(
             {
                 "subcommand": stage,
@@ -150,17 +171,22 @@ class RunSummary(Callback):
                 "checkpoint_epoch": self._loaded.get("epoch"),
                 "checkpoint_step": self._loaded.get("global_step"),
                 "finished": _iso(time.time()),
+                "data": data,
                 "metrics": metrics,
             }
         )
         if stage == "test":  # validate scores a checkpoint, not the end of fit: it stays under evaluations
-            summary["metrics"].update(metrics)
+            fitted = summary.get("data") or (summary.get("config") or {}).get("data")
+            if _same_data(fitted, data):
+                summary["metrics"].update(metrics)
+            else:  # another dataset's score: under its own name, never as the run's
+                summary.setdefault("results", {}).setdefault(data_label(data), {}).update(metrics)
         self._write(trainer, summary)
 
     def _log_best(self, trainer) -> None:
-        best = next((c for c in trainer.checkpoint_callbacks if getattr(c, "monitor", None) == "val/acc"), None)
+        best = contract.monitored_checkpoint(trainer)
         if best is not None and best.best_model_score is not None:
-            _log_scores(trainer, {BEST_VAL_ACC: best.best_model_score})
+            _log_scores(trainer, {best_tag(best.monitor): best.best_model_score})
 
     def _path(self, trainer) -> Path | None:
         folder = run_folder(trainer)
@@ -194,6 +220,38 @@ class RunSummary(Callback):
         path = self._path(trainer)
         if path is not None:
             write_atomically(path, json.dumps(summary, indent=2, default=str) + "\n")
+
+
+def best_tag(monitor: str | None) -> str | None:
+    """The HPARAMS metric of the best score of `monitor`: `val/f1` -> `hp/best_val_f1`."""
+    return None if not monitor else f"hp/best_{monitor.replace('/', '_')}"
+
+
+def hparams_tag(metric: str | None) -> str | None:
+    """The HPARAMS metric of `metric`: `test/f1` -> `hp/test_f1`."""
+    return None if not metric else f"hp/{metric.replace('/', '_')}"
+
+
+def _data(datamodule) -> dict | None:
+    """What an evaluation ran on, as a config names it: the DataModule's class path and its hyperparameters."""
+    if datamodule is None:
+        return None
+    cls = type(datamodule)
+    given = {key: value for key, value in datamodule.hparams.items() if not key.startswith("_")}  # not _class_path
+    init_args = json.loads(json.dumps(given, default=str))  # as summary.json will hold them
+    return {"class_path": f"{cls.__module__}.{cls.__qualname__}", "init_args": init_args}
+
+
+def _same_data(fitted: dict | None, evaluated: dict | None) -> bool:
+    """The same class path, and equal values for the arguments both give, the batch size aside; unknown on either
+    side: the same."""
+    if not isinstance(fitted, dict) or evaluated is None:
+        return True
+    if fitted.get("class_path") != evaluated["class_path"]:
+        return False
+    given, used = fitted.get("init_args") or {}, evaluated["init_args"]
+    shared = (given.keys() & used.keys()) - {BATCH_SIZE}
+    return all(json.loads(json.dumps(given[key], default=str)) == used[key] for key in shared)
 
 
 def _log_scores(trainer, scores: dict) -> None:

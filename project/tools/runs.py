@@ -1,5 +1,9 @@
 """`python -m project.tools.runs [--name NAME]` (or `make runs`): one line per run, newest first, from the
-summary.json every run keeps, so that runs compare at a glance without opening TensorBoard."""
+summary.json every run keeps, so that runs compare at a glance without opening TensorBoard.
+
+`best` is the score of the run's best checkpoint on the metric it monitors, `test` that metric's test counterpart
+(`val/f1` -> `test/f1`) from the run's metrics. When every listed run monitors the same metric the header names it
+(`best val/f1`, `test/f1`); otherwise each cell does (`0.9944 val/f1`)."""
 
 import json
 import re
@@ -10,15 +14,16 @@ from pathlib import Path
 from jsonargparse import auto_cli
 
 from project.core.console import duration
+from project.core.contract import counterpart
 
-COLUMNS = ("run", "status", "epochs", "best val/acc", "test/acc", "wall", "config", "commit")
+COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit")
 
 
 def list_runs(name: str | None = None, root: Path = Path("runs")) -> list[dict[str, str]]:
     """Print the table of the runs under `root` and return its rows.
 
     Args:
-        name: only the runs of this experiment: the logger's name, the folder above version_N (digits, mlp)
+        name: only the runs of this experiment: the logger's name, the folder above version_N (`runs/<name>/version_N`)
         root: where the runs are (the TensorBoardLogger's save_dir)
     """
     found = []
@@ -29,10 +34,14 @@ def list_runs(name: str | None = None, root: Path = Path("runs")) -> list[dict[s
         if summary is not None:
             # Start times have whole seconds: of two runs started in the same second, the higher version is newer.
             version = int(match[1]) if (match := re.fullmatch(r"version_(\d+)", path.parent.name)) else -1
-            found.append(((summary.get("started") or _modified(path), version), _row(path.parent, summary)))
-    rows = [row for _, row in sorted(found, key=lambda item: item[0], reverse=True)]  # newest first
+            monitor = (summary.get("best_checkpoint") or {}).get("monitor")
+            found.append(((summary.get("started") or _modified(path), version), monitor, summary, path.parent))
+    found.sort(key=lambda item: item[0], reverse=True)  # newest first
+    monitors = {monitor for _, monitor, _, _ in found if monitor}
+    shared = monitors.pop() if len(monitors) == 1 else None  # one metric for all: named once, in the header
+    rows = [_row(run, summary, monitor or shared, named=shared is None) for _, monitor, summary, run in found]
     if rows:
-        print(_table(rows))
+        print(_table(rows, _headers(shared)))
     else:
         print(f"no runs in {root}/" + (f" named {name}" if name else ""))
     return rows
@@ -51,24 +60,34 @@ def _read(path: Path) -> dict | None:
     return summary
 
 
-def _row(run: Path, summary: dict) -> dict[str, str]:
+def _headers(monitor: str | None) -> dict[str, str]:
+    """Column -> its header: `best` and `test` name the metric when every run monitors the same one."""
+    named = {"best": f"best {monitor}", "test": counterpart(monitor, "test") or "test"} if monitor else {}
+    return {column: named.get(column, column) for column in COLUMNS}
+
+
+def _row(run: Path, summary: dict, monitor: str | None, named: bool) -> dict[str, str]:
     best = summary.get("best_checkpoint") or {}
+    test = counterpart(monitor, "test")
     git = summary.get("git") or {}
     commit = (git.get("commit") or "-")[:7] + (" (dirty)" if git.get("dirty") else "")
     return {
         "run": str(run),
         "status": str(summary.get("status", "-")),
         "epochs": str(summary.get("epochs", "-")),
-        "best val/acc": _score(best.get("score") if best.get("monitor") == "val/acc" else None),
-        "test/acc": _score((summary.get("metrics") or {}).get("test/acc")),
+        "best": _score(best.get("score"), monitor if named else None),
+        "test": _score((summary.get("metrics") or {}).get(test), test if named else None),
         "wall": "-" if summary.get("wall_time_s") is None else duration(summary["wall_time_s"]),
         "config": (summary.get("config_hash") or "-")[:8],
         "commit": commit,
     }
 
 
-def _score(value) -> str:
-    return f"{value:.4f}" if isinstance(value, int | float) else "-"
+def _score(value, metric: str | None = None) -> str:
+    """`0.9944`, `0.9944 val/f1` where the header does not name the metric, or `-`."""
+    if not isinstance(value, int | float):
+        return "-"
+    return f"{value:.4f}" + (f" {metric}" if metric else "")
 
 
 def _modified(path: Path) -> str:
@@ -76,9 +95,9 @@ def _modified(path: Path) -> str:
     return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
 
 
-def _table(rows: list[dict[str, str]]) -> str:
-    widths = {column: max(len(column), *(len(row[column]) for row in rows)) for column in COLUMNS}
-    lines = [[column.ljust(widths[column]) for column in COLUMNS]]
+def _table(rows: list[dict[str, str]], headers: dict[str, str]) -> str:
+    widths = {column: max(len(headers[column]), *(len(row[column]) for row in rows)) for column in COLUMNS}
+    lines = [[headers[column].ljust(widths[column]) for column in COLUMNS]]
     lines += [[row[column].ljust(widths[column]) for column in COLUMNS] for row in rows]
     return "\n".join("  ".join(line).rstrip() for line in lines)
 

@@ -1,11 +1,15 @@
-"""`python -m project.tools.sweep --config sweeps/digits.yaml`: an Optuna search over ranges declared in a YAML file.
+"""`python -m project.tools.sweep --config sweeps/<study>.yaml`: an Optuna search over ranges declared in a YAML file.
 
 Each trial is an ordinary `python -m project fit` run, in runs/sweeps/<study>/version_N, with the sampled values
 as command-line overrides. The study is a SQLite file, runs/sweeps/<study>.db, so running the same command again
 continues it, retrying failed trials. TPE samples; trials whose validation metric trails the median of earlier
-trials are pruned. A sweep whose every trial failed exits 1.
+trials are pruned. A sweep whose every trial failed exits 1. Unless told otherwise, a trial is scored as its best
+checkpoint is chosen: on the metric `--checkpoint.monitor` names, in its `--checkpoint.mode`, as the trials' configs
+set them.
 """
 
+import contextlib
+import io
 import math
 import shlex
 import sys
@@ -15,6 +19,7 @@ from typing import Literal
 
 import optuna
 import sqlalchemy.exc
+import yaml
 from jsonargparse import CLI
 from jsonargparse.typing import NonNegativeInt, PositiveInt
 from lightning.pytorch.callbacks import Callback
@@ -58,10 +63,10 @@ def sweep(
     study: str,
     space: dict[str, Range | Choice],
     n_trials: PositiveInt = 20,
-    configs: tuple[str, ...] = ("configs/digits.yaml",),
+    configs: tuple[str, ...] = (),
     args: tuple[str, ...] = (),
-    metric: str = "val/acc",
-    direction: Literal["maximize", "minimize"] = "maximize",
+    metric: str | None = None,
+    direction: Literal["maximize", "minimize"] | None = None,
     pruning_startup_trials: NonNegativeInt = 5,
     pruning_warmup_epochs: NonNegativeInt = 3,
     seed: int = 0,
@@ -73,10 +78,11 @@ def sweep(
         study: the study's name, which is also its file and its runs' folder name
         space: option of `python -m project fit` (such as `model.lr`) -> the values to sample it from
         n_trials: finished trials the study should hold; a failed trial, or one cut short by Ctrl-C, does not count
-        configs: the configs every trial stacks, in this order
+        configs: the configs every trial stacks, in this order (none: the CLI's defaults)
         args: fixed options for every trial, before the sampled ones
-        metric: what a trial is scored by: its best value over the epochs, as its best checkpoint
-        direction: whether a higher or a lower `metric` is better
+        metric: what a trial is scored by: its best value over the epochs (by default the metric the best
+            checkpoint monitors)
+        direction: whether a higher or a lower `metric` is better (by default the best checkpoint's mode)
         pruning_startup_trials: trials that always run to the end, to learn what a median epoch looks like
         pruning_warmup_epochs: epochs of every trial that are never pruned
         seed: the sampler's seed (offset by the trials already run, so a resumed study samples new values)
@@ -84,6 +90,10 @@ def sweep(
     """
     if not is_component(study):  # it names a file and a folder in save_dir: never a path that leads out of it
         raise UsageError(f"--study {study!r}: must be one file name (no '/', not '..' or empty)")
+    if metric is None or direction is None:
+        monitor, mode = _monitored(configs, args)
+        metric = metric or monitor
+        direction = direction or ("maximize" if mode == "max" else "minimize")
     Path(save_dir).mkdir(parents=True, exist_ok=True)
     database = Path(save_dir, f"{study}.db")
     storage = f"sqlite:///{database.resolve()}"
@@ -137,6 +147,22 @@ def sweep(
             " retries them"
         )
     return optuna_study
+
+
+def _monitored(configs: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, str]:
+    """The metric and mode the trials' best checkpoint is chosen by: their config as the CLI resolves it
+    (`fit --print_config` prints it and exits, before anything is built)."""
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            cli_main(["fit", *(f"--config={config}" for config in configs), *args, "--print_config"])
+    except SystemExit as exit:
+        if exit.code not in (0, None):  # a bad config or option: its error is already on stderr
+            raise
+    checkpoint = (yaml.safe_load(printed.getvalue()) or {}).get("checkpoint") or {}
+    if not checkpoint.get("monitor"):
+        raise UsageError("the trials' best checkpoint monitors no metric (--checkpoint.monitor): give --metric")
+    return checkpoint["monitor"], checkpoint["mode"]
 
 
 def _suggest(trial: optuna.Trial, name: str, values: Range | Choice):
