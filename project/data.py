@@ -157,8 +157,11 @@ class ArrayDataModule(L.LightningDataModule, ABC):
     def on_after_batch_transfer(self, batch: Batch, dataloader_idx: int) -> Batch:
         # Training-time augmentation of images, on the device, one kernel per batch: degrees in [-rotation,
         # rotation], pixels in [-shift, shift]. 0 and 0 turn it off.
+        # Batches only: the model summary sends the model's example input, a bare tensor, through here too, and
+        # augmenting it would draw from the RNG (a run with the summary would train differently from one without).
         augmenting = self.hparams.rotation or self.hparams.shift
-        if self.trainer is not None and self.trainer.training and augmenting and self.sample_kind == "image":
+        batch_of_samples = isinstance(batch, tuple | list) and self.sample_kind == "image"
+        if self.trainer is not None and self.trainer.training and augmenting and batch_of_samples:
             samples, *rest = batch
             return (random_affine(samples, self.hparams.rotation, self.hparams.shift), *rest)
         return batch
@@ -217,9 +220,11 @@ class FileDataModule(ArrayDataModule):
         super().__init__(**kwargs)
         if num_classes is None or sample_shape is None:  # the model needs both when it is built: read the file now
             samples, labels = self.load()
-            found = {"num_classes": int(labels.max()) + 1, "sample_shape": tuple(samples.shape[1:])}
+            found = {"num_classes": int(labels.max()) + 1, "sample_shape": list(samples.shape[1:])}
             # Saved as given, so checkpoints and the logged hyperparameters (merged with the model's) agree.
             self.save_hyperparameters({**self.hparams, **{k: v for k, v in found.items() if self.hparams[k] is None}})
+        # Plain ints in a list, as the model keeps its input shape (model.py).
+        self.hparams.sample_shape = [int(size) for size in self.hparams.sample_shape]
 
     def load(self) -> tuple[torch.Tensor, torch.Tensor]:
         if "_labelled" not in self.__dict__:

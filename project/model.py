@@ -38,6 +38,9 @@ class DigitsClassifier(L.LightningModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
+        # Plain ints in a list: loadable with weights_only (not jsonargparse's PositiveInt) and plain YAML in
+        # hparams.yaml (a tuple is !!python/tuple).
+        self.hparams.input_shape = [int(size) for size in input_shape]
         input_shape = tuple(input_shape)
         self.network = network(num_classes, input_shape)
         # Train-split statistics, filled from the DataModule at fit start, one value per input element; buffers so

@@ -37,7 +37,7 @@ def monitored_checkpoint(trainer) -> ModelCheckpoint | None:
 
 
 def monitored(trainer) -> str | None:
-    """The metric the best checkpoint is chosen on (`val/acc` in the example, whatever a copy configures)."""
+    """The metric the best checkpoint is chosen on, whatever a copy configures."""
     best = monitored_checkpoint(trainer)
     return None if best is None else best.monitor
 
@@ -68,6 +68,7 @@ def required(name: str):
                 f"--data {type(datamodule).__module__}.{type(datamodule).__qualname__} has no {name}, which the model"
                 f" is built with: give the DataModule a `{name}` attribute or property (docs/contract.md)"
             )
-        return tuple(int(size) for size in value) if isinstance(value, torch.Size | tuple | list) else value
+        # A shape as a list of ints: the model's hyperparameters then stay plain YAML in hparams.yaml.
+        return [int(size) for size in value] if isinstance(value, torch.Size | tuple | list) else value
 
     return read
