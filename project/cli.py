@@ -27,7 +27,7 @@ from project.core.parser import ProjectParser, own_defaults
 from project.core.predictions import PredictionWriter
 from project.core.provenance import SaveConfigInRun
 from project.core.report import report_fit
-from project.core.resume import TrainingLength, keys_given
+from project.core.resume import TrainingLength, keys_given, with_checkpoint_data
 from project.core.summary import RunSummary
 from project.data import DigitsDataModule
 from project.model import DigitsClassifier
@@ -104,7 +104,10 @@ class DigitsCLI(LightningCLI):
         )
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
-        super().parse_arguments(parser, args)
+        given = keys_given(sys.argv[1:] if args is None else args)  # what the user typed, before the line below
+        super().parse_arguments(
+            parser, with_checkpoint_data(list(sys.argv[1:] if args is None else args), DEFAULT_DATA)
+        )
         # Before LightningCLI reads the checkpoint's hyperparameters, so `last`/`best` are real paths by then.
         if self.config.get("subcommand"):
             subcommand = self.config.subcommand
@@ -113,7 +116,6 @@ class DigitsCLI(LightningCLI):
             preflight.check_options(config)
             placement.name_run(config, DEFAULT_NETWORK)
             chosen = placement.resolve_checkpoint(subcommand, config)
-            given = keys_given(sys.argv[1:] if args is None else args)
             own_defaults(config.get("data"), DEFAULT_DATA, given, "data")
             placement.adopt_checkpoint_run(subcommand, config, given, self.model_class, chosen)
 

@@ -10,23 +10,15 @@ from pathlib import Path
 import onnxruntime
 import pytest
 import torch
-from tasks import TASKS, Task, write_samples
 
 from project.model import DigitsClassifier
 from project.tools.export import main as export
 from support import assert_kept, assert_same_checkpoint, load, refusal, run, snapshot, working_directory
+from tasks import TASKS, Task, write_samples
 
 EPOCHS = ["--trainer.max_epochs=4"]  # seconds for each task, and enough to learn it
 # Findings (project/core/resume.py, _reconcile_data_class): a `--data.<argument>` typed for an evaluation of a
 # checkpoint of another DataModule than the default is parsed against the default DigitsDataModule's signature.
-CHECKPOINT_DATA_ARGUMENT_TYPES = (
-    "an argument DigitsDataModule also has is carried over with its types (a Path, a PositiveInt) into a DataModule"
-    " that types it otherwise (str, int): exit 2, 'Does not validate against any of the Union subtypes'"
-)
-CHECKPOINT_DATA_ARGUMENT_NAMES = (
-    "an argument DigitsDataModule lacks (--data.path, --data.n) is refused: exit 2, 'unknown option --data.path',"
-    " unless --data <the checkpoint's class> is typed too"
-)
 
 
 @dataclass
@@ -92,15 +84,12 @@ def test_predict_reads_a_file_of_raw_samples_and_writes_one_row_each_that_agree_
 
 # The closing block's `next` line, and docs/contract.md: a checkpoint knows its DataModule and its arguments, and a
 # `--data.<argument>` typed on the command line wins.
-def test_predict_needs_only_the_checkpoint_and_the_file_of_samples(trained, request):
-    if trained.task.name == "blobs":
-        request.applymarker(pytest.mark.xfail(strict=True, raises=SystemExit, reason=CHECKPOINT_DATA_ARGUMENT_TYPES))
+def test_predict_needs_only_the_checkpoint_and_the_file_of_samples(trained):
     samples = trained.task.new_samples()
     path = write_samples(trained.home / ("only" + trained.task.suffix), samples)
     assert len(predict(trained, path, "--ckpt_path", str(trained.best))) == len(samples)
 
 
-@pytest.mark.xfail(strict=True, raises=SystemExit, reason=CHECKPOINT_DATA_ARGUMENT_NAMES)
 def test_a_checkpoint_is_evaluated_on_other_data_of_its_datamodule_given_by_a_data_argument(trained):
     with working_directory(trained.home):
         other = trained.task.other_data()
@@ -167,7 +156,7 @@ def test_a_fit_stopped_after_two_of_its_four_epochs_resumes_to_the_same_weights(
                 strict=True,
                 reason="a DataLoader with its own generator, seeded once in train_dataloader(), starts again from"
                 " its first epoch's order after a resume: the resumed run trains epoch 3 on epoch 1's order"
-                " (weights differ by ~0.5); nothing restores the generator, and docs/contract.md does not warn",
+                " (weights differ by ~0.5); nothing restores the generator (docs/contract.md says so)",
             ),
         ),
     ],

@@ -2,14 +2,18 @@
 
 import json
 import sys
+from pathlib import Path
 
+import torch
 from jsonargparse import Namespace
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_only
 
+from project.core.class_paths import names_class
 from project.core.console import say
 from project.core.errors import UsageError
 
+SUBCOMMANDS = ("fit", "validate", "test", "predict")
 # Trainer settings that fix how many optimizer steps a run takes, so its LR schedule: a resumed run keeps them.
 SCHEDULE_KEYS = ("max_epochs", "max_steps", "accumulate_grad_batches", "limit_train_batches", "num_nodes", "devices")
 
@@ -180,3 +184,30 @@ def _plain(value):
     if hasattr(value, "as_dict"):
         value = value.as_dict()
     return json.loads(json.dumps(value, default=str))
+
+
+def with_checkpoint_data(args: list[str], default_data: str) -> list[str]:
+    """`args` with the checkpoint's DataModule and its arguments first, when `--ckpt_path` names a file trained on
+    another DataModule than `default_data`, `--data.<argument>` options are given and no `--data` class is: they are
+    then read against that class's signature (`--data.path` of a file's checkpoint), not the default's, which lacks
+    them or types them otherwise, and win over the checkpoint's values as typed. A `--config` that names a class
+    still wins (it comes later). `last`/`best` are found by the data options given, so they keep the default."""
+    if any(arg == "--data" or arg.startswith("--data=") for arg in args) or not any(
+        arg.startswith("--data.") for arg in args
+    ):
+        return args
+    path = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--ckpt_path"), None)
+    path = path or next((arg.split("=", 1)[1] for arg in args if arg.startswith("--ckpt_path=")), None)
+    if path is None or not Path(path).is_file():
+        return args
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True, mmap=True).get("datamodule_hyper_parameters")
+    except Exception:  # not a readable checkpoint: read_checkpoint says so in one line, later
+        return args
+    saved_class = saved.get("_class_path") if isinstance(saved, dict) else None
+    if not isinstance(saved_class, str) or saved_class == default_data or names_class(saved_class) is not True:
+        return args  # a class path that is no class is refused by read_checkpoint, with its reason
+    init_args = {key: value for key, value in saved.items() if not key.startswith("_")}
+    data = json.dumps({"class_path": saved_class, "init_args": init_args}, default=str)
+    at = next((i + 1 for i, arg in enumerate(args) if arg in SUBCOMMANDS), None)  # right after the subcommand
+    return args if at is None else [*args[:at], f"--data={data}", *args[at:]]
