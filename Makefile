@@ -15,26 +15,27 @@ PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: pyproject.toml
+# The machinery (lightning-runs/) and the project, editable, in one pip call: pip takes the library from here.
+$(VENV)/.installed: pyproject.toml lightning-runs/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ./lightning-runs -e ".[dev]"
 	touch $@
 
-install: $(VENV)/.installed ## create .venv and install the project with its dev tools (idempotent)
+install: $(VENV)/.installed ## create .venv and install the library (lightning-runs/) and the project with its dev tools
 
 train: install ## fit CONFIG (default configs/digits.yaml), then test its best checkpoint; extra flags in ARGS
 	$(PY) -m project fit --config $(CONFIG) --test_best true $(ARGS)
 
 evaluate-seeds: install ## train and test CONFIG for seeds 0-4 beside SVC and logistic regression (runs/seeds.json)
-	$(PY) -m project.tools.seeds --configs '[$(CONFIG)]' $(ARGS)
+	$(PY) -m project seeds --configs '[$(CONFIG)]' $(ARGS)
 
 sweep: install ## run or resume the Optuna sweep SWEEP (default sweeps/digits.yaml); extra flags in ARGS
-	$(PY) -m project.tools.sweep --config $(SWEEP) $(ARGS)
+	$(PY) -m project sweep --config $(SWEEP) $(ARGS)
 
 export: install ## export CKPT=<file.ckpt> as FORMAT (onnx, torchscript or pt2), beside the checkpoint
 	$(if $(CKPT),,$(error give the checkpoint: make export CKPT=runs/digits/version_0/checkpoints/best.ckpt))
-	$(PY) -m project.tools.export --ckpt_path $(CKPT) --format $(FORMAT) $(ARGS)
+	$(PY) -m project export --ckpt_path $(CKPT) --format $(FORMAT) $(ARGS)
 
 new-project: ## copy this template to DEST as package NAME, in a new git repository: DEST=../my-exp NAME=my_exp
 	$(PYTHON) scripts/new_project.py $(DEST) $(NAME)
@@ -70,7 +71,7 @@ mlflow-ui: install ## serve runs/mlflow.db on http://localhost:5000 (this machin
 		--host 127.0.0.1 --port 5000 --workers 1
 
 runs: install ## one line per run in runs/ (status, epochs, best val/acc, test/acc, ...), newest first; NAME= filters
-	$(PY) -m project.tools.runs $(if $(NAME),--name $(NAME)) $(ARGS)
+	$(PY) -m project runs $(if $(NAME),--name $(NAME)) $(ARGS)
 
 bench: install ## the project's fit against a plain PyTorch loop and a plain Lightning script of the same job (~10 min)
 	$(PY) -m benchmarks.compare $(ARGS)

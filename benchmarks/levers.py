@@ -20,7 +20,7 @@ LEVERS = {
     "the default": ({}, []),
     "AdamW's for-loop (--model.fused=false)": ({}, ["--model.fused=false"]),
     "a redraw every batch (TQDM_MINITERS=1)": ({"TQDM_MINITERS": "1"}, []),
-    "checkpoints in the training thread": ({}, ["--trainer.plugins=project.core.checkpoints.AtomicCheckpointIO"]),
+    "checkpoints in the training thread": ({}, ["--trainer.plugins=lightning_runs.checkpoints.AtomicCheckpointIO"]),
 }
 
 

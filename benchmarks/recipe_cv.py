@@ -21,9 +21,9 @@ import torch
 import torch.nn.functional as F
 from sklearn.datasets import load_digits
 
+from lightning_runs.batches import ShardSampler, split_indices
 from project.augment import random_affine
 from project.cli import TRAINER_DEFAULTS
-from project.core.batches import ShardSampler, split_indices
 from project.data import ArrayDataModule
 from project.model import DigitsClassifier
 from project.networks import DigitsCNN

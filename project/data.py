@@ -15,11 +15,11 @@ import lightning as L
 import torch
 from jsonargparse.typing import NonNegativeFloat, OpenUnitInterval, PositiveInt, restricted_number_type
 
+from lightning_runs.batches import Batch, ShardSampler, TensorBatches, on_device, split_indices
+from lightning_runs.console import say
+from lightning_runs.contract import SampleKind
+from lightning_runs.errors import UsageError
 from project.augment import random_affine
-from project.core.batches import Batch, ShardSampler, TensorBatches, on_device, split_indices
-from project.core.console import say
-from project.core.contract import SampleKind
-from project.core.errors import UsageError
 from project.files import load_labelled, load_samples
 
 # What NumPy's and Lightning's seeding accept; the per-epoch order is drawn from seed * 100_003 + epoch (batches.py),

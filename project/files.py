@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from project.core.errors import UsageError
+from lightning_runs.errors import UsageError
 
 # The array names a .npz holds: `samples` (or `images`, the name the first version of this template read) and `labels`.
 SAMPLES, OLD_SAMPLES, LABELS = "samples", "images", "labels"

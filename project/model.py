@@ -73,7 +73,7 @@ class DigitsClassifier(L.LightningModule):
         logits = self(samples)
         self.metrics[f"{stage}_acc"].update(logits, labels)
         if stage == "train":
-            # Logged as train/loss by LossMonitor (project/core/monitors.py): the mean over ranks, every step.
+            # Logged as train/loss by LossMonitor (lightning_runs.monitors): the mean over ranks, every step.
             return F.cross_entropy(logits, labels, label_smoothing=self.hparams.label_smoothing), logits
         # Evaluated without label smoothing: a proper score, comparable across recipes.
         loss = F.cross_entropy(logits, labels)

@@ -18,9 +18,9 @@ import torch
 from lightning.pytorch.callbacks import Callback
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from lightning_runs.batches import ShardSampler, TensorBatches
+from lightning_runs.errors import main
 from project.cli import cli_main
-from project.core.batches import ShardSampler, TensorBatches
-from project.core.errors import main
 from project.data import DigitsDataModule
 from project.networks import DigitsCNN
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from project.core.batches import ShardSampler, TensorBatches
+from lightning_runs.batches import ShardSampler, TensorBatches
 from project.data import DigitsDataModule, FileDataModule, statistics
 from project.files import load_samples
 

@@ -13,7 +13,8 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from project.tools import sweep
+from lightning_runs.tools import sweep
+from project.cli import cli_main
 from support import DEFAULT, QUIET, load, refusal, run, start, wait_for
 
 RUN = Path("runs/digits/version_0")
@@ -33,14 +34,14 @@ def sweep_file(dropout: dict) -> str:
 def test_a_sweep_whose_every_trial_failed_exits_1_and_the_same_command_retries_them_once_fixed(capsys):
     broken = sweep_file({"low": 1.5, "high": 2.0})  # no dropout above 1: every trial is refused
     command = ["--config", broken, "--configs", json.dumps([DEFAULT]), "--n_trials=2"]
-    error = refusal(capsys, lambda: sweep.main(command), code=1)
+    error = refusal(capsys, lambda: sweep.main(cli_main, command), code=1)
     assert "all 2 trials failed" in error and "retries them" in error
 
     sweep_file({"low": 0.0, "high": 0.5})  # fixed
-    study = sweep.main(command)
+    study = sweep.main(cli_main, command)
     states = [trial.state for trial in study.trials]
     assert states == [TrialState.FAIL, TrialState.FAIL, TrialState.COMPLETE, TrialState.COMPLETE]
-    assert len(sweep.main(command).trials) == 4, "finished: nothing more to run"
+    assert len(sweep.main(cli_main, command).trials) == 4, "finished: nothing more to run"
 
 
 @pytest.mark.slow

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from project.tools.export import main
+from lightning_runs.tools import export
+from project.cli import MODEL
 from support import assert_kept, load, refusal, run, snapshot, working_directory
 
 BEST = Path("runs/digits/version_0/checkpoints/best.ckpt")
@@ -36,7 +37,9 @@ def same_file_spellings() -> list[str]:
 def test_an_output_that_is_the_checkpoint_itself_is_refused_however_it_is_spelled(runs, capsys):
     for output in same_file_spellings():
         before = snapshot()
-        error = refusal(capsys, lambda output=output: main(["--ckpt_path", str(BEST), "--output", output]))
+        error = refusal(
+            capsys, lambda output=output: export.main(MODEL, ["--ckpt_path", str(BEST), "--output", output])
+        )
         assert "that is the checkpoint itself" in error
         assert not assert_kept(before, snapshot())
 
@@ -44,7 +47,7 @@ def test_an_output_that_is_the_checkpoint_itself_is_refused_however_it_is_spelle
 def test_a_checkpoint_whose_default_output_name_is_itself_is_refused(runs, capsys):
     shutil.copy(BEST, "model.onnx")
     before = snapshot()
-    assert "that is the checkpoint itself" in refusal(capsys, lambda: main(["--ckpt_path", "model.onnx"]))
+    assert "that is the checkpoint itself" in refusal(capsys, lambda: export.main(MODEL, ["--ckpt_path", "model.onnx"]))
     assert not assert_kept(before, snapshot())
 
 
@@ -74,7 +77,7 @@ def test_a_bad_checkpoint_is_one_line_and_nothing_is_written(runs, name, content
     elif content is not None:
         path.write_bytes(content)
     before = snapshot()
-    error = refusal(capsys, lambda: main(["--ckpt_path", name, "--format", "pt2"]))
+    error = refusal(capsys, lambda: export.main(MODEL, ["--ckpt_path", name, "--format", "pt2"]))
     assert name in error and expected in error
     assert not assert_kept(before, snapshot())
 
@@ -83,6 +86,6 @@ def test_a_bad_checkpoint_is_one_line_and_nothing_is_written(runs, name, content
 def test_an_export_replaces_its_output_whole_and_leaves_no_temp_file(runs):
     output = Path("digits.pt2")
     output.write_bytes(b"an older export")
-    main(["--ckpt_path", str(BEST), "--format", "pt2", "--output", str(output)])
+    export.main(MODEL, ["--ckpt_path", str(BEST), "--format", "pt2", "--output", str(output)])
     assert torch.export.load(output).module()(torch.zeros(3, 8, 8)).shape == (3, 10)
     assert sorted(p.name for p in Path(".").iterdir()) == ["digits.pt2", "runs"], "no temp file beside it"

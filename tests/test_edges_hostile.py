@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from project.core.checkpoints import read_checkpoint
-from project.core.errors import UsageError
+from lightning_runs.checkpoints import read_checkpoint
+from lightning_runs.errors import UsageError
+from lightning_runs.tools import sweep
+from project.cli import cli_main
 from project.model import DigitsClassifier
-from project.tools import sweep
 from support import ROOT, assert_kept, load, refusal, run, snapshot, working_directory
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
@@ -117,6 +118,8 @@ def test_a_corrupt_sweep_database_is_one_line_and_stays_as_it_was(capsys):
     database.parent.mkdir(parents=True)
     database.write_bytes(b"SQLite format 2\0" + bytes(range(256)) * 8)
     before = snapshot()
-    error = refusal(capsys, lambda: sweep.main(["--config", str(ROOT / "sweeps/digits.yaml"), "--study=broken"]))
+    error = refusal(
+        capsys, lambda: sweep.main(cli_main, ["--config", str(ROOT / "sweeps/digits.yaml"), "--study=broken"])
+    )
     assert f"{database}: not a readable study database (file is not a database)" in error
     assert not assert_kept(before, snapshot())

@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from project.core.runs import lock_run, unlock_run
+from lightning_runs.runs import lock_run, unlock_run
+from lightning_runs.tools import sweep
+from project.cli import cli_main
 from project.data import DigitsDataModule
-from project.tools import sweep
 from support import DEFAULT, QUIET, ROOT, assert_kept, refusal, run, snapshot, start, wait_for, working_directory
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
@@ -64,6 +65,14 @@ def test_a_run_in_use_by_another_command_is_refused(runs, capsys):
     run("test", "--ckpt_path=last")  # once it is free
 
 
+def test_a_command_that_fails_lets_go_of_its_run_folder(runs):
+    """RunsCLI releases the folder where LightningCLI's __init__ ends, however the subcommand inside it ends."""
+    with pytest.raises(RuntimeError, match="crash"):  # a resume that crashes as its first step begins
+        run("fit", *SHORT, "--ckpt_path=last", "--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=2")
+    unlock_run(lock_run(RUN))  # free again: a lock still held would refuse this, in this process too
+    run("test", "--ckpt_path=last")
+
+
 @pytest.mark.slow
 def test_a_second_resume_while_the_first_still_runs_is_refused(capsys):
     long = ["--trainer.max_epochs=30"]
@@ -115,7 +124,7 @@ def test_a_sweep_study_name_that_leads_out_of_its_folder_is_refused(capsys):
     before = snapshot()
     config = str(ROOT / "sweeps/digits.yaml")
     assert "--study '../../../x': must be one file name" in refusal(
-        capsys, lambda: sweep.main(["--config", config, "--study=../../../x"])
+        capsys, lambda: sweep.main(cli_main, ["--config", config, "--study=../../../x"])
     )
     assert not assert_kept(before, snapshot())
 

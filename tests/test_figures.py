@@ -17,9 +17,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from scipy import ndimage
 from torch.utils.data import DataLoader, TensorDataset
 
-from project.core import figures
-from project.core.drawings import image_grid, misclassified_images, misclassified_signals, signal_plots
-from project.core.figures import Figures
+from lightning_runs import figures
+from lightning_runs.drawings import image_grid, misclassified_images, misclassified_signals, signal_plots
+from lightning_runs.figures import Figures
 from support import read_events, run, split_sizes
 
 # The shape families of the contract (contract.py): per-sample shape and kind.

@@ -8,7 +8,7 @@ from lightning.fabric.plugins.environments import SLURMEnvironment
 from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch.utilities import rank_zero_only
 
-from project.core.distributed import launched_as_rank_zero
+from lightning_runs.distributed import launched_as_rank_zero
 from support import ddp_environment
 
 

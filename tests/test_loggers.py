@@ -19,7 +19,7 @@ import psutil
 import pytest
 import yaml
 
-from project.core import loggers
+from lightning_runs import loggers
 from support import (
     DEFAULT,
     QUIET,

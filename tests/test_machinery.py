@@ -1,6 +1,7 @@
-"""The machinery (project/core, project/tools) knows the contract (core/contract.py), never the example: no metric,
-field, class or module of the example in its files, and a copy that monitors another metric keeps its best
-checkpoint in the summary, the HPARAMS tab, the closing block and the runs table."""
+"""The machinery (the library in lightning-runs/, its tools too) knows the contract (lightning_runs/contract.py), never
+the example: no metric, field, class or module of the example in its files, nothing of the owner's package imported;
+and a copy that monitors another metric keeps its best checkpoint in the summary, the HPARAMS tab, the closing block
+and the runs table."""
 
 import json
 import re
@@ -11,12 +12,12 @@ import pytest
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
 import project
-from project.core.naming import data_label
-from project.tools.runs import list_runs
+from lightning_runs.naming import data_label
+from lightning_runs.tools.runs import list_runs
 from support import ONE_EPOCH_TWO_BATCHES, ROOT, read_events, run
 
 PACKAGE = project.__name__  # a copy may rename it
-MACHINERY = sorted(p for folder in ("core", "tools") for p in (ROOT / PACKAGE / folder).rglob("*.py"))
+MACHINERY = sorted((ROOT / "lightning-runs/lightning_runs").rglob("*.py"))  # the tools/ folder too
 # What the example calls its metrics, fields, shapes and classes: none of it may appear in the machinery.
 EXAMPLE = [
     re.escape(name)
@@ -25,11 +26,10 @@ EXAMPLE = [
 EXAMPLE += [
     r"(?<![A-Za-z])(?:[Dd]igits?|DIGITS?)(?![a-z])",  # the word, in code or comments (DigitsCLI too)
     r"Digits(?:Classifier|DataModule|CNN)",
-    # The owner's modules are reached through the CLI's wiring only (tools may import the CLI).
-    rf"(?:from|import)\s+{PACKAGE}\.(?:data|model|networks)\b",
-    rf"from\s+{PACKAGE}\s+import\s+.*\b(?:data|model|networks)\b",
 ]
 PATTERN = re.compile("|".join(f"(?:{p})" for p in EXAMPLE))
+# The library is given the owner's classes and cli_main (project/cli.py); it never imports them.
+OWNERS_IMPORT = re.compile(rf"^\s*(?:import\s+{PACKAGE}\b|from\s+{PACKAGE}(?:\.[\w.]+)?\s+import\b)")
 
 MONITOR_LOSS = ["--checkpoint.monitor=val/loss", "--checkpoint.mode=min"]
 
@@ -43,6 +43,17 @@ def test_the_machinery_names_nothing_of_the_example():
     ]
     assert MACHINERY, "no machinery found"
     assert not hits, f"{len(hits)} mentions of the example in the machinery:\n" + "\n".join(hits)
+
+
+def test_the_library_imports_nothing_of_the_owners_package():
+    hits = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in MACHINERY
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if OWNERS_IMPORT.search(line)
+    ]
+    assert OWNERS_IMPORT.search(f"from {PACKAGE}.cli import cli_main") and OWNERS_IMPORT.search(f"import {PACKAGE}")
+    assert not hits, f"{len(hits)} imports of {PACKAGE} in the library:\n" + "\n".join(hits)
 
 
 def test_a_run_monitoring_another_metric_keeps_it_everywhere(capsys):

@@ -48,7 +48,8 @@ def in_project(dest, *command: str, timeout: float = 600) -> subprocess.Complete
     blocker = dest.parent / "blocker"
     (blocker / PACKAGE).mkdir(parents=True, exist_ok=True)
     (blocker / PACKAGE / "__init__.py").write_text(f"raise ImportError('the copy imported {PACKAGE}')\n")
-    env = {**os.environ, "PYTHONPATH": f"{dest}{os.pathsep}{blocker}"}
+    # The copy's own lightning-runs/, which it still holds (phase 1 of issue 21), before the one installed here.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [dest, dest / "lightning-runs", blocker]))}
     return subprocess.run(command, cwd=dest, capture_output=True, text=True, timeout=timeout, env=env)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from project.core.errors import Stopped
+from lightning_runs.errors import Stopped
 from project.model import DigitsClassifier
 from support import DEFAULT, QUIET, ddp_environment, read_events, run, run_subprocess, scalars, split_sizes
 
@@ -91,7 +91,7 @@ DDP_SCRIPT = """
 import sys
 
 from project.cli import cli_main
-from project.core.figures import Figures
+from lightning_runs.figures import Figures
 
 cli = cli_main(sys.argv[1:])
 figures = next(c for c in cli.trainer.callbacks if isinstance(c, Figures))

@@ -1,4 +1,4 @@
-"""`make runs` (python -m project.tools.runs): one line per run from its summary.json, newest first, so that runs
+"""`make runs` (python -m project runs): one line per run from its summary.json, newest first, so that runs
 compare at a glance; a broken summary is skipped with a note, never a crash."""
 
 import json
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from project.core.console import duration
-from project.tools.runs import COLUMNS, list_runs
+from lightning_runs.console import duration
+from lightning_runs.tools.runs import COLUMNS, list_runs
 from support import ROOT, run, working_directory
 
 TINY = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
@@ -38,7 +38,7 @@ def here(three_runs, tmp_path):
 
 
 def table(capsys, *args: str) -> list[dict[str, str]]:
-    """What `python -m project.tools.runs <args>` prints, as one dict per run (keyed by COLUMNS), cut at the
+    """What `python -m project runs <args>` prints, as one dict per run (keyed by COLUMNS), cut at the
     header's columns (two spaces or more apart); the header itself under "header"."""
     list_runs(*args)
     header, *lines = capsys.readouterr().out.splitlines()

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from project.core.provenance import config_hash
-from project.core.summary import write_atomically
+from lightning_runs.provenance import config_hash
+from lightning_runs.summary import write_atomically
 
 
 def test_the_same_recipe_has_the_same_config_hash_whatever_its_run_folder():

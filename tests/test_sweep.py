@@ -1,4 +1,4 @@
-"""`python -m project.tools.sweep`: trials as normal runs, a resumable study in runs/, failures and pruning recorded."""
+"""`python -m project sweep`: trials as normal runs, a resumable study in runs/, failures and pruning recorded."""
 
 import json
 import signal
@@ -10,9 +10,9 @@ import yaml
 from lightning.pytorch.callbacks import Callback
 from optuna.trial import TrialState
 
-import project.tools.sweep
+import lightning_runs.tools.sweep
+from lightning_runs.tools.sweep import main
 from project.cli import cli_main
-from project.tools.sweep import main
 from support import DEFAULT, QUIET, ROOT, load, working_directory
 
 SWEEPS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "sweeps").glob("*.yaml"))
@@ -25,8 +25,12 @@ TINY = [
 
 
 def sweep(*args: str) -> optuna.Study:
-    """`python -m project.tools.sweep --config sweeps/digits.yaml <args>` with tiny trials."""
-    return main(["--config", str(ROOT / "sweeps/digits.yaml"), *TINY, *args])
+    """`python -m project sweep --config sweeps/digits.yaml <args>` with tiny trials."""
+    return sweep_with(cli_main, *args)
+
+
+def sweep_with(project_cli, *args: str) -> optuna.Study:
+    return main(project_cli, ["--config", str(ROOT / "sweeps/digits.yaml"), *TINY, *args])
 
 
 def open_study(name: str) -> optuna.Study:
@@ -38,9 +42,9 @@ def open_study(name: str) -> optuna.Study:
 
 @pytest.mark.parametrize("path", SWEEPS)
 def test_every_sweep_file_says_how_to_run_it_and_names_real_options(path, capsys):
-    assert (ROOT / path).read_text().splitlines()[0].startswith(f"# python -m project.tools.sweep --config {path}")
+    assert (ROOT / path).read_text().splitlines()[0].startswith(f"# python -m project sweep --config {path}")
     with pytest.raises(SystemExit):
-        main(["--config", str(ROOT / path), "--print_config"])
+        main(cli_main, ["--config", str(ROOT / path), "--print_config"])
     space = yaml.safe_load(capsys.readouterr().out)["space"]
     # Each option of the space, at its low end, is accepted by `python -m project fit`.
     overrides = [
@@ -107,7 +111,7 @@ def test_a_diverging_trial_fails_alone_instead_of_stopping_the_sweep(capsys):
     args = ["--trainer.max_epochs=1", "--model.network=support.NaNAfter", "--model.network.step=2", *QUIET]
     Path("nan.yaml").write_text(yaml.safe_dump({"study": "diverging", "space": space, "args": args}))
     with pytest.raises(SystemExit) as exit:  # every trial failed: the sweep did not do its job
-        main(["--config", "nan.yaml", "--configs", json.dumps([DEFAULT]), "--n_trials=2"])
+        main(cli_main, ["--config", "nan.yaml", "--configs", json.dumps([DEFAULT]), "--n_trials=2"])
     assert exit.value.code == 1
     study = open_study("diverging")
     assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
@@ -121,7 +125,7 @@ class CtrlC(Callback):
 
 
 @pytest.mark.slow
-def test_an_interrupted_sweep_continues_when_the_same_command_runs_again(monkeypatch):
+def test_an_interrupted_sweep_continues_when_the_same_command_runs_again():
     calls = []
 
     def press_ctrl_c_in_the_second_trial(command, callbacks=()):
@@ -129,11 +133,10 @@ def test_an_interrupted_sweep_continues_when_the_same_command_runs_again(monkeyp
             calls.append(command)
         return cli_main(command, callbacks=[*callbacks, *([CtrlC()] if len(calls) == 2 else [])])
 
-    monkeypatch.setattr(project.tools.sweep, "cli_main", press_ctrl_c_in_the_second_trial)
     handler = signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(SystemExit) as exit:
-            sweep("--study=resumable", "--n_trials=2", *NO_PRUNING)
+            sweep_with(press_ctrl_c_in_the_second_trial, "--study=resumable", "--n_trials=2", *NO_PRUNING)
     finally:
         signal.signal(signal.SIGINT, handler)  # Lightning ignores further Ctrl-C once it has handled one
     assert exit.value.code == 130
@@ -150,8 +153,10 @@ def test_an_interrupted_sweep_continues_when_the_same_command_runs_again(monkeyp
 
 
 def test_a_sweep_scores_trials_as_their_best_checkpoint_is_chosen_unless_told():
-    assert project.tools.sweep._monitored((DEFAULT,), ()) == ("val/acc", "max"), "the shipped recipe's"
-    assert project.tools.sweep._monitored((), ("--checkpoint.monitor=val/loss", "--checkpoint.mode=min")) == (
+    assert lightning_runs.tools.sweep._monitored(cli_main, (DEFAULT,), ()) == ("val/acc", "max"), "the shipped recipe's"
+    assert lightning_runs.tools.sweep._monitored(
+        cli_main, (), ("--checkpoint.monitor=val/loss", "--checkpoint.mode=min")
+    ) == (
         "val/loss",
         "min",
     )

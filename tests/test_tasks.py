@@ -11,13 +11,13 @@ import onnxruntime
 import pytest
 import torch
 
+from lightning_runs.tools import export
 from project.model import DigitsClassifier
-from project.tools.export import main as export
 from support import assert_kept, assert_same_checkpoint, load, refusal, run, snapshot, working_directory
 from tasks import TASKS, Task, write_samples
 
 EPOCHS = ["--trainer.max_epochs=4"]  # seconds for each task, and enough to learn it
-# Findings (project/core/resume.py, _reconcile_data_class): a `--data.<argument>` typed for an evaluation of a
+# Findings (lightning_runs/resume.py, _reconcile_data_class): a `--data.<argument>` typed for an evaluation of a
 # checkpoint of another DataModule than the default is parsed against the default DigitsDataModule's signature.
 
 
@@ -114,7 +114,7 @@ def test_predicting_samples_of_another_shape_is_refused_naming_both_shapes_and_w
 @pytest.mark.slow
 def test_the_onnx_export_takes_raw_samples_and_gives_the_checkpoint_models_outputs(trained, tmp_path):
     samples = torch.from_numpy(trained.task.new_samples())
-    path = export(["--ckpt_path", str(trained.best), "--output", str(tmp_path / "model.onnx")])
+    path = export.main(DigitsClassifier, ["--ckpt_path", str(trained.best), "--output", str(tmp_path / "model.onnx")])
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     with torch.no_grad():
         expected = trained.model()(samples)

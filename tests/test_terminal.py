@@ -111,7 +111,7 @@ def test_a_real_fit_test_and_predict_print_none_of_the_library_noise():
 def test_a_sweep_trial_prints_no_warning_and_no_model_summary():
     space = {"model.lr": {"low": 0.01, "high": 0.1}}
     Path("tiny.yaml").write_text(yaml.safe_dump({"study": "tiny", "space": space, "n_trials": 1}))
-    command = [sys.executable, "-m", "project.tools.sweep", "--config", "tiny.yaml"]
+    command = [sys.executable, "-m", "project", "sweep", "--config", "tiny.yaml"]
     command += ["--configs", json.dumps([DEFAULT]), "--args", json.dumps(TINY)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=ddp_environment())
     assert result.returncode == 0, result.stderr[-3000:]

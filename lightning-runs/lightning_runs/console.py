@@ -15,7 +15,7 @@ from jsonargparse import ActionYesNo
 NOISE = (
     # Lightning 2.6 on recent torch warns about its own use of a deprecated torch API: not ours to fix.
     r"`isinstance\(treespec, LeafSpec\)` is deprecated",
-    # The run placement (core/placement.py) always gives a fresh fit a new folder; a resume or an evaluation
+    # The run placement (placement.py) always gives a fresh fit a new folder; a resume or an evaluation
     # writes into its own run's folder on purpose, which Lightning warns about as if it were a mistake.
     r"Checkpoint directory .* exists and is not empty",
     # The sweep, the seed study and the tests call cli_main(args) in-process on purpose.
@@ -27,7 +27,7 @@ NOISE = (
 )
 # Info lines that advertise a service instead of reporting the run.
 ADVERTISEMENTS = ("💡 Tip:",)
-# Info lines the project says better: fit's closing block (core/report.py) gives the epochs it ran of how many.
+# Info lines the project says better: fit's closing block (report.py) gives the epochs it ran of how many.
 # Lightning's line comes before its progress bar is closed, glued to the end of the bar.
 SAID_BY_THE_PROJECT = ("`Trainer.fit` stopped: `max_epochs=", "`Trainer.fit` stopped: `max_steps=")
 # Where Lightning's rank_zero_info writes.

@@ -16,7 +16,7 @@ import inspect
 import os
 from pathlib import Path, PurePath
 
-from project.core.errors import UsageError
+from lightning_runs.errors import UsageError
 
 # Logger settings that name one folder inside the runs root (or the run): never a path that leads elsewhere.
 COMPONENTS = ("name", "version", "sub_dir")

@@ -7,7 +7,7 @@ import torch
 from jsonargparse.typing import PositiveFloat
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 
-from project.core.errors import Diverged, Stopped
+from lightning_runs.errors import Diverged, Stopped
 
 
 class GradientCheck(Callback):

@@ -8,10 +8,10 @@ from lightning.pytorch.callbacks import Callback
 from matplotlib.figure import Figure
 from torchmetrics.classification import MulticlassConfusionMatrix
 
-from project.core.contract import sample_kind
-from project.core.distributed import gather_rows
-from project.core.drawings import COLUMNS, MISCLASSIFIED, drawable, image_grid, signal_plots
-from project.core.pictures import picture_writers
+from lightning_runs.contract import sample_kind
+from lightning_runs.distributed import gather_rows
+from lightning_runs.drawings import COLUMNS, MISCLASSIFIED, drawable, image_grid, signal_plots
+from lightning_runs.pictures import picture_writers
 
 MAX_ANNOTATED = 20  # classes: a confusion matrix with more gets no count in each cell (100x100 texts take seconds)
 

@@ -10,7 +10,7 @@ import yaml
 from jsonargparse import ArgumentError, ArgumentParser, get_loader, set_loader
 from lightning.pytorch.cli import LightningArgumentParser
 
-from project.core.errors import UsageError
+from lightning_runs.errors import UsageError
 
 HELP = "python -m project <subcommand> --help lists the options"
 # Values a YAML document may expand to. The resolved default config has about 150; a 1 KB "billion laughs" file of

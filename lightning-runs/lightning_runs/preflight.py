@@ -7,8 +7,8 @@ trains nothing either, and data of another shape than a checkpoint's model crash
 
 import torch
 
-from project.core.contract import example_input
-from project.core.errors import UsageError
+from lightning_runs.contract import example_input
+from lightning_runs.errors import UsageError
 
 SEED_RANGE = (0, 2**32 - 1)  # what NumPy's seeding, and so Lightning's seed_everything, accepts
 STAGES = {"fit": "fit", "validate": "validate", "test": "test", "predict": "predict"}  # subcommand -> setup(stage)

@@ -13,14 +13,14 @@ from pathlib import Path
 
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
-from project.core.checkpoints import read_checkpoint
-from project.core.console import say
-from project.core.distributed import launched_as_rank_zero
-from project.core.errors import UsageError
-from project.core.loggers import RunFolder
-from project.core.naming import check_names, run_name
-from project.core.resume import reconcile
-from project.core.runs import (
+from lightning_runs.checkpoints import read_checkpoint
+from lightning_runs.console import say
+from lightning_runs.distributed import launched_as_rank_zero
+from lightning_runs.errors import UsageError
+from lightning_runs.loggers import RunFolder
+from lightning_runs.naming import check_names, run_name
+from lightning_runs.resume import reconcile
+from lightning_runs.runs import (
     claim_version,
     free_path,
     lock_run,
@@ -33,7 +33,7 @@ from project.core.runs import (
 
 def keeps_run_folder(logger) -> bool:
     """Whether the configured logger writes into `<save_dir>/<name>/version_N`, which the placement then chooses:
-    TensorBoard's, CSV's, and the MLflow and W&B loggers of project/core/loggers.py."""
+    TensorBoard's, CSV's, and the MLflow and W&B loggers of loggers.py."""
     module, _, name = str(getattr(logger, "class_path", "")).rpartition(".")
     found = getattr(importlib.import_module(module), name, None) if module else None  # already imported by the parser
     return isinstance(found, type) and issubclass(found, (TensorBoardLogger, CSVLogger, RunFolder))

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from lightning.pytorch.cli import SaveConfigCallback
 
-from project.core.runs import run_folder
+from lightning_runs.runs import run_folder
 
 PACKAGES = ("torch", "torchvision", "lightning", "torchmetrics", "numpy", "scikit-learn", "jsonargparse", "tensorboard")
 PACKAGES += ("mlflow", "wandb")  # the `loggers` extra: None where it is not installed

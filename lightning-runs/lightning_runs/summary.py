@@ -24,12 +24,12 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.data import extract_batch_size
 
-from project.core import contract, provenance
-from project.core.atomic import write_atomically
-from project.core.errors import Stopped
-from project.core.naming import data_label
-from project.core.pictures import picture_writers, tensorboard
-from project.core.runs import free_path, run_folder
+from lightning_runs import contract, provenance
+from lightning_runs.atomic import write_atomically
+from lightning_runs.errors import Stopped
+from lightning_runs.naming import data_label
+from lightning_runs.pictures import picture_writers, tensorboard
+from lightning_runs.runs import free_path, run_folder
 
 # A data argument that changes no split: Lightning's own name for it (BatchSizeFinder's `batch_arg_name`).
 BATCH_SIZE = "batch_size"

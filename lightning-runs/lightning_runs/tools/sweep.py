@@ -1,4 +1,4 @@
-"""`python -m project.tools.sweep --config sweeps/<study>.yaml`: an Optuna search over ranges declared in a YAML file.
+"""`python -m project sweep --config sweeps/<study>.yaml`: an Optuna search over ranges declared in a YAML file.
 
 Each trial is an ordinary `python -m project fit` run, in runs/sweeps/<study>/version_N, with the sampled values
 as command-line overrides. The study is a SQLite file, runs/sweeps/<study>.db, so running the same command again
@@ -13,6 +13,7 @@ import io
 import math
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -20,17 +21,16 @@ from typing import Literal
 import optuna
 import sqlalchemy.exc
 import yaml
-from jsonargparse import CLI
 from jsonargparse.typing import NonNegativeInt, PositiveInt
 from lightning.pytorch.callbacks import Callback
 from optuna.trial import TrialState
 from optuna_integration import PyTorchLightningPruningCallback
 
-from project.cli import cli_main
-from project.core import errors
-from project.core.errors import Diverged, Failed, Stopped, UsageError
-from project.core.naming import is_component
-from project.core.runs import run_folder
+from lightning_runs import errors
+from lightning_runs.errors import Diverged, Failed, Stopped, UsageError
+from lightning_runs.naming import is_component
+from lightning_runs.runs import run_folder
+from lightning_runs.tools import function_cli
 
 
 @dataclass
@@ -60,6 +60,7 @@ class RecordRun(Callback):
 
 
 def sweep(
+    cli_main: Callable,
     study: str,
     space: dict[str, Range | Choice],
     n_trials: PositiveInt = 20,
@@ -75,6 +76,7 @@ def sweep(
     """Run trials until the study holds `n_trials` finished ones (complete or pruned; failed ones are retried).
 
     Args:
+        cli_main: the project's CLI, `cli_main(args, callbacks)`, which runs each trial
         study: the study's name, which is also its file and its runs' folder name
         space: option of `python -m project fit` (such as `model.lr`) -> the values to sample it from
         n_trials: finished trials the study should hold; a failed trial, or one cut short by Ctrl-C, does not count
@@ -91,7 +93,7 @@ def sweep(
     if not is_component(study):  # it names a file and a folder in save_dir: never a path that leads out of it
         raise UsageError(f"--study {study!r}: must be one file name (no '/', not '..' or empty)")
     if metric is None or direction is None:
-        monitor, mode = _monitored(configs, args)
+        monitor, mode = _monitored(cli_main, configs, args)
         metric = metric or monitor
         direction = direction or ("maximize" if mode == "max" else "minimize")
     Path(save_dir).mkdir(parents=True, exist_ok=True)
@@ -149,7 +151,7 @@ def sweep(
     return optuna_study
 
 
-def _monitored(configs: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, str]:
+def _monitored(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, str]:
     """The metric and mode the trials' best checkpoint is chosen by: their config as the CLI resolves it
     (`fit --print_config` prints it and exits, before anything is built)."""
     printed = io.StringIO()
@@ -187,17 +189,13 @@ def _summarize(study: optuna.Study) -> None:
         print(f"Best: trial {study.best_trial.number}, value {study.best_value:.4f}, {study.best_params}")
 
 
-def main(args: list[str] | None = None) -> optuna.Study:
-    return errors.main(lambda: _sweep_command(args))
+def main(cli_main: Callable, args: list[str] | None = None) -> optuna.Study:
+    return errors.main(lambda: _sweep_command(cli_main, args))
 
 
-def _sweep_command(args: list[str] | None) -> optuna.Study:
+def _sweep_command(cli_main: Callable, args: list[str] | None) -> optuna.Study:
     try:
-        return CLI(sweep, args=args, as_positional=False)
+        return function_cli(sweep, args, cli_main=cli_main)
     except KeyboardInterrupt:
         print("Interrupted: run the same command again to continue the study.", file=sys.stderr)
         sys.exit(130)
-
-
-if __name__ == "__main__":
-    main()

@@ -12,9 +12,9 @@ from lightning.fabric.utilities.types import _PATH
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.plugins.io import AsyncCheckpointIO, TorchCheckpointIO
 
-from project.core.atomic import write_atomically
-from project.core.class_paths import imported_class, names_class, plain_parameters
-from project.core.errors import Diverged, Failed, UsageError
+from lightning_runs.atomic import write_atomically
+from lightning_runs.class_paths import imported_class, names_class, plain_parameters
+from lightning_runs.errors import Diverged, Failed, UsageError
 
 # The only instantiator Lightning should ever call when it rebuilds a model from a checkpoint's hparams.
 LIGHTNING_INSTANTIATOR = "lightning.pytorch.cli.instantiate_module"

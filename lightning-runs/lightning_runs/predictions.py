@@ -6,9 +6,9 @@ from pathlib import Path
 import torch
 from lightning.pytorch.callbacks import BasePredictionWriter
 
-from project.core.console import say
-from project.core.distributed import gather_rows
-from project.core.runs import free_path, run_folder
+from lightning_runs.console import say
+from lightning_runs.distributed import gather_rows
+from lightning_runs.runs import free_path, run_folder
 
 
 class PredictionWriter(BasePredictionWriter):

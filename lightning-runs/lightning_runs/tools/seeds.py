@@ -1,4 +1,4 @@
-"""`python -m project.tools.seeds`: each seed trained and its best checkpoint tested, beside scikit-learn.
+"""`python -m project seeds`: each seed trained and its best checkpoint tested, beside scikit-learn.
 
 Each seed sets both the split (`--data.seed`) and the initialisation (`--seed_everything`). The score is the test
 counterpart of the metric the best checkpoint monitors (`val/f1` -> `test/f1`). The baselines are fitted on the
@@ -9,18 +9,18 @@ the DataModule's batches must start with (inputs, labels).
 import statistics
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from jsonargparse import auto_cli
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from project.cli import cli_main
-from project.core.contract import counterpart, monitored_checkpoint
-from project.core.runs import write_json
+from lightning_runs.contract import counterpart, monitored_checkpoint
+from lightning_runs.runs import write_json
+from lightning_runs.tools import function_cli
 
 BASELINES = {
     "svc": lambda: SVC(C=10),
@@ -29,6 +29,7 @@ BASELINES = {
 
 
 def evaluate_seeds(
+    cli_main: Callable,
     configs: list[Path] = [],  # noqa: B006 - jsonargparse reads this default; none: the CLI's defaults
     seeds: list[int] = [0, 1, 2, 3, 4],  # noqa: B006
     args: list[str] = [],  # noqa: B006 - extra `python -m project fit` options, e.g. ["--trainer.max_epochs=5"]
@@ -114,5 +115,5 @@ def _print(result: dict) -> None:
         print(" | ".join([stat, *("" if v is None else f"{v:.4f}" for v in values)]))
 
 
-if __name__ == "__main__":
-    auto_cli(evaluate_seeds)
+def main(cli_main: Callable, args: list[str] | None = None) -> dict:
+    return function_cli(evaluate_seeds, args, cli_main=cli_main)

@@ -1,4 +1,4 @@
-"""`python -m project.tools.export --ckpt_path <file> --format onnx|torchscript|pt2`: the trained model for serving.
+"""`python -m project export --ckpt_path <file> --format onnx|torchscript|pt2`: the trained model for serving.
 
 The exported model is the LightningModule's own `forward`, normalization included, so raw samples of the shape the
 model was trained on go straight in and its outputs come out, for any batch size N. The shape is the model's
@@ -12,21 +12,21 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-from jsonargparse import CLI
 from torch.export import Dim
 
-from project import cli
-from project.core import errors
-from project.core.atomic import write_atomically
-from project.core.checkpoints import read_checkpoint
-from project.core.contract import example_input
-from project.core.errors import UsageError
+from lightning_runs import errors
+from lightning_runs.atomic import write_atomically
+from lightning_runs.checkpoints import read_checkpoint
+from lightning_runs.contract import example_input
+from lightning_runs.errors import UsageError
+from lightning_runs.tools import function_cli
 
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".torchscript.pt", "pt2": ".pt2"}
 BATCH = ({0: Dim("batch", min=1)},)  # the first dimension of the input stays free
 
 
 def export(
+    model_class: type,
     ckpt_path: Path,
     format: Literal["onnx", "torchscript", "pt2"] = "onnx",
     output: Path | None = None,
@@ -34,6 +34,7 @@ def export(
     """Write the checkpoint's model in `format` and return where.
 
     Args:
+        model_class: the project's LightningModule, as its CLI builds it
         ckpt_path: a checkpoint written by `python -m project fit`, e.g. runs/<name>/version_0/checkpoints/best.ckpt
         format: onnx (onnxruntime and most serving stacks), torchscript (torch.jit.load, C++ libtorch; deprecated
             in PyTorch, still loadable) or pt2 (torch.export.load, the format PyTorch recommends now)
@@ -43,7 +44,6 @@ def export(
     ckpt_path, output = Path(ckpt_path), Path(output or Path(ckpt_path).with_suffix(SUFFIXES[format]))
     if output.resolve() == ckpt_path.resolve() or (output.exists() and output.samefile(ckpt_path)):
         raise UsageError(f"--output {output}: that is the checkpoint itself; give another file")
-    model_class = cli.MODEL  # the project's LightningModule, as its CLI builds it
     read_checkpoint(ckpt_path, model_class)  # refuses a broken or unsafe file before Lightning reads it
     try:
         model = model_class.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=True).eval()
@@ -76,9 +76,5 @@ def export(
     return output
 
 
-def main(args: list[str] | None = None) -> Path:
-    return errors.main(lambda: CLI(export, args=args, as_positional=False))
-
-
-if __name__ == "__main__":
-    main()
+def main(model_class: type, args: list[str] | None = None) -> Path:
+    return errors.main(lambda: function_cli(export, args, model_class=model_class))

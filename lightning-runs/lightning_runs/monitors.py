@@ -18,7 +18,7 @@ class LossMonitor(Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         step = trainer.global_step - 1  # the step this batch's update was, as train/grad_norm and lr/* count it
         logging = step % trainer.log_every_n_steps == 0
-        # The bar's own rate (TQDM_MINITERS, project/cli.py): a value it would never draw is not worth a `self.log`.
+        # The bar's own rate (TQDM_MINITERS, cli.py): a value it would never draw is not worth a `self.log`.
         bar = trainer.progress_bar_callback
         showing = bar is not None and step % max(getattr(bar, "refresh_rate", 1), 1) == 0
         if outputs is None or not (logging or showing):

@@ -9,9 +9,9 @@ import torch
 from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.loggers import MLFlowLogger, TensorBoardLogger
 
-from project.core import contract
-from project.core.console import duration, say
-from project.core.summary import RunSummary
+from lightning_runs import contract
+from lightning_runs.console import duration, say
+from lightning_runs.summary import RunSummary
 
 
 def report_fit(trainer, tested: bool = False) -> None:

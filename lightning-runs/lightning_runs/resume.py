@@ -9,9 +9,9 @@ from jsonargparse import Namespace
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_only
 
-from project.core.class_paths import names_class
-from project.core.console import say
-from project.core.errors import UsageError
+from lightning_runs.class_paths import names_class
+from lightning_runs.console import say
+from lightning_runs.errors import UsageError
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 # Trainer settings that fix how many optimizer steps a run takes, so its LR schedule: a resumed run keeps them.
@@ -143,7 +143,7 @@ def _reconcile_data_class(
 
 def keys_given(args: list[str]) -> set[str]:
     """`model.lr` for `--model.lr 0.1` or `--model.lr=0.1`; `model.network` for `--model.network.dropout`;
-    `data.class_path` for `--data project.data.FileDataModule`; `trainer.max_epochs` for `--trainer.max_epochs 4`."""
+    `data.class_path` for `--data my_data.MyDataModule`; `trainer.max_epochs` for `--trainer.max_epochs 4`."""
     keys = set()
     for arg in args:
         if arg.startswith(("--model.", "--data.", "--trainer.")):

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from project.core.errors import Failed
+from lightning_runs.errors import Failed
 
 # What a full disk or an exhausted quota look like to write(), fsync() and link().
 _NO_SPACE = {errno.ENOSPC, errno.EDQUOT}

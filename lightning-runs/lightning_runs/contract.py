@@ -19,7 +19,7 @@ from typing import Literal, get_args
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
-from project.core.errors import UsageError
+from lightning_runs.errors import UsageError
 
 SampleKind = Literal["image", "signal", "table"]
 KINDS = get_args(SampleKind)

@@ -23,9 +23,9 @@ from lightning.pytorch.loggers.wandb import _WANDB_AVAILABLE
 from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from torch import Tensor
 
-from project.core.atomic import write_atomically
-from project.core.errors import UsageError
-from project.core.runs import next_version, run_dir
+from lightning_runs.atomic import write_atomically
+from lightning_runs.errors import UsageError
+from lightning_runs.runs import next_version, run_dir
 
 INSTALL = "pip install -e '.[loggers]' (make install does)"
 # A logger's `name` when none is given: the CLI gives each run one (naming.py), so only a logger built outside it

@@ -1,0 +1,176 @@
+"""RunsCLI: a LightningCLI whose every run has a folder of its own, resumes exactly, stops cleanly and says what it did.
+
+A project hands it its LightningModule, its default DataModule (any other is chosen with `--data <class path>`) and
+its recipe's trainer defaults; it adds the callbacks every run has, `--quiet` and `--test_best`, and the hooks below.
+A project's own subclass links its data to its model and sets the callbacks' recipe defaults in
+`add_arguments_to_parser` (after calling this one's), as LightningCLI's documentation does.
+"""
+
+import inspect
+import os
+import sys
+from collections.abc import Sequence
+
+import lightning as L
+from lightning.fabric.utilities.exceptions import MisconfigurationException
+from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+
+from lightning_runs import placement, preflight
+from lightning_runs.checkpoints import BestCheckpoint, RandomState, RunCheckpoint
+from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced
+from lightning_runs.errors import UsageError
+from lightning_runs.faults import CheckpointOnSignal, GradientCheck
+from lightning_runs.figures import Figures, Histograms
+from lightning_runs.monitors import LossMonitor, SampleRateMonitor
+from lightning_runs.parser import ProjectParser, own_defaults
+from lightning_runs.predictions import PredictionWriter
+from lightning_runs.provenance import SaveConfigInRun
+from lightning_runs.report import report_fit
+from lightning_runs.resume import TrainingLength, keys_given, with_checkpoint_data
+from lightning_runs.summary import RunSummary
+
+TRAINER_DEFAULTS = {
+    # Checkpoints written next to their target, fsynced and renamed (a kill never leaves a torn file), in a
+    # background thread so that training does not wait for the disk.
+    "plugins": [{"class_path": "lightning_runs.checkpoints.BackgroundCheckpointIO"}],
+    "logger": {
+        "class_path": "lightning.pytorch.loggers.TensorBoardLogger",
+        # name null: named for what the run trains (naming.py)
+        "init_args": {"save_dir": "runs", "name": None, "default_hp_metric": False},
+    },
+}
+TOOLS_HELP = (
+    "tools, each with its own --help: python -m project export (a checkpoint for serving), runs (a line per run),"
+    " sweep (an Optuna search), seeds (a config over several seeds)"
+)
+
+
+def class_path(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class RunsCLI(LightningCLI):
+    """`RunsCLI(model_class, datamodule_class, trainer_defaults=..., callbacks=..., args=...)`.
+
+    `datamodule_class` is the default of `--data`, which takes any LightningDataModule (docs/contract.md);
+    `trainer_defaults` are the project's, over this library's (TRAINER_DEFAULTS); `callbacks`: objects a config
+    cannot build, added to every Trainer (the sweep's pruning callback). Raises the typed errors of
+    lightning_runs.errors; `errors.main()` turns them into exit codes.
+    """
+
+    def __init__(
+        self,
+        model_class: type[L.LightningModule],
+        datamodule_class: type[L.LightningDataModule],
+        trainer_defaults: dict | None = None,
+        callbacks: Sequence[Callback] = (),
+        args: list[str] | None = None,
+        **kwargs,
+    ) -> None:
+        self.default_data = class_path(datamodule_class)
+        # Left out of run names: a run of the model's default network is named for its data alone.
+        network = inspect.signature(model_class).parameters.get("network")
+        default = None if network is None else network.default
+        self.default_network = class_path(default) if isinstance(default, type) else None
+        self._claimed = None  # the run folder, once before_instantiate_classes claims it
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
+        # Lightning's progress bar redraws after every batch: 7% of this job's fit phase (python -m benchmarks.levers).
+        # Every 10th batch (and each epoch's last) is still several redraws a second; TQDM_MINITERS=1 restores it.
+        os.environ.setdefault("TQDM_MINITERS", "10")
+        # The callbacks are appended to those of the config.
+        defaults = {**TRAINER_DEFAULTS, **(trainer_defaults or {}), "callbacks": list(callbacks)}
+        kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", TOOLS_HELP)
+        with library_noise_silenced():
+            try:
+                super().__init__(
+                    model_class,
+                    L.LightningDataModule,  # any DataModule, chosen with --data (a class path): the contract's door
+                    subclass_mode_data=True,
+                    seed_everything_default=0,
+                    trainer_defaults=defaults,
+                    parser_class=ProjectParser,
+                    save_config_callback=SaveConfigInRun,  # into the run folder of any logger (Lightning #19441)
+                    args=args,
+                    **kwargs,
+                )
+            finally:  # LightningCLI runs the subcommand inside __init__: it ends here, however it ends
+                placement.release_run_folder(self._claimed)
+
+    def init_parser(self, **kwargs) -> ProjectParser:
+        parser = super().init_parser(**kwargs)
+        parser.concise = True  # the main and the subcommand parsers: their errors are the ones users read
+        return parser
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.set_defaults({"data": {"class_path": self.default_data}})
+        # The metric it stops on is the project's recipe (--early_stopping.monitor). It stops a run whose metric
+        # turns NaN too.
+        parser.add_lightning_class_args(EarlyStopping, "early_stopping")
+        # Two checkpoints in <run>/checkpoints: `best` by the project's --checkpoint.monitor (ties to the later epoch)
+        # and `last` after every epoch. (`save_last` on the best one is rewritten only when the metric improves, so
+        # it falls epochs behind.) Both save at the end of the training epoch, after validation and early stopping,
+        # so their callback state is current.
+        parser.add_lightning_class_args(BestCheckpoint, "checkpoint")
+        parser.set_defaults({"checkpoint.filename": "best", "checkpoint.enable_version_counter": False})
+        parser.add_lightning_class_args(RunCheckpoint, "last_checkpoint")
+        parser.set_defaults({"last_checkpoint.filename": "last", "last_checkpoint.enable_version_counter": False})
+        parser.add_lightning_class_args(LearningRateMonitor, "lr_monitor")
+        parser.set_defaults({"lr_monitor.logging_interval": "step"})
+        parser.add_lightning_class_args(PredictionWriter, "prediction_writer")
+        # Exact resume and clean stops: RNG state in every checkpoint, NaN/Inf stops the run, SIGTERM and Ctrl-C save.
+        parser.add_lightning_class_args(RandomState, "random_state")
+        parser.add_lightning_class_args(TrainingLength, "training_length")  # a resume keeps the schedule's length
+        parser.add_lightning_class_args(GradientCheck, "grad_norm")
+        parser.add_lightning_class_args(CheckpointOnSignal, "checkpoint_on_signal")
+        # Observability: scalars Lightning lacks, pictures every N epochs, and <run>/summary.json.
+        parser.add_lightning_class_args(LossMonitor, "loss")
+        parser.add_lightning_class_args(SampleRateMonitor, "throughput")
+        parser.add_lightning_class_args(Figures, "figures")
+        parser.add_lightning_class_args(Histograms, "histograms")
+        parser.add_lightning_class_args(RunSummary, "summary")
+        add_quiet_option(parser)
+        parser.add_argument(
+            "--test_best", type=bool, default=False, help="fit only: then test the best checkpoint, in this process"
+        )
+
+    def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
+        given = keys_given(sys.argv[1:] if args is None else args)  # what the user typed, before the line below
+        super().parse_arguments(
+            parser, with_checkpoint_data(list(sys.argv[1:] if args is None else args), self.default_data)
+        )
+        # Before LightningCLI reads the checkpoint's hyperparameters, so `last`/`best` are real paths by then.
+        if self.config.get("subcommand"):
+            subcommand = self.config.subcommand
+            config = self.config[subcommand]
+            apply_quiet(config)
+            preflight.check_options(config)
+            placement.name_run(config, self.default_network)
+            chosen = placement.resolve_checkpoint(subcommand, config)
+            own_defaults(config.get("data"), self.default_data, given, "data")  # jsonargparse #460
+            placement.adopt_checkpoint_run(subcommand, config, given, self.model_class, chosen)
+
+    def before_instantiate_classes(self) -> None:
+        config = self.config[self.subcommand]
+        self._claimed = placement.claim_run_folder(self.subcommand, config)
+        filename = placement.config_filename(self.subcommand, config)
+        if filename is not None:
+            self.save_config_kwargs["config_filename"] = filename
+
+    def instantiate_classes(self) -> None:
+        try:
+            super().instantiate_classes()
+            preflight.check_data(self.subcommand, self.trainer, self.datamodule, self.model)
+            preflight.check_checkpoint_fits(self.model, self.config[self.subcommand].get("ckpt_path"))
+        # An argument check in an __init__ (split fractions summing past 1, a bad data file), the Trainer's own
+        # (an accelerator this machine lacks), or a split too small: nothing ran, and __init__ releases the folder.
+        except (ValueError, MisconfigurationException) as error:
+            raise UsageError(str(error.__cause__ or error)) from None  # the class's own words, not jsonargparse's
+
+    def after_fit(self) -> None:
+        # `make train`: the test of the best checkpoint without a second start-up (imports, parsing, data).
+        best = self.trainer.checkpoint_callback
+        tested = bool(self.config.fit.test_best and best is not None and best.best_model_path)
+        if tested:
+            self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best.best_model_path)
+        report_fit(self.trainer, tested)  # last, so that it is what the terminal ends with

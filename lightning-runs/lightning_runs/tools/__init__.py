@@ -1,0 +1,18 @@
+"""Tools around a project's CLI, each run as `python -m <project> <name>`: sweep, seeds, export, runs."""
+
+from collections.abc import Callable
+
+from jsonargparse import ActionConfigFile, ArgumentParser
+
+
+def function_cli(function: Callable, args: list[str] | None, **given):
+    """jsonargparse's `auto_cli(function, args, as_positional=False)`, with the parameters in `given` (the project's
+    cli_main, its LightningModule class) passed as they are instead of read from the command line."""
+    parser = ArgumentParser(description=(function.__doc__ or "").partition("\n")[0])
+    parser.add_argument(
+        "--config", action=ActionConfigFile, help="Path to a configuration file in json or yaml format."
+    )
+    parser.add_function_arguments(function, as_group=False, as_positional=False, skip=set(given), sub_configs=True)
+    config = parser.instantiate(parser.parse_args(args))
+    config.pop("config", None)
+    return function(**given, **config)

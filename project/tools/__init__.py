@@ -1,1 +1,0 @@
-"""Tools around the training CLI, each run as `python -m project.tools.<name>`: sweep, seeds, export, runs."""
