@@ -42,5 +42,5 @@ def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) 
     return DigitsCLI(MODEL, DigitsDataModule, trainer_defaults=TRAINER_DEFAULTS, callbacks=callbacks, args=args)
 
 
-def run(args: list[str] | None = None) -> None:
-    lightning_runs.main(cli_main, MODEL, args)
+def run(args: list[str] | None = None):
+    return lightning_runs.main(cli_main, MODEL, args)  # the CLI object, or what the tool returns

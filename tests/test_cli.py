@@ -74,3 +74,16 @@ def test_each_run_saves_its_resolved_config_in_its_own_directory():
     first, second = Path("runs/digits/version_0/config.yaml"), Path("runs/digits/version_1/config.yaml")
     assert "lr: 0.002" in first.read_text() and "lr: 0.002" not in second.read_text()
     assert "seed_everything: 0" in first.read_text()
+
+
+def test_the_entry_point_names_the_tools_and_runs_them(capsys):
+    """`python -m project --help` lists the tools beside the subcommands; `python -m project runs` runs one."""
+    from lightning_runs import TOOLS
+    from project.cli import run as entry_point
+
+    with pytest.raises(SystemExit) as exit:
+        entry_point(["--help"])
+    assert exit.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert all(f" {tool} (" in help_text for tool in TOOLS), help_text[-400:]
+    assert entry_point(["runs"]) == [] and "no runs in runs/" in capsys.readouterr().out
