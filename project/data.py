@@ -143,7 +143,14 @@ class ArrayDataModule(L.LightningDataModule, ABC):
     # checkpoint is read, but `estimated_stepping_batches` in configure_optimizers builds it first: a mid-epoch
     # resume would replay the epoch from batch 0.
     def state_dict(self) -> dict[str, dict[str, int]]:
-        return {"train_batches": self._train_batches.state_dict()} if self._train_batches is not None else {}
+        if self._train_batches is None:
+            return {}
+        state = self._train_batches.state_dict()
+        # An epoch cut short by --trainer.limit_train_batches ends before the loader does: saved at its end, the
+        # next epoch starts at its first batch, not where this one stopped.
+        if self.trainer is not None and state["position"] >= self.trainer.num_training_batches:
+            state = {**state, "position": 0}
+        return {"train_batches": state}
 
     def load_state_dict(self, state: dict[str, dict[str, int]]) -> None:
         self._resume_state = state.get("train_batches")

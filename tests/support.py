@@ -143,6 +143,18 @@ class CrashAt(Callback):
             raise RuntimeError(f"crash at step {self.step}")
 
 
+class SignalAt(Callback):
+    """A test helper: sends this process a signal (SIGTERM by default) as the given global step begins, as a
+    scheduler would."""
+
+    def __init__(self, step: int, signum: int = 15) -> None:
+        self.step, self.signum = step, signum
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.global_step == self.step:
+            os.kill(os.getpid(), self.signum)
+
+
 class NaNAfter(DigitsCNN):
     """A test helper network: its training outputs turn to NaN from the given training step on."""
 

@@ -117,6 +117,7 @@ def test_a_corrupt_sweep_database_is_one_line_and_stays_as_it_was(capsys):
     database = Path("runs/sweeps/broken.db")
     database.parent.mkdir(parents=True)
     database.write_bytes(b"SQLite format 2\0" + bytes(range(256)) * 8)
+    Path("configs").symlink_to(ROOT / "configs")  # the sweep's configs, as from the repository's root
     before = snapshot()
     error = refusal(
         capsys, lambda: sweep.main(cli_main, ["--config", str(ROOT / "sweeps/digits.yaml"), "--study=broken"])

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from lightning_runs.checkpoints import RunCheckpoint
-from support import assert_kept, load, refusal, run, snapshot, working_directory
+from support import assert_kept, load, refusal, run, scalars, snapshot, working_directory
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 CRASH = ["--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=2"]  # as the second epoch begins
@@ -110,3 +110,28 @@ def test_checkpoint_state_saved_under_another_spelling_of_the_same_folder_is_res
     relative = str(folder / "best.ckpt")
     assert callback.best_model_score == 0.9 and callback.best_model_path == callback.kth_best_model_path == relative
     assert list(callback.best_k_models) == [relative], "one spelling: the old one would be deleted as stale"
+
+
+def test_a_stop_at_an_epochs_last_training_batch_waits_for_its_validation_and_resumes_exactly(tmp_path, capsys):
+    """SIGTERM during an epoch's last training batch, twice in a row: the stop waits for that epoch's validation
+    and checkpoints, each resume completes, every epoch is validated, and the weights and optimizer state equal an
+    uninterrupted run's. (A checkpoint of that batch resumed past its validation, and early stopping then failed.)"""
+    args = ["--trainer.max_epochs=4", "--trainer.limit_train_batches=3"]
+    for folder in ("reference", "stopped"):
+        (tmp_path / folder).mkdir()
+    with working_directory(tmp_path / "reference"):
+        run("fit", *args)
+    with working_directory(tmp_path / "stopped"):
+        for step in (2, 8):  # the last training batch of the first and the third epoch
+            signal_at = ["--trainer.callbacks+=support.SignalAt", f"--trainer.callbacks.step={step}"]
+            with pytest.raises(SystemExit) as stop:
+                run("fit", *args, "--ckpt_path=last", *signal_at)
+            assert stop.value.code == 143 and f"stopped by SIGTERM at step {step + 1}" in capsys.readouterr().err
+        run("fit", *args, "--ckpt_path=last")
+    reference, resumed = (load(tmp_path / folder / LAST) for folder in ("reference", "stopped"))
+    assert resumed["global_step"] == reference["global_step"] == 12
+    for name, tensor in reference["state_dict"].items():
+        torch.testing.assert_close(resumed["state_dict"][name], tensor, rtol=0, atol=0, msg=name)
+    torch.testing.assert_close(resumed["optimizer_states"][0]["state"], reference["optimizer_states"][0]["state"])
+    epochs = [step for step, _ in scalars(tmp_path / "stopped" / RUN, "val/loss")]
+    assert epochs == [step for step, _ in scalars(tmp_path / "reference" / RUN, "val/loss")] == [2, 5, 8, 11]

@@ -79,14 +79,15 @@ class CheckpointOnSignal(Callback):
 
     Lightning's own SIGTERM handling raises at points where a checkpoint would not resume cleanly (mid-validation,
     or between validation and the epoch's end) and exits 0; its Ctrl-C saves nothing and exits 1. This stops only at
-    the end of a training batch, where Lightning's step checkpoints are taken and resume exactly; all ranks agree
-    on which batch.
+    the end of a training batch, where Lightning's step checkpoints are taken and resume exactly, or, for an epoch's
+    last batch, at the end of that epoch after its validation and checkpoints; all ranks agree on which batch.
     """
 
     SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
     def on_train_start(self, trainer, pl_module) -> None:
         self._requested: int | None = None
+        self._deferred = 0  # a stop asked for at an epoch's last training batch, carried out at the epoch's end
         self._launcher = trainer.strategy.launcher
         # SIGTERM: installed after Lightning's handler (Trainer.fit registers it). Both restored at teardown.
         self._previous = {signum: signal.signal(signum, self._on_signal) for signum in self.SIGNALS}
@@ -104,8 +105,26 @@ class CheckpointOnSignal(Callback):
             requested = int(trainer.strategy.reduce(torch.tensor(requested, device=pl_module.device), reduce_op="max"))
         if not requested:
             return
+        # At an epoch's last training batch the epoch's validation has not run: a checkpoint taken here resumed past
+        # it (that validation was skipped, and early stopping then found no val metric at the next stop). The stop
+        # waits for the epoch's end instead: Lightning's own `should_stop` runs its validation and its checkpoints
+        # (best.ckpt, last.ckpt) and ends the fit there; on_train_end then says so.
+        if batch_idx + 1 >= trainer.num_training_batches:
+            self._deferred, trainer.should_stop = requested, True
+            return
+        self._stop(trainer, requested, save=True)
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        finished = (trainer.max_epochs is not None and trainer.current_epoch >= trainer.max_epochs) or (
+            trainer.max_steps not in (None, -1) and trainer.global_step >= trainer.max_steps
+        )
+        if self._deferred and not finished:  # the run had epochs to go: stopped, resumable from that epoch's end
+            self._stop(trainer, self._deferred, save=False)
+
+    def _stop(self, trainer, requested: int, save: bool) -> None:
         path = last_checkpoint_path(trainer)
-        trainer.save_checkpoint(path)
+        if save:
+            trainer.save_checkpoint(path)
         name = "SIGTERM" if requested == signal.SIGTERM else "Ctrl-C"
         raise Stopped(
             requested, f"stopped by {name} at step {trainer.global_step}; saved {path}; resume with --ckpt_path last"
