@@ -154,7 +154,9 @@ def test_every_documented_command_parses(args, parser, in_tmp, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "args", [args for module, args in module_runs() if module == PACKAGE and is_tool(args)], ids=str
+    "args",
+    sorted({tuple(args) for module, args in module_runs() if module == PACKAGE and is_tool(args)}),
+    ids=shlex.join,
 )
 def test_every_documented_tool_command_parses(args, in_tmp):
     """`python -m project <tool> ...`, against that tool's own parser."""
@@ -167,6 +169,8 @@ def test_every_documented_module_exists():
     named = {module for module, _ in module_runs()}  # and those in comments and prose (`# = python -m ...`):
     named |= {module for path in DOCS for module in PYTHON_M.findall(code_text(path.read_text()))}
     assert {PACKAGE, "benchmarks.compare"} <= named
+    spans = "\n".join(code_text(path.read_text()) for path in DOCS)
+    assert [tool for tool in TOOLS if f"python -m {PACKAGE} {tool}" not in spans] == [], "each tool documented"
     assert sorted(module for module in named if importlib.util.find_spec(module) is None) == []
 
 
