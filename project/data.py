@@ -94,9 +94,16 @@ class ArrayDataModule(L.LightningDataModule, ABC):
             samples, labels = self._loaded
             self.splits = {name: (samples[idx], labels[idx]) for name, idx in self.split(len(samples)).items()}
             self.mean, self.std = statistics(self.splits["train"][0], self.sample_kind)
-            if self.sample_kind != "image" and (self.hparams.rotation or self.hparams.shift):
-                say(f"Augmentation (--data.rotation, --data.shift) is for images: off for {self.sample_kind} samples")
+            self._say_how_samples_are_taken()
         self._check_splits(stage)
+
+    def _say_how_samples_are_taken(self) -> None:
+        kind, shape = self.sample_kind, self.sample_shape
+        # (3, 128) is more likely three channels of a signal than a 3-pixel-high image: say how to tell.
+        if kind == "image" and len(shape) == 2 and not self.hparams.get("kind") and max(shape) >= 8 * min(shape):
+            say(f"Samples of shape {shape} are taken for images; --data.kind signal if they are a signal's channels")
+        if kind != "image" and (self.hparams.rotation or self.hparams.shift):
+            say(f"Augmentation (--data.rotation, --data.shift) is for images: off for {kind} samples")
 
     def _check_splits(self, stage: str) -> None:
         """Each split the command reads holds data: a full training batch on every process, a validation sample, a

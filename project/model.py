@@ -42,7 +42,13 @@ class DigitsClassifier(L.LightningModule):
         # hparams.yaml (a tuple is !!python/tuple).
         self.hparams.input_shape = [int(size) for size in input_shape]
         input_shape = tuple(input_shape)
-        self.network = network(num_classes, input_shape)
+        try:
+            self.network = network(num_classes, input_shape)
+        except TypeError as error:  # a network written for another signature: one line, not a traceback
+            raise ValueError(
+                "--model.network: its __init__ must take the class count and one sample's shape first,"
+                f" (num_classes, input_shape, ...); {error}"
+            ) from None
         # Train-split statistics, filled from the DataModule at fit start, one value per input element; buffers so
         # that a checkpoint alone turns raw inputs into the inputs the network was trained on.
         self.register_buffer("input_mean", torch.zeros(input_shape))

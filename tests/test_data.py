@@ -174,3 +174,11 @@ def test_a_csv_is_features_then_a_label_and_its_width_gives_the_feature_count(tm
     np.savetxt(tmp_path / "bad.csv", np.zeros((3, 1)), delimiter=",")
     with pytest.raises(ValueError, match="a sample's values, then its label"):
         FileDataModule(str(tmp_path / "bad.csv"))
+
+
+def test_samples_shaped_like_a_signals_channels_are_taken_for_images_and_it_says_how_to_tell(tmp_path, capsys):
+    np.savez(tmp_path / "channels.npz", samples=np.zeros((40, 3, 128)), labels=np.arange(40) % 2)
+    FileDataModule(str(tmp_path / "channels.npz"), batch_size=8).setup("fit")
+    assert "Samples of shape (3, 128) are taken for images; --data.kind signal" in capsys.readouterr().out
+    FileDataModule(str(tmp_path / "channels.npz"), batch_size=8, kind="signal").setup("fit")
+    assert "taken for images" not in capsys.readouterr().out

@@ -135,3 +135,15 @@ def test_a_stop_at_an_epochs_last_training_batch_waits_for_its_validation_and_re
     torch.testing.assert_close(resumed["optimizer_states"][0]["state"], reference["optimizer_states"][0]["state"])
     epochs = [step for step, _ in scalars(tmp_path / "stopped" / RUN, "val/loss")]
     assert epochs == [step for step, _ in scalars(tmp_path / "reference" / RUN, "val/loss")] == [2, 5, 8, 11]
+
+
+def test_an_evaluation_chooses_by_the_metric_its_run_monitored_unless_told_otherwise(capsys):
+    """A run that kept its best checkpoint by val/loss is tested as such (test/loss in its summary and HPARAMS),
+    from the checkpoint alone: the monitoring ModelCheckpoint's state key says which metric and mode."""
+    run("fit", *SHORT, "--checkpoint.monitor=val/loss", "--checkpoint.mode=min")
+    best = str(RUN / "checkpoints/best.ckpt")
+    tested = run("test", f"--ckpt_path={best}")
+    assert (tested.trainer.checkpoint_callback.monitor, tested.trainer.checkpoint_callback.mode) == ("val/loss", "min")
+    assert "checkpoint.monitor=val/loss (min)" in capsys.readouterr().out
+    told = run("test", f"--ckpt_path={best}", "--checkpoint.monitor=val/acc", "--checkpoint.mode=max")
+    assert told.trainer.checkpoint_callback.monitor == "val/acc"

@@ -209,6 +209,16 @@ def test_a_signal_is_one_line_per_channel_under_its_caption(shape):
         assert crop(pixels, ax, column + 0.1, row + 0.5, column + 0.9, row + 0.9).std() > 10, f"signal {i} blank"
 
 
+def test_each_channel_of_a_signal_fills_its_plot_whatever_its_scale():
+    """A burst on a channel in millivolts beside one offset by thousands: both are drawn across the plot's height,
+    not the small one as a flat line under the large one."""
+    time = torch.linspace(0, 6.28, 50)
+    signals = torch.stack([time.sin() * 1e-3, time.cos() * 10 + 5000])[None]  # (1, 2, 50)
+    (ax,) = signal_plots(signals).axes
+    spans = [float(max(line.get_ydata()) - min(line.get_ydata())) for line in ax.lines]
+    assert len(spans) == 2 and min(spans) > 0.5 * max(spans), spans
+
+
 def test_a_signal_of_many_channels_draws_the_first_eight_and_says_so():
     figure = signal_plots(samples((20, 30), 2), title="train inputs")
     assert len(figure.axes[0].lines) == 2 * 8

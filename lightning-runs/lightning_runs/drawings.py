@@ -1,5 +1,6 @@
-"""How samples are drawn, by their kind (contract.py): images as a pixel grid, signals as small line plots, each
-sample scaled on its own; the captioned grids of misclassified samples. figures.py decides when and what."""
+"""How samples are drawn, by their kind (contract.py): images as a pixel grid, each image scaled on its own; signals as
+small line plots, each channel scaled on its own; the captioned grids of misclassified samples. figures.py decides
+when and what."""
 
 import math
 
@@ -89,7 +90,7 @@ SIGNAL_INCHES, MARGIN = (2.0, 1.2), 0.05  # MARGIN: fraction of a cell left blan
 
 def signal_plots(signals: torch.Tensor, captions: list[str] | None = None, title: str = "") -> Figure:
     """(N, L) or (N, C, L) signals as small line plots, 8 a row, one line per channel (the first 8 channels), each
-    sample scaled on its own; captioned above each plot where `captions` are given.
+    channel of each sample scaled on its own; captioned above each plot where `captions` are given.
 
     One axes for all of them, each plot drawn into its own cell: a subplot per sample took matplotlib 0.3 s a figure.
     """
@@ -97,7 +98,10 @@ def signal_plots(signals: torch.Tensor, captions: list[str] | None = None, title
     if signals.ndim == 2:
         signals = signals[:, None]  # (N, 1, L)
     channels = signals.shape[1]
-    signals = scaled(signals[:, :MAX_CHANNELS])  # (N, C', L)
+    # Each channel of each sample scaled on its own: channels on different scales (a sensor in volts beside one in
+    # millivolts) would otherwise draw all but the largest as flat lines.
+    signals = signals[:, :MAX_CHANNELS]
+    signals = scaled(signals.reshape(-1, 1, signals.shape[-1])).reshape(signals.shape)  # (N, C', L)
     count, length = len(signals), signals.shape[-1]
     columns = min(COLUMNS, max(count, 1))
     rows = max(1, math.ceil(count / columns))

@@ -1,5 +1,6 @@
 """Resuming and evaluating from a checkpoint: its model, data and schedule settings win over the config, loudly."""
 
+import ast
 import json
 import sys
 from pathlib import Path
@@ -48,6 +49,7 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
     saved = {"model": checkpoint.get("hyper_parameters", {}), "data": checkpoint.get("datamodule_hyper_parameters", {})}
     conflicts, adopted = [], []
     _reconcile_data_class(subcommand, config, saved["data"], given, conflicts, adopted)
+    _adopt_monitor(config, checkpoint, given, adopted)
     sections = {"model": config.model, "data": config.data.init_args}  # --data is a class path plus its arguments
     if resuming:
         saved["trainer"] = checkpoint.get("callbacks", {}).get(TrainingLength.__qualname__, {})
@@ -143,10 +145,11 @@ def _reconcile_data_class(
 
 def keys_given(args: list[str]) -> set[str]:
     """`model.lr` for `--model.lr 0.1` or `--model.lr=0.1`; `model.network` for `--model.network.dropout`;
-    `data.class_path` for `--data my_data.MyDataModule`; `trainer.max_epochs` for `--trainer.max_epochs 4`."""
+    `data.class_path` for `--data my_data.MyDataModule`; `trainer.max_epochs` for `--trainer.max_epochs 4`;
+    `checkpoint.monitor` for `--checkpoint.monitor val/f1`."""
     keys = set()
     for arg in args:
-        if arg.startswith(("--model.", "--data.", "--trainer.")):
+        if arg.startswith(("--model.", "--data.", "--trainer.", "--checkpoint.")):
             group, key = arg[2:].split("=")[0].split(".")[:2]
             keys.add(f"{group}.{key}")
         elif arg.split("=")[0] == "--data":
@@ -211,3 +214,29 @@ def with_checkpoint_data(args: list[str], default_data: str) -> list[str]:
     data = json.dumps({"class_path": saved_class, "init_args": init_args}, default=str)
     at = next((i + 1 for i, arg in enumerate(args) if arg in SUBCOMMANDS), None)  # right after the subcommand
     return args if at is None else [*args[:at], f"--data={data}", *args[at:]]
+
+
+def _adopt_monitor(config, checkpoint: dict, given: set[str], adopted: list[str]) -> None:
+    """The metric the run's best checkpoint was chosen on, and its mode, unless typed: a test of a run that monitored
+    val/loss reports test/loss (summary, HPARAMS), and a resume keeps choosing best.ckpt as it did.
+
+    Read from the key Lightning files the monitoring ModelCheckpoint's state under in the checkpoint (its class name,
+    then a dict of its settings: `BestCheckpoint{'monitor': 'val/loss', 'mode': 'min', ...}`), so a checkpoint
+    copied out of its run folder still says it; tests/test_edges_resume.py fails if that format changes."""
+    section = config.get("checkpoint")
+    if section is None or "checkpoint.monitor" in given:
+        return
+    for key in checkpoint.get("callbacks", {}):
+        _, brace, settings = str(key).partition("{")
+        try:
+            settings = ast.literal_eval(brace + settings) if brace else None
+        except (ValueError, SyntaxError):
+            continue
+        if not isinstance(settings, dict) or "every_n_epochs" not in settings:
+            continue  # not a ModelCheckpoint's (EarlyStopping files its state under its monitor and mode too)
+        monitor, mode = settings.get("monitor"), settings.get("mode")
+        if isinstance(monitor, str) and (monitor, mode) != (section.monitor, section.mode):
+            section.monitor = monitor
+            section.mode = mode if "checkpoint.mode" not in given and mode in ("min", "max") else section.mode
+            adopted.append(f"checkpoint.monitor={monitor} ({section.mode})")
+        return
