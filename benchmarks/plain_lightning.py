@@ -86,7 +86,8 @@ def main(config_path: str) -> dict:
     images, labels, split = digits_split(data)  # the same data and split as the plain loop's
     train, val = split["train"], split["val"]
     module, _, name = model["network"]["class_path"].rpartition(".")
-    network = getattr(importlib.import_module(module), name)(10, **model["network"]["init_args"])
+    network_class = getattr(importlib.import_module(module), name)
+    network = network_class(10, tuple(images.shape[1:]), **model["network"]["init_args"])
     classifier = Classifier(network, model, data, images[train].mean().item(), images[train].std().item())
     batch = data["batch_size"]
     loaders = (

@@ -45,7 +45,8 @@ def main(config_path: str) -> dict:
 
     module, _, name = model["network"]["class_path"].rpartition(".")
     network = getattr(importlib.import_module(module), name)  # the config's class: DigitsCNN, or MLP, or yours
-    net = network(int(labels.max()) + 1, **model["network"]["init_args"])  # (the CLI links num_classes likewise)
+    # The class count and the sample shape from the data, as the CLI links them.
+    net = network(int(labels.max()) + 1, tuple(images.shape[1:]), **model["network"]["init_args"])
     optimizer = torch.optim.AdamW(decay_groups(net, model["weight_decay"]), lr=model["lr"], fused=model["fused"])
     batch, epochs = data["batch_size"], config["trainer"]["max_epochs"]
     steps = len(train) // batch  # the ragged last batch is dropped, as in the project
