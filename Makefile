@@ -61,14 +61,18 @@ format: install ## fix what lint finds: ruff check --fix, ruff format, notebook 
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/nbstripout --keep-id notebooks/*.ipynb
 
-tensorboard: install ## serve runs/ on http://localhost:6006 (this machine only; see docs/observability.md for SSH)
-	$(VENV)/bin/tensorboard --logdir runs --host 127.0.0.1 --port 6006
+tensorboard: install ## serve runs/ on http://localhost:6006, or PORT= (this machine only; docs/observability.md)
+	$(VENV)/bin/tensorboard --logdir runs --host 127.0.0.1 --port $(PORT)
 
 .PHONY: mlflow-ui
-mlflow-ui: install ## serve runs/mlflow.db on http://localhost:5000 (this machine only; docs/loggers.md)
+mlflow-ui: install ## serve runs/mlflow.db on http://localhost:5000, or PORT= (this machine only; docs/loggers.md)
 	MLFLOW_DISABLE_TELEMETRY=true MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false $(VENV)/bin/mlflow ui \
 		--backend-store-uri sqlite:///runs/mlflow.db --artifacts-destination runs/mlflow-artifacts \
-		--host 127.0.0.1 --port 5000 --workers 1
+		--host 127.0.0.1 --port $(PORT) --workers 1
+
+# Each server's usual port unless PORT= is given (two users on one machine, or both servers at once).
+tensorboard: PORT ?= 6006
+mlflow-ui: PORT ?= 5000
 
 runs: install ## one line per run in runs/ (status, epochs, best val/acc, test/acc, ...), newest first; NAME= filters
 	$(PY) -m project runs $(if $(NAME),--name $(NAME)) $(ARGS)

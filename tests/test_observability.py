@@ -157,3 +157,14 @@ def test_test_on_a_checkpoint_of_the_run_adds_its_metrics_to_the_summary(summary
     assert evaluation["checkpoint"] == "checkpoints/best.ckpt" and evaluation["checkpoint_step"] == best["global_step"]
     assert evaluation["metrics"]["test/acc"] == pytest.approx(test.trainer.callback_metrics["test/acc"].item())
     assert summary["status"] == "completed", "the fit's status stays"
+
+
+@pytest.mark.parametrize("target, usual", [("tensorboard", 6006), ("mlflow-ui", 5000)])
+def test_the_servers_take_their_usual_port_or_the_one_given(target, usual):
+    def port(*variables: str) -> str:
+        dry_run = subprocess.run(["make", "-n", "-C", str(ROOT), target, *variables], capture_output=True, text=True)
+        words = dry_run.stdout.replace("\\\n", " ").split()
+        return words[words.index("--port") + 1]
+
+    assert port() == str(usual)
+    assert port("PORT=7123") == "7123"
