@@ -1,0 +1,116 @@
+"""What a project using the library gets, on the library's own tiny task (tiny_tasks.py) through its `cli_main`, as
+a user types the commands: run folders and their checkpoints, the summary of the monitored metric, an exact resume,
+predictions, the export, and a bad option in one line."""
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnxruntime
+import pytest
+import torch
+
+from lightning_runs.errors import main
+from lightning_runs.tools.export import export
+from tiny_tasks import CrashAt, TinyClassifier, cli_main
+
+QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
+
+
+def run(subcommand: str, *args: str, callbacks=()):
+    """`python -m <project> <subcommand> <args>` in this process: the CLI object, or SystemExit with its code."""
+    return main(lambda: cli_main([subcommand, *QUIET, *args], callbacks=callbacks))
+
+
+@dataclass
+class Fitted:
+    folder: Path  # runs/<name>/version_0 of a short fit
+    tested: dict[str, float]  # what `test --ckpt_path best` measured
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory) -> Fitted:
+    """A short fit, then `test --ckpt_path best`, in a directory of their own."""
+    home = tmp_path_factory.mktemp("fitted")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(home)
+        fit = run("fit", *SHORT)
+        test = run("test", "--ckpt_path", "best")
+    return Fitted(home / fit.trainer.logger.log_dir, {k: v.item() for k, v in test.trainer.callback_metrics.items()})
+
+
+def test_a_fit_writes_its_run_folder_with_both_checkpoints_and_a_summary_of_the_monitored_metric(fitted):
+    folder = fitted.folder
+    assert folder.relative_to(folder.parents[2]) == Path("runs/tiny/version_0"), "named for its data"
+    assert {p.name for p in (folder / "checkpoints").iterdir()} >= {"best.ckpt", "last.ckpt"}
+    best = json.loads((folder / "summary.json").read_text())["best_checkpoint"]
+    assert (best["monitor"], best["mode"]) == ("val/loss", "min")
+
+
+def test_a_test_of_the_best_checkpoint_records_the_monitored_metrics_counterpart(fitted):
+    metrics = json.loads((fitted.folder / "summary.json").read_text())["metrics"]
+    assert metrics["test/loss"] == pytest.approx(fitted.tested["test/loss"])
+
+
+def test_predict_writes_one_row_per_sample(fitted):
+    predict = run("predict", "--ckpt_path", str(fitted.folder / "checkpoints/best.ckpt"))
+    samples = len(predict.datamodule.predict_dataloader().dataset)
+    (path,) = Path(predict.trainer.logger.log_dir).glob("predictions*.csv")
+    with path.open() as file:
+        rows = list(csv.DictReader(file))
+    assert [int(row["index"]) for row in rows] == list(range(samples))
+    assert all(0 <= float(row["probability"]) <= 1 for row in rows)
+
+
+def test_the_onnx_export_gives_the_models_outputs(fitted, tmp_path):
+    best = fitted.folder / "checkpoints/best.ckpt"
+    path = export(TinyClassifier, ckpt_path=best, format="onnx", output=tmp_path / "tiny.onnx")
+    model = TinyClassifier.load_from_checkpoint(best, map_location="cpu", weights_only=True).eval()
+    samples = torch.randn(5, *model.example_input_array.shape[1:])
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    with torch.no_grad():
+        expected = model(samples)
+    for batch in (samples, samples[:1]):  # any batch size
+        (exported,) = session.run(None, {session.get_inputs()[0].name: batch.numpy()})
+        torch.testing.assert_close(torch.from_numpy(exported), expected[: len(batch)], atol=1e-5, rtol=1e-5)
+
+
+def test_a_fit_stopped_after_its_first_epoch_resumes_to_the_same_weights(tmp_path, monkeypatch):
+    steps = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=3"]
+    for folder in ("whole", "resumed"):
+        (tmp_path / folder).mkdir()
+    monkeypatch.chdir(tmp_path / "whole")
+    run("fit", *steps)
+    monkeypatch.chdir(tmp_path / "resumed")
+    with pytest.raises(RuntimeError, match="crash"):
+        run("fit", *steps, callbacks=[CrashAt(step=3)])  # as its second epoch begins
+    last = Path("runs/tiny/version_0/checkpoints/last.ckpt")
+    assert torch.load(last, weights_only=True)["global_step"] == 3, "last.ckpt is the end of its first epoch"
+    run("fit", *steps, "--ckpt_path", "last")
+
+    whole, resumed = (torch.load(tmp_path / f / last, weights_only=True) for f in ("whole", "resumed"))
+    assert resumed["global_step"] == whole["global_step"] == 9
+    for key, weights in whole["state_dict"].items():
+        assert torch.equal(weights, resumed["state_dict"][key]), key
+    for param, state in whole["optimizer_states"][0]["state"].items():
+        for key, value in state.items():
+            assert torch.equal(value, resumed["optimizer_states"][0]["state"][param][key]), (param, key)
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--trainer.max_epochz=1"], "max_epochz"),
+        (["--data", "tiny_tasks.NoClassCount"], "num_classes"),  # a DataModule short of the contract
+    ],
+)
+def test_a_bad_option_or_a_datamodule_short_of_the_contract_is_one_line_and_exit_2(args, names, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        run("fit", *args)
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert exit_.value.code == 2 and len(errors) == 1 and "Traceback" not in err, err[-2000:]
+    assert names in errors[0]
+    assert not Path("runs").exists(), "nothing ran, no run folder left"

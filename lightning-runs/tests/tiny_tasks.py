@@ -1,0 +1,134 @@
+"""The library's own tiny task, in the spirit of Lightning's `lightning.pytorch.demos.boring_classes`: what a project
+hands RunsCLI, written against the contract (docs/contract.md) and nothing of the template's example.
+
+- `TinyDataModule`: an ordinary LightningDataModule over seeded random points whose class is the largest of a few
+  fixed linear functions of them (learnable by one Linear layer), with plain DataLoaders;
+- `TinyClassifier`: one Linear layer, torchmetrics accuracy per stage;
+- `TinyCLI` / `cli_main`: the wiring a project's cli.py does, monitoring `val/loss` (min) so that nothing in the
+  library can lean on a `val/acc`.
+"""
+
+import math
+from collections.abc import Sequence
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from lightning.pytorch.callbacks import Callback
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+from torchmetrics.classification import MulticlassAccuracy
+
+from lightning_runs.cli import RunsCLI
+from lightning_runs.contract import required
+
+
+class TinyDataModule(L.LightningDataModule):
+    """`n` points of `features` values; a point's class is the index of the largest of `num_classes` linear
+    functions of it, drawn once from `seed`."""
+
+    sample_kind = "table"
+
+    def __init__(self, n: int = 256, features: int = 4, num_classes: int = 3, batch_size: int = 32, seed: int = 0):
+        super().__init__()
+        self.save_hyperparameters()
+        # Known before setup(): the model is built with them.
+        self.num_classes, self.sample_shape = num_classes, (features,)
+        self.splits = None
+
+    def setup(self, stage: str) -> None:
+        if self.splits is not None:  # called twice (docs/contract.md): once before the run writes, once by the Trainer
+            return
+        generator = torch.Generator().manual_seed(self.hparams.seed)
+        points = torch.randn(self.hparams.n, self.hparams.features, generator=generator)
+        weights = torch.randn(self.hparams.features, self.hparams.num_classes, generator=generator)
+        labels = (points @ weights).argmax(dim=1)
+        n_eval = self.hparams.n // 8
+        bounds = {"train": (0, self.hparams.n - 2 * n_eval), "val": (-2 * n_eval, -n_eval), "test": (-n_eval, None)}
+        self.splits = {name: (points[a:b], labels[a:b]) for name, (a, b) in bounds.items()}
+
+    # batch_size by keyword: Lightning rebuilds the predict loader from its arguments.
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(*self.splits["train"]), batch_size=self.hparams.batch_size, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(*self.splits["val"]), batch_size=self.hparams.batch_size)
+
+    def test_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(*self.splits["test"]), batch_size=self.hparams.batch_size)
+
+    def predict_dataloader(self) -> DataLoader:
+        # The test split's points without their labels, as a user's new samples would come.
+        return DataLoader(TensorDataset(self.splits["test"][0]), batch_size=self.hparams.batch_size)
+
+
+class TinyClassifier(L.LightningModule):
+    def __init__(self, num_classes: int = 3, input_shape: tuple[int, ...] = (4,), lr: float = 0.05) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.hparams.input_shape = [int(size) for size in input_shape]  # plain YAML in hparams.yaml, not a tuple
+        self.layer = nn.Linear(math.prod(input_shape), num_classes)
+        self.example_input_array = torch.zeros(2, *input_shape)
+        self.accuracy = nn.ModuleDict({stage: MulticlassAccuracy(num_classes) for stage in ("val", "test")})
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x.flatten(1))  # (N, *input_shape) -> (N, num_classes) logits
+
+    def training_step(self, batch, batch_idx: int) -> torch.Tensor:
+        samples, labels = batch
+        return F.cross_entropy(self(samples), labels)  # logged as train/loss by the library's LossMonitor
+
+    def _evaluate(self, batch, stage: str) -> torch.Tensor:
+        samples, labels = batch
+        logits = self(samples)
+        self.accuracy[stage].update(logits, labels)
+        self.log(f"{stage}/loss", F.cross_entropy(logits, labels), on_epoch=True)
+        self.log(f"{stage}/acc", self.accuracy[stage], on_epoch=True)
+        return logits.detach()  # (N, num_classes), for the library's confusion matrices
+
+    def validation_step(self, batch, batch_idx: int) -> torch.Tensor:
+        return self._evaluate(batch, "val")
+
+    def test_step(self, batch, batch_idx: int) -> torch.Tensor:
+        return self._evaluate(batch, "test")
+
+    def predict_step(self, batch, batch_idx: int) -> torch.Tensor:
+        return self(batch[0]).softmax(dim=-1)  # (N, num_classes) probabilities, for predictions.csv
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)  # a state to restore on resume
+
+
+class TinyCLI(RunsCLI):
+    def add_arguments_to_parser(self, parser) -> None:
+        super().add_arguments_to_parser(parser)
+        parser.link_arguments("data", "model.num_classes", compute_fn=required("num_classes"), apply_on="instantiate")
+        parser.link_arguments("data", "model.input_shape", compute_fn=required("sample_shape"), apply_on="instantiate")
+        parser.set_defaults({"early_stopping.monitor": "val/loss", "early_stopping.patience": 100})
+        parser.set_defaults({"checkpoint.monitor": "val/loss", "checkpoint.mode": "min"})
+
+
+TRAINER_DEFAULTS = {"accelerator": "cpu", "devices": 1, "max_epochs": 3, "log_every_n_steps": 1}
+
+
+def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) -> TinyCLI:
+    return TinyCLI(TinyClassifier, TinyDataModule, trainer_defaults=TRAINER_DEFAULTS, callbacks=callbacks, args=args)
+
+
+class CrashAt(Callback):
+    """Raises as the given global step begins, as a crash or a kill would stop a run."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.global_step == self.step:
+            raise RuntimeError(f"crash at step {self.step}")
+
+
+class NoClassCount(TinyDataModule):
+    """A DataModule missing a part of the contract: it does not say how many classes it has."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.num_classes = None
