@@ -1,5 +1,6 @@
 """Checkpoints that survive kills and resume exactly: atomic writes, RNG state, and loading that trusts nothing."""
 
+import functools
 import io
 import random
 import re
@@ -135,6 +136,19 @@ class RandomState(Callback):
         random.setstate((version, tuple(python_state), gauss_next))
 
 
+def load_plain(path: Path) -> dict:
+    """`torch.load` as plain data (weights_only, memory-mapped), once per file version: a command reads the checkpoint
+    it is given up to three times before the Trainer does (its data class, its safety check, whether its weights fit
+    the model), and a large file is then read once. Raises what torch.load raises."""
+    stat = Path(path).stat()
+    return _load_plain(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)  # keyed by the file's version: a checkpoint rewritten since is read again
+def _load_plain(path: str, mtime_ns: int, size: int):
+    return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+
+
 def read_checkpoint(path: Path, model_class: type | None = None) -> dict:
     """Load a checkpoint as plain data, or raise UsageError saying what is wrong with it, in one line.
 
@@ -144,7 +158,7 @@ def read_checkpoint(path: Path, model_class: type | None = None) -> dict:
     if not path.is_file():
         raise UsageError(f"--ckpt_path {path}: no such file")
     try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        checkpoint = load_plain(path)
     except Exception as error:  # empty, truncated, not a torch file, or holding objects that are not plain data
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UsageError(f"--ckpt_path {path}: not a readable checkpoint ({reason})") from None

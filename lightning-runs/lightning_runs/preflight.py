@@ -5,8 +5,11 @@ infinite) and `accumulate_grad_batches 0` (a division by zero in the schedule); 
 trains nothing either, and data of another shape than a checkpoint's model crashes inside the Trainer.
 """
 
+from pathlib import Path
+
 import torch
 
+from lightning_runs.checkpoints import load_plain
 from lightning_runs.contract import example_input
 from lightning_runs.errors import UsageError
 
@@ -66,7 +69,7 @@ def check_checkpoint_fits(model, ckpt_path: str | None) -> None:
     or sample shape is refused in one line, not a traceback from load_state_dict."""
     if ckpt_path is None:
         return
-    saved = torch.load(ckpt_path, map_location="cpu", weights_only=True, mmap=True).get("state_dict", {})
+    saved = load_plain(Path(ckpt_path)).get("state_dict", {})  # read and checked at parse time: cached
     built = model.state_dict()
     for name, tensor in built.items():
         if name in saved and tuple(saved[name].shape) != tuple(tensor.shape):

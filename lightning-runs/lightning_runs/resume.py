@@ -5,11 +5,11 @@ import json
 import sys
 from pathlib import Path
 
-import torch
 from jsonargparse import Namespace
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_only
 
+from lightning_runs.checkpoints import load_plain
 from lightning_runs.class_paths import names_class
 from lightning_runs.console import say
 from lightning_runs.errors import UsageError
@@ -204,7 +204,7 @@ def with_checkpoint_data(args: list[str], default_data: str) -> list[str]:
     if path is None or not Path(path).is_file():
         return args
     try:
-        saved = torch.load(path, map_location="cpu", weights_only=True, mmap=True).get("datamodule_hyper_parameters")
+        saved = load_plain(Path(path)).get("datamodule_hyper_parameters")
     except Exception:  # not a readable checkpoint: read_checkpoint says so in one line, later
         return args
     saved_class = saved.get("_class_path") if isinstance(saved, dict) else None
