@@ -1,0 +1,20 @@
+# The template's own targets, read by the Makefile beside it; `make new-project` leaves this file out of copies,
+# whose library comes from the template's git repository instead (their pyproject.toml says which version).
+.PHONY: bench bench-scale gpu-check new-project
+
+# The library in lightning-runs/, editable, in the same pip call as the project: pip takes it from here.
+LIBRARY := -e ./lightning-runs
+LIBRARY_PYPROJECT := lightning-runs/pyproject.toml
+
+new-project: ## copy this template to DEST as package NAME, in a new git repository: DEST=../my-exp NAME=my_exp
+	$(PYTHON) scripts/new_project.py $(DEST) $(NAME)
+
+bench: install ## the project's fit against a plain PyTorch loop and a plain Lightning script of the same job (~10 min)
+	$(PY) -m benchmarks.compare $(ARGS)
+
+bench-scale: install ## samples/s, set-up time and memory on 1x, 10x and 100x the digits (~4 min)
+	$(PY) -m benchmarks.scale $(ARGS)
+
+gpu-check: install ## check a GPU machine in one call (<8 min): GPU tests, fits, samples/s; ARGS=--cpu without one
+	$(PY) -m benchmarks.gpu_check $(ARGS)
+

@@ -1,0 +1,27 @@
+"""The fixtures and hooks of the template's own tests (tests/conftest.py: every test runs in an empty folder). It imports nothing heavy at the top: pytest-xdist's controller process
+loads this file too, and never runs a test (the helpers tests import are in support.py)."""
+
+import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    """`@pytest.mark.gpu` tests skip on a machine without CUDA (this suite's CI), and run on one that has it."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU; python -m benchmarks.gpu_check runs these on one")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def short_run(tmp_path_factory):
+    from support import SHORT_RUN, run, working_directory
+
+    home = tmp_path_factory.mktemp("short_run")
+    with working_directory(home):
+        fit = run("fit", *SHORT_RUN)
+        test = run("test", "--ckpt_path", "best")
+    return home / "runs/digits/version_0", fit, test

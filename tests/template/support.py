@@ -1,0 +1,191 @@
+"""What the tests share: running the CLI in this process or as a process, what a command did to the files,
+reading a run's events and checkpoints, and the crash and NaN helpers that configs name as class paths
+(`support.CrashAt`, `support.NaNAfter`). Fixtures and hooks are in conftest.py."""
+
+import functools
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+from lightning.pytorch.callbacks import Callback
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from helpers import DEFAULT, ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, CrashAt, refusal, run  # noqa: F401 - re-exported
+from lightning_runs.batches import ShardSampler, TensorBatches
+from project.data import DigitsDataModule
+from project.networks import DigitsCNN
+
+
+@contextmanager
+def working_directory(path: Path) -> Iterator[Path]:
+    """Runs go to runs/ under the working directory: a module's shared run gets a folder of its own."""
+    previous = Path.cwd()
+    os.chdir(path)
+    try:
+        yield path
+    finally:
+        os.chdir(previous)
+
+
+# Counts of the digits as the DataModule splits and batches them, for tests that count steps or samples: derived
+# here, never written as 1437 // 64 or 180 (tests/test_data.py checks the split sizes themselves).
+@functools.cache
+def split_sizes(**data) -> dict[str, int]:
+    """Samples in each split, with the DataModule's defaults or the given `--data.*` arguments."""
+    datamodule = DigitsDataModule(**data)
+    return {name: len(indices) for name, indices in datamodule.split(len(datamodule.load()[1])).items()}
+
+
+def steps_per_epoch(world_size: int = 1, **data) -> int:
+    """Training steps of one epoch on each of `world_size` processes: the train split in equal shards, cut into
+    full batches as the DataModule cuts it (the ragged last batch is dropped)."""
+    train, batch_size = split_sizes(**data)["train"], DigitsDataModule(**data).hparams.batch_size
+    shard = ShardSampler(train, shuffle=True, world_size=world_size)
+    return len(TensorBatches((torch.empty(train),), batch_size, shard, drop_last=True))
+
+
+def snapshot(root: Path = Path(".")) -> dict[str, str]:
+    """Every file under `root` (relative path -> sha256): taken before and after a command, what it did to them."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in root.rglob("*")
+        if path.is_file()
+    }
+
+
+def assert_kept(before: dict[str, str], after: dict[str, str], runs_root: str = "runs") -> set[str]:
+    """No file that existed changed or went, and no file appeared outside `runs_root`; returns the new files."""
+    assert {p: d for p, d in after.items() if p in before} == before, "an existing file changed or went"
+    new = set(after) - set(before)
+    outside = [p for p in new if not Path(p).is_relative_to(runs_root)]
+    assert not outside, f"written outside {runs_root}/: {outside}"
+    return new
+
+
+def run_subprocess(*args: str, timeout: float = 300, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`python -m project <args>` as a user types it; needed where Lightning starts processes itself (DDP)."""
+    command = [sys.executable, "-m", "project", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=ddp_environment())
+
+
+# Set by torchrun, SLURM and Lightning's own launcher: a test that launches DDP itself must not inherit them.
+LAUNCHER_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def ddp_environment(**extra: str) -> dict[str, str]:
+    """This environment without any launcher's variables (a CI job may itself run under SLURM or torchrun), and with
+    the repository and tests/ importable (class paths such as `support.CrashAt`)."""
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SLURM_", "TORCHELASTIC_")) and k not in LAUNCHER_VARIABLES
+    }
+    # One thread per process: the ranks share the cores (torchrun sets this too).
+    return {**clean, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}", "OMP_NUM_THREADS": "1", **extra}
+
+
+def read_events(run_dir: Path) -> EventAccumulator:
+    """Every event of a run's TensorBoard files (size_guidance 0: keep all, not a sample)."""
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "images": 0, "histograms": 0, "tensors": 0})
+    events.Reload()
+    return events
+
+
+def scalars(run_dir: Path, tag: str) -> list[tuple[int, float]]:
+    return [(event.step, event.value) for event in read_events(run_dir).Scalars(tag)]
+
+
+def load(path: Path) -> dict:
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+class SignalAt(Callback):
+    """A test helper: sends this process a signal (SIGTERM by default) as the given global step begins, as a
+    scheduler would."""
+
+    def __init__(self, step: int, signum: int = 15) -> None:
+        self.step, self.signum = step, signum
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.global_step == self.step:
+            os.kill(os.getpid(), self.signum)
+
+
+class NaNAfter(DigitsCNN):
+    """A test helper network: its training outputs turn to NaN from the given training step on."""
+
+    def __init__(self, num_classes: int, input_shape: tuple[int, ...], step: int = 30) -> None:
+        super().__init__(num_classes, input_shape)
+        self.step, self.calls = step, 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = super().forward(x)
+        if self.training:
+            self.calls += 1
+            if self.calls > self.step:
+                return logits * float("nan")
+        return logits
+
+
+def start(*args: str) -> subprocess.Popen:
+    """`python -m project <args>` in the background, for tests that signal or kill it."""
+    command = [sys.executable, "-m", "project", *args]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ddp_environment())
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
+        time.sleep(0.01)
+
+
+def assert_same_checkpoint(a: dict, b: dict) -> None:
+    """Weights, optimizer, scheduler and callback states equal bit for bit (RNG states included)."""
+    assert a["global_step"] == b["global_step"] and a["epoch"] == b["epoch"]
+    for key in a["state_dict"]:
+        assert torch.equal(a["state_dict"][key], b["state_dict"][key]), key
+    state_a, state_b = a["optimizer_states"][0]["state"], b["optimizer_states"][0]["state"]
+    for param in state_a:
+        for key in state_a[param]:
+            assert torch.equal(state_a[param][key], state_b[param][key]), (param, key)
+    assert a["lr_schedulers"] == b["lr_schedulers"]
+    for key in a["callbacks"]:
+        assert same(a["callbacks"][key], b["callbacks"][key]), key
+
+
+def same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return isinstance(b, list | tuple) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+# The short run the observability tests and the notebooks read: 5 epochs of 5 steps, pictures and histograms
+# every 2 epochs (so epoch 5 is logged as the end of fit, not as one of every 2), gradient histograms on, a
+# throughput window of 3 steps; then `test` on its best checkpoint, which logs into the same run directory.
+SHORT_RUN = [
+    "--trainer.max_epochs=5",
+    "--trainer.limit_train_batches=5",
+    "--figures.every_n_epochs=2",
+    "--histograms.every_n_epochs=2",
+    "--histograms.gradients=true",
+    "--throughput.window=3",
+]

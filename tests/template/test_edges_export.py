@@ -1,0 +1,91 @@
+"""Export never destroys its input, reads checkpoints through the CLI's safe reader and writes atomically (issue 13,
+item 6)."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from lightning_runs.tools import export
+from project.cli import MODEL
+from support import assert_kept, load, refusal, run, snapshot, working_directory
+
+BEST = Path("runs/digits/version_0/checkpoints/best.ckpt")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("export_edges")
+    with working_directory(home):
+        run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
+    return home / "runs"
+
+
+@pytest.fixture
+def runs(trained) -> Path:
+    shutil.copytree(trained, "runs")
+    return Path("runs")
+
+
+def same_file_spellings() -> list[str]:
+    Path("link.ckpt").symlink_to(BEST.resolve())
+    return [str(BEST), f"./{BEST}", str(BEST.resolve()), "link.ckpt"]
+
+
+def test_an_output_that_is_the_checkpoint_itself_is_refused_however_it_is_spelled(runs, capsys):
+    for output in same_file_spellings():
+        before = snapshot()
+        error = refusal(
+            capsys, lambda output=output: export.main(MODEL, ["--ckpt_path", str(BEST), "--output", output])
+        )
+        assert "that is the checkpoint itself" in error
+        assert not assert_kept(before, snapshot())
+
+
+def test_a_checkpoint_whose_default_output_name_is_itself_is_refused(runs, capsys):
+    shutil.copy(BEST, "model.onnx")
+    before = snapshot()
+    assert "that is the checkpoint itself" in refusal(capsys, lambda: export.main(MODEL, ["--ckpt_path", "model.onnx"]))
+    assert not assert_kept(before, snapshot())
+
+
+def tampered(path: Path) -> Path:
+    checkpoint = load(BEST)
+    checkpoint["hyper_parameters"]["_instantiator"] = "os.system"
+    torch.save(checkpoint, path)
+    return path
+
+
+BAD = [
+    ("missing.ckpt", None, "no such file"),
+    ("empty.ckpt", b"", "not a readable checkpoint"),
+    ("random.ckpt", os.urandom(4096), "not a readable checkpoint"),
+    ("plain.ckpt", "TENSOR", "not a Lightning checkpoint (no state_dict)"),
+    ("tampered.ckpt", "TAMPERED", "refusing to load, its hyper_parameters name 'os.system' as instantiator"),
+]
+
+
+@pytest.mark.parametrize("name,content,expected", BAD, ids=[case[0] for case in BAD])
+def test_a_bad_checkpoint_is_one_line_and_nothing_is_written(runs, name, content, expected, capsys):
+    path = Path(name)
+    if content == "TENSOR":
+        torch.save({"weights": torch.zeros(3)}, path)
+    elif content == "TAMPERED":
+        tampered(path)
+    elif content is not None:
+        path.write_bytes(content)
+    before = snapshot()
+    error = refusal(capsys, lambda: export.main(MODEL, ["--ckpt_path", name, "--format", "pt2"]))
+    assert name in error and expected in error
+    assert not assert_kept(before, snapshot())
+
+
+@pytest.mark.slow
+def test_an_export_replaces_its_output_whole_and_leaves_no_temp_file(runs):
+    output = Path("digits.pt2")
+    output.write_bytes(b"an older export")
+    export.main(MODEL, ["--ckpt_path", str(BEST), "--format", "pt2", "--output", str(output)])
+    assert torch.export.load(output).module()(torch.zeros(3, 8, 8)).shape == (3, 10)
+    assert sorted(p.name for p in Path(".").iterdir()) == ["digits.pt2", "runs"], "no temp file beside it"

@@ -1,0 +1,119 @@
+"""Garbage in is refused where it is read, in one line naming the file and the problem, never turned into output
+(issue 13, item 3)."""
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from project.data import DigitsDataModule
+from support import assert_kept, refusal, run, snapshot, working_directory
+
+SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
+OWN_DATA = ["--data=project.data.FileDataModule", "--data.path=own.npz"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """runs/ holding a briefly trained run of the digits (runs/digits/version_0) and one of a three-class file of
+    your own (runs/own/version_0), whose file is gone since."""
+    home = tmp_path_factory.mktemp("trained")
+    with working_directory(home):
+        run("fit", *SHORT)
+        images, labels = digits()
+        np.savez("own.npz", images=images[labels < 3], labels=labels[labels < 3])
+        run("fit", *SHORT, *OWN_DATA)
+        Path("own.npz").unlink()
+    return home / "runs"
+
+
+@pytest.fixture
+def runs(trained) -> Path:
+    shutil.copytree(trained, "runs")
+    return Path("runs")
+
+
+def digits() -> tuple[np.ndarray, np.ndarray]:
+    images, labels = DigitsDataModule().load()
+    return images.numpy(), labels.numpy()
+
+
+def write(name: str, content) -> str:
+    """`content` as the file `name`: an array saved by numpy, or text."""
+    if isinstance(content, str):
+        Path(name).write_text(content)
+    elif name.endswith(".npz"):
+        np.savez(name, **content)
+    else:
+        np.save(name, content, allow_pickle=True)
+    return name
+
+
+IMAGES = digits()[0][:5]
+NAN = IMAGES.copy()
+NAN[3, 2, 2] = np.nan
+INF_CSV = "\n".join(",".join(["1"] * 63 + [v]) for v in ("2", "inf")) + "\n"
+# predict: file name, its content, what the one line says.
+PREDICT_FILES = [
+    # Samples of another shape than the checkpoint's model takes: both shapes named.
+    ("mnist.npy", np.zeros((4, 28, 28), dtype=np.float32), "samples of shape (28, 28), expected (8, 8)"),
+    ("wide.npy", np.zeros((10, 32), dtype=np.float32), "samples of shape (32,), expected (8, 8) (or 64 values a row)"),
+    ("nan.npy", NAN, "1 samples hold NaN or infinite values (the first: sample 3)"),
+    ("inf.csv", INF_CSV, "NaN or infinite values (the first: sample 1)"),
+    ("huge.npy", np.full((2, 8, 8), 1e300), "NaN or infinite values"),  # infinite as float32
+    ("empty.csv", "", "no rows of numbers in the file"),
+    ("header.csv", ",".join(f"p{i}" for i in range(64)) + "\n", "no rows of numbers in the file"),
+    ("text.csv", "a,b,c\nd,e,f\n" * 2, "not a readable .csv file"),
+    ("objects.npy", np.array([{"a": 1}, None], dtype=object), "not a readable .npy file"),
+    ("strings.npy", np.array([["1"] * 64] * 2), "expected values as numbers, got <U1"),
+    ("complex.npy", np.ones((2, 8, 8), dtype=np.complex64), "expected values as numbers"),
+    ("no_samples.npz", {"pixels": IMAGES}, "no array named samples"),
+    ("digits.txt", "1,2,3\n", "unsupported file type '.txt'"),
+    ("missing.npy", None, "missing.npy: no such file"),
+]
+
+
+@pytest.mark.parametrize("name,content,expected", PREDICT_FILES, ids=[case[0] for case in PREDICT_FILES])
+def test_predicting_a_bad_file_is_refused_and_writes_nothing(runs, name, content, expected, capsys):
+    path = name if content is None else write(name, content)
+    before = snapshot()
+    error = refusal(capsys, lambda: run("predict", "--ckpt_path=best", f"--data.predict_path={path}"))
+    assert error.startswith(f"error: {name}: ") and expected in error
+    assert not assert_kept(before, snapshot()), "no config, events or predictions in the run"
+
+
+def test_predicting_a_file_needs_the_checkpoint_but_not_the_training_data(runs):
+    write("new.npy", IMAGES)
+    checkpoint = runs / "own/version_0/checkpoints/best.ckpt"
+    assert not Path("own.npz").exists()
+    predicted = run("predict", f"--ckpt_path={checkpoint}", "--data.predict_path=new.npy")
+    rows = (runs / "own/version_0/predictions.csv").read_text().splitlines()
+    assert predicted.model.hparams.num_classes == 3 and len(rows) == 1 + len(IMAGES)
+    assert {int(row.split(",")[1]) for row in rows[1:]} <= {0, 1, 2}
+
+
+# Your own data for training: file name, its arrays, what the one line says.
+LABELS = np.arange(5) % 3
+TRAIN_FILES = [
+    ("huge_label.npz", {"images": IMAGES, "labels": np.array([0, 1, 2, 1, 10**9])}, "label 1000000000 would make"),
+    ("nan_pixels.npz", {"images": NAN, "labels": LABELS}, "NaN or infinite values"),
+    ("negative.npz", {"images": IMAGES, "labels": LABELS - 1}, "labels must be the integers 0, 1, 2, ..."),
+    ("fraction.npz", {"images": IMAGES, "labels": LABELS + 0.5}, "labels must be the integers 0, 1, 2, ..."),
+    ("nan_label.npz", {"images": IMAGES, "labels": np.array([0, 1, np.nan, 1, 0])}, "labels must be the integers"),
+    ("short.npz", {"images": IMAGES, "labels": LABELS[:3]}, "5 samples but 3 labels"),
+    ("objects.npz", {"images": np.array([None] * 5, dtype=object), "labels": LABELS}, "not a readable .npz file"),
+    ("scalars.npz", {"samples": np.zeros(5), "labels": LABELS}, "expected N samples, an array of shape (N, ...)"),
+    ("no_labels.npz", {"images": IMAGES}, "no array named labels"),
+    ("one_column.csv", "1\n0\n", "expected a sample's values, then its label, on each row"),
+    ("empty.csv", "", "no rows of numbers in the file"),
+]
+
+
+@pytest.mark.parametrize("name,content,expected", TRAIN_FILES, ids=[case[0] for case in TRAIN_FILES])
+def test_training_on_a_bad_file_of_your_own_is_refused_before_any_run_folder_exists(name, content, expected, capsys):
+    write(name, content)
+    before = snapshot()
+    error = refusal(capsys, lambda: run("fit", *SHORT, "--data=project.data.FileDataModule", f"--data.path={name}"))
+    assert error.startswith(f"error: {name}: ") and expected in error
+    assert not assert_kept(before, snapshot()) and not Path("runs").exists()

@@ -1,0 +1,126 @@
+"""Bounded work on hostile files: an alias bomb, a checkpoint naming a module to import, a corrupt or foreign
+summary.json, a corrupt sweep database (issue 13, item 7)."""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from lightning_runs.checkpoints import read_checkpoint
+from lightning_runs.errors import UsageError
+from lightning_runs.tools import sweep
+from project.cli import cli_main
+from project.model import DigitsClassifier
+from support import ROOT, assert_kept, load, refusal, run, snapshot, working_directory
+
+SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
+RUN = Path("runs/digits/version_0")
+
+
+def alias_bomb(levels: int) -> str:
+    """A few hundred bytes whose aliases expand to 9**levels values (nine lists of nine lists of ...)."""
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join([*lines, f"model:\n  lr: *a{levels - 1}"]) + "\n"
+
+
+@pytest.mark.parametrize(
+    "yaml_text,expected",
+    [
+        (alias_bomb(7), "refusing YAML whose aliases expand to more than 100,000 values"),  # 4.8 million values
+        ("a: &a [1, *a]\nmodel:\n  lr: *a\n", "refusing YAML with a recursive alias"),
+    ],
+    ids=["billion laughs", "recursive"],
+)
+def test_a_yaml_alias_bomb_is_refused_before_it_expands(yaml_text, expected, capsys):
+    Path("bomb.yaml").write_text(yaml_text)
+    before = snapshot()
+    assert expected in refusal(capsys, lambda: run("fit", "--config", "bomb.yaml"))
+    assert not assert_kept(before, snapshot())
+
+
+def test_aliases_of_ordinary_size_still_work():
+    Path("aliases.yaml").write_text("model:\n  lr: &lr 0.002\n  min_lr: *lr\n")
+    cli = run("fit", *SHORT, "--config", "aliases.yaml", "--trainer.fast_dev_run=true")
+    assert cli.model.hparams.lr == cli.model.hparams.min_lr == 0.002
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("hostile")
+    with working_directory(home):
+        run("fit", *SHORT)
+    return home / "runs"
+
+
+@pytest.fixture
+def runs(trained) -> Path:
+    shutil.copytree(trained, "runs")
+    return Path("runs")
+
+
+TAMPERS = [
+    ("hyper_parameters", {"network": {"class_path": "this.Zen", "init_args": {}}}, "'this.Zen', which is not a class"),
+    ("hyper_parameters", {"network": "this.Zen"}, "'this.Zen', which is not a class"),
+    ("hyper_parameters", {"network": {"class_path": "antigravity.Fly"}}, "'antigravity.Fly', which is not a class"),
+    ("datamodule_hyper_parameters", {"_class_path": "this.Zen"}, "its datamodule_hyper_parameters name 'this.Zen'"),
+]
+
+
+@pytest.mark.parametrize("section,tamper,expected", TAMPERS)
+def test_a_checkpoint_naming_a_module_is_refused_before_that_module_is_imported(
+    runs, section, tamper, expected, capsys
+):
+    checkpoint = load(RUN / "checkpoints/last.ckpt")
+    checkpoint[section].update(tamper)
+    torch.save(checkpoint, "tampered.ckpt")
+    assert "this" not in sys.modules and "antigravity" not in sys.modules
+    before = snapshot()
+    error = refusal(capsys, lambda: run("test", "--ckpt_path=tampered.ckpt"))
+    assert "refusing to load" in error and expected in error
+    assert "this" not in sys.modules and "antigravity" not in sys.modules, "imported before being refused"
+    assert "Beautiful is better than ugly" not in capsys.readouterr().out
+    assert not assert_kept(before, snapshot())
+
+
+def test_dotted_strings_of_plain_parameters_are_data_and_real_classes_are_accepted(runs, capsys):
+    checkpoint = load(RUN / "checkpoints/last.ckpt")
+    # A file named like a module attribute ("test" is a standard-library package) is a path, not a reference.
+    checkpoint["datamodule_hyper_parameters"] |= {"_class_path": "project.data.FileDataModule", "path": "test.csv"}
+    checkpoint["hyper_parameters"]["network"] = {"class_path": "project.networks.MLP", "init_args": {}}
+    torch.save(checkpoint, "plain.ckpt")
+    assert read_checkpoint(Path("plain.ckpt"), DigitsClassifier)["datamodule_hyper_parameters"]["path"] == "test.csv"
+    checkpoint["hyper_parameters"]["network"] = "project.networks.not_a_class_name"
+    torch.save(checkpoint, "function.ckpt")
+    with pytest.raises(UsageError, match="which is not a class"):
+        read_checkpoint(Path("function.ckpt"), DigitsClassifier)
+
+
+@pytest.mark.parametrize(
+    "content,problem",
+    [(b"{not json", "is not JSON"), (b"[1, 2]", "not a run summary"), (b'{"evaluations": 5}', "not a run summary")],
+    ids=["corrupt", "a list", "foreign"],
+)
+def test_a_corrupt_or_foreign_summary_is_kept_aside_and_the_evaluation_goes_on(runs, content, problem):
+    summary = RUN / "summary.json"
+    summary.write_bytes(content)
+    with pytest.warns(UserWarning, match=problem):
+        run("test", "--ckpt_path=last")
+    assert (RUN / "summary.unreadable.json").read_bytes() == content, "kept, byte for byte"
+    assert json.loads(summary.read_text())["evaluations"][0]["subcommand"] == "test"
+
+
+def test_a_corrupt_sweep_database_is_one_line_and_stays_as_it_was(capsys):
+    database = Path("runs/sweeps/broken.db")
+    database.parent.mkdir(parents=True)
+    database.write_bytes(b"SQLite format 2\0" + bytes(range(256)) * 8)
+    Path("configs").symlink_to(ROOT / "configs")  # the sweep's configs, as from the repository's root
+    before = snapshot()
+    error = refusal(
+        capsys, lambda: sweep.main(cli_main, ["--config", str(ROOT / "sweeps/digits.yaml"), "--study=broken"])
+    )
+    assert f"{database}: not a readable study database (file is not a database)" in error
+    assert not assert_kept(before, snapshot())

@@ -1,0 +1,47 @@
+"""A run that would do nothing, or that the Trainer cannot run, is an error before any folder exists (issue 13,
+item 4)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from project.data import DigitsDataModule
+from support import assert_kept, refusal, run, snapshot, steps_per_epoch
+
+SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
+NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the run would start")
+
+CASES = [
+    ("fit", ["--data.batch_size=5000"], "--data.batch_size 5000: the train split has 1437 samples, not one full batch"),
+    ("fit", ["TINY"], "--data.val_fraction 0.1: the val split of 3 samples is empty"),
+    ("fit", ["--data.val_fraction=0.0001"], "--data.val_fraction 0.0001: the val split of 1797 samples is empty"),
+    ("test", ["--data.test_fraction=0.0001"], "--data.test_fraction 0.0001: the test split of 1797 samples is empty"),
+    ("fit", ["--trainer.max_epochs=0"], "--trainer.max_epochs 0: must be at least 1"),
+    ("fit", ["--trainer.max_epochs=-1"], "--trainer.max_epochs -1: must be at least 1"),
+    ("fit", ["--trainer.max_steps=0"], "--trainer.max_steps 0: must be at least 1, or -1"),
+    ("fit", ["--trainer.accumulate_grad_batches=0"], "--trainer.accumulate_grad_batches 0: must be at least 1"),
+    # No optimizer step at all: no batch of an epoch is trained (0 batches, or a fraction that rounds to none).
+    ("fit", ["--trainer.limit_train_batches=0"], "--trainer.limit_train_batches 0.0: 0 of the"),
+    ("fit", ["--trainer.limit_train_batches=0.01"], f"0 of the {steps_per_epoch()} training batches an epoch"),
+    ("fit", ["--seed_everything=5000000000"], "--seed_everything 5000000000: must be in 0..4294967295"),
+    ("fit", ["--data.seed=5000000000000000"], "--data.seed: expected Seed"),
+    pytest.param("fit", ["--trainer.accelerator=gpu"], "gpu", marks=NO_GPU),
+]
+
+
+@pytest.mark.parametrize("subcommand,args,expected", CASES)
+def test_a_command_that_would_do_nothing_or_crash_later_is_refused_first(subcommand, args, expected, capsys):
+    if args == ["TINY"]:  # a dataset of three samples
+        images = DigitsDataModule().load()[0][:3]
+        np.savez("tiny.npz", images=images.numpy(), labels=np.array([0, 1, 0]))
+        args = ["--data=project.data.FileDataModule", "--data.path=tiny.npz"]
+    before = snapshot()
+    assert expected in refusal(capsys, lambda: run(subcommand, *SHORT, *args))
+    assert not assert_kept(before, snapshot()) and not Path("runs").exists(), "no run folder left behind"
+
+
+def test_double_precision_trains_instead_of_crashing_in_the_augmentation():
+    fit = run("fit", *SHORT, "--trainer.precision=64")
+    assert fit.trainer.state.finished and next(fit.model.parameters()).dtype == torch.float64

@@ -1,0 +1,149 @@
+"""Resuming never silently changes the recipe: a resumed run keeps its schedule, its batch size and its best
+checkpoint's state; a finished run is not extended but refused with how to train longer (issue 13, item 5)."""
+
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+from lightning_runs.checkpoints import RunCheckpoint
+from support import assert_kept, load, refusal, run, scalars, snapshot, working_directory
+
+SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
+CRASH = ["--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=2"]  # as the second epoch begins
+RUN = Path("runs/digits/version_0")
+LAST = RUN / "checkpoints/last.ckpt"
+MIN_LR = 1e-5  # DigitsClassifier's default min_lr
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> dict[str, Path]:
+    """runs/ folders of a run stopped after the first of its 2 epochs, one that finished them, and one that
+    early stopping ended."""
+    homes = {name: tmp_path_factory.mktemp(name) for name in ("stopped", "finished", "early")}
+    with working_directory(homes["stopped"]), pytest.raises(RuntimeError, match="crash"):
+        run("fit", *SHORT, *CRASH)
+    with working_directory(homes["finished"]):
+        run("fit", *SHORT)
+    with working_directory(homes["early"]):  # no epoch improves val/loss by 100: stops after the second
+        run("fit", "--trainer.max_epochs=5", "--trainer.limit_train_batches=2", "--early_stopping.patience=0",
+            "--early_stopping.min_delta=100")  # fmt: skip
+    return {name: home / "runs" for name, home in homes.items()}
+
+
+def copy(made, name: str) -> None:
+    shutil.copytree(made[name], "runs")
+
+
+REFUSED = [
+    (
+        "finished",
+        ["--trainer.max_epochs=4", "--trainer.limit_train_batches=2"],
+        "--trainer.max_epochs 4 (checkpoint: 2)",
+    ),
+    ("finished", SHORT, "its run already finished (all its 2 epochs), there is nothing to resume; to train longer"),
+    ("early", ["--trainer.limit_train_batches=2"], "its run already finished (early stopping at epoch 1)"),
+    ("stopped", [*SHORT, "--data.batch_size=32"], "--data.batch_size 32 (checkpoint: 64)"),
+    ("stopped", [*SHORT, "--trainer.accumulate_grad_batches=2"], "--trainer.accumulate_grad_batches 2 (checkpoint: 1)"),
+    (
+        "stopped",
+        ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"],
+        "--trainer.limit_train_batches 3 (checkpoint: 2)",
+    ),
+]
+
+
+@pytest.mark.parametrize("made_run,args,expected", REFUSED)
+def test_a_resume_that_would_change_the_step_count_or_extend_a_finished_run_is_refused(
+    made, made_run, args, expected, capsys
+):
+    copy(made, made_run)
+    before = snapshot()
+    error = refusal(capsys, lambda: run("fit", *args, "--ckpt_path=last"))
+    assert expected in error and ("a resumed run keeps" in error or "start a new run" in error)
+    assert not assert_kept(before, snapshot()), "the run is untouched"
+
+
+def test_a_resume_takes_the_schedule_settings_it_is_not_given_from_the_checkpoint_and_ends_at_min_lr(made, capsys):
+    copy(made, "stopped")
+    resumed = run("fit", "--ckpt_path=last")  # neither max_epochs 2 nor limit_train_batches 2 repeated
+    said = capsys.readouterr().out
+    assert "trainer.max_epochs=2" in said and "trainer.limit_train_batches=2" in said
+    assert resumed.trainer.global_step == 4
+    assert load(LAST)["lr_schedulers"][0]["_last_lr"] == pytest.approx([MIN_LR, MIN_LR])
+
+
+def test_a_run_saved_under_an_absolute_save_dir_keeps_its_best_checkpoint_state_on_resume(tmp_path):
+    absolute = [f"--trainer.logger.init_args.save_dir={tmp_path / 'runs'}", *SHORT]
+    with pytest.raises(RuntimeError, match="crash"):
+        run("fit", *absolute, *CRASH)
+    saved = next(v for k, v in load(LAST)["callbacks"].items() if k.startswith("BestCheckpoint"))
+    assert Path(saved["dirpath"]).is_absolute()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        resumed = run("fit", *absolute, f"--ckpt_path={tmp_path / LAST}")
+    assert not [w for w in caught if "dirpath has changed" in str(w.message)], "the best score was reloaded"
+    best = resumed.trainer.checkpoint_callback
+    assert best.best_model_score >= saved["best_model_score"] and Path(best.best_model_path).is_file()
+    assert list(best.best_k_models) == [best.best_model_path]
+
+
+def test_checkpoint_state_saved_under_another_spelling_of_the_same_folder_is_restored_in_the_current_one():
+    folder = Path("runs/digits/version_0/checkpoints")
+    folder.mkdir(parents=True)
+    (folder / "best.ckpt").touch()
+    absolute = str(folder.resolve() / "best.ckpt")
+    state = {
+        "dirpath": str(folder.resolve()),
+        "best_model_score": torch.tensor(0.9),
+        "best_model_path": absolute,
+        "kth_best_model_path": absolute,
+        "kth_value": torch.tensor(0.9),
+        "best_k_models": {absolute: torch.tensor(0.9)},
+        "last_model_path": "",
+    }
+    callback = RunCheckpoint(monitor="val/acc", mode="max", filename="best")
+    callback.dirpath = str(folder)  # as set from the logger's folder when fit starts
+    callback.load_state_dict(state)
+    relative = str(folder / "best.ckpt")
+    assert callback.best_model_score == 0.9 and callback.best_model_path == callback.kth_best_model_path == relative
+    assert list(callback.best_k_models) == [relative], "one spelling: the old one would be deleted as stale"
+
+
+def test_a_stop_at_an_epochs_last_training_batch_waits_for_its_validation_and_resumes_exactly(tmp_path, capsys):
+    """SIGTERM during an epoch's last training batch, twice in a row: the stop waits for that epoch's validation
+    and checkpoints, each resume completes, every epoch is validated, and the weights and optimizer state equal an
+    uninterrupted run's. (A checkpoint of that batch resumed past its validation, and early stopping then failed.)"""
+    args = ["--trainer.max_epochs=4", "--trainer.limit_train_batches=3"]
+    for folder in ("reference", "stopped"):
+        (tmp_path / folder).mkdir()
+    with working_directory(tmp_path / "reference"):
+        run("fit", *args)
+    with working_directory(tmp_path / "stopped"):
+        for step in (2, 8):  # the last training batch of the first and the third epoch
+            signal_at = ["--trainer.callbacks+=support.SignalAt", f"--trainer.callbacks.step={step}"]
+            with pytest.raises(SystemExit) as stop:
+                run("fit", *args, "--ckpt_path=last", *signal_at)
+            assert stop.value.code == 143 and f"stopped by SIGTERM at step {step + 1}" in capsys.readouterr().err
+        run("fit", *args, "--ckpt_path=last")
+    reference, resumed = (load(tmp_path / folder / LAST) for folder in ("reference", "stopped"))
+    assert resumed["global_step"] == reference["global_step"] == 12
+    for name, tensor in reference["state_dict"].items():
+        torch.testing.assert_close(resumed["state_dict"][name], tensor, rtol=0, atol=0, msg=name)
+    torch.testing.assert_close(resumed["optimizer_states"][0]["state"], reference["optimizer_states"][0]["state"])
+    epochs = [step for step, _ in scalars(tmp_path / "stopped" / RUN, "val/loss")]
+    assert epochs == [step for step, _ in scalars(tmp_path / "reference" / RUN, "val/loss")] == [2, 5, 8, 11]
+
+
+def test_an_evaluation_chooses_by_the_metric_its_run_monitored_unless_told_otherwise(capsys):
+    """A run that kept its best checkpoint by val/loss is tested as such (test/loss in its summary and HPARAMS),
+    from the checkpoint alone: the monitoring ModelCheckpoint's state key says which metric and mode."""
+    run("fit", *SHORT, "--checkpoint.monitor=val/loss", "--checkpoint.mode=min")
+    best = str(RUN / "checkpoints/best.ckpt")
+    tested = run("test", f"--ckpt_path={best}")
+    assert (tested.trainer.checkpoint_callback.monitor, tested.trainer.checkpoint_callback.mode) == ("val/loss", "min")
+    assert "checkpoint.monitor=val/loss (min)" in capsys.readouterr().out
+    told = run("test", f"--ckpt_path={best}", "--checkpoint.monitor=val/acc", "--checkpoint.mode=max")
+    assert told.trainer.checkpoint_callback.monitor == "val/acc"

@@ -1,0 +1,123 @@
+"""How a run ends, and what it prints: a failure or an interruption leaves its scalars and a summary saying so;
+--quiet leaves only what CI logs need; under DDP the pictures count every rank and only rank zero writes."""
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lightning_runs.errors import Stopped
+from project.model import DigitsClassifier
+from support import DEFAULT, QUIET, ddp_environment, read_events, run, run_subprocess, scalars, split_sizes
+
+pytestmark = pytest.mark.slow  # each test makes a real run
+
+
+def raise_at_step(step: int, exception: BaseException):
+    train = DigitsClassifier.training_step
+
+    def training_step(self, batch, batch_idx):
+        if self.global_step == step:
+            raise exception
+        return train(self, batch, batch_idx)
+
+    return training_step
+
+
+THREE_EPOCHS_FIVE_BATCHES = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=5"]
+
+
+def test_a_run_that_raises_keeps_every_scalar_logged_before_and_says_failed(monkeypatch):
+    monkeypatch.setattr(DigitsClassifier, "training_step", raise_at_step(7, RuntimeError("boom at step 7")))
+    with pytest.raises(RuntimeError, match="boom"):
+        run("fit", *THREE_EPOCHS_FIVE_BATCHES)
+    run_dir = Path("runs/digits/version_0")
+    assert [step for step, _ in scalars(run_dir, "train/loss")] == list(range(7))
+    assert [step for step, _ in scalars(run_dir, "val/acc")] == [4]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "failed"
+    assert summary["error"] == {"type": "RuntimeError", "message": "boom at step 7"}
+    assert (summary["epochs"], summary["global_step"]) == (1, 7)
+    assert summary["best_checkpoint"]["score"] == pytest.approx(scalars(run_dir, "val/acc")[0][1])
+
+
+@pytest.mark.parametrize(
+    "exception,type_name", [(KeyboardInterrupt(), "KeyboardInterrupt"), (Stopped(signal.SIGTERM, "SIGTERM"), "Stopped")]
+)
+def test_an_interrupted_run_says_so_and_why(monkeypatch, exception, type_name):
+    monkeypatch.setattr(DigitsClassifier, "training_step", raise_at_step(3, exception))
+    sigint = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit):  # the exit codes of Ctrl+C and SIGTERM
+            run("fit", *THREE_EPOCHS_FIVE_BATCHES)
+    finally:
+        signal.signal(signal.SIGINT, sigint)  # Lightning ignores further Ctrl+C while it shuts down
+    run_dir = Path("runs/digits/version_0")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["error"]["type"] == type_name
+    assert summary["global_step"] == 3 and [s for s, _ in scalars(run_dir, "train/loss")] == [0, 1, 2]
+
+
+def test_quiet_mode_prints_no_progress_or_info_lines():
+    loud = run_subprocess("fit", "--config", DEFAULT, "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
+    quiet = run_subprocess(
+        "fit", "--config", DEFAULT, "--quiet", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2"
+    )
+    assert loud.returncode == quiet.returncode == 0, quiet.stderr[-2000:]
+    chatter = ["Seed set to 0", "GPU available", "Trainable params", "Epoch 0"]
+    assert all(line in loud.stdout + loud.stderr for line in chatter)
+    assert not [line for line in chatter if line in quiet.stdout + quiet.stderr], quiet.stdout + quiet.stderr
+    assert json.loads(Path("runs/digits/version_1/summary.json").read_text())["status"] == "completed"
+
+
+def test_quiet_mode_still_shows_errors():
+    result = run_subprocess("fit", "--config", DEFAULT, "--quiet", "--trainer.max_epochs=1", "--model.lr=-1")
+    assert result.returncode == 2 and "lr" in result.stderr
+    result = run_subprocess(
+        "fit",
+        "--config",
+        DEFAULT,
+        "--quiet",
+        "--trainer.limit_train_batches=2",
+        "--early_stopping.monitor=val/accuracy",
+    )
+    assert result.returncode != 0 and "val/accuracy" in result.stderr
+
+
+DDP_SCRIPT = """
+import sys
+
+from project.cli import cli_main
+from lightning_runs.figures import Figures
+
+cli = cli_main(sys.argv[1:])
+figures = next(c for c in cli.trainer.callbacks if isinstance(c, Figures))
+print(f"rank {cli.trainer.global_rank}: {int(figures.matrices['val'].sum())} digits in the confusion matrix")
+"""
+
+
+def test_under_ddp_the_confusion_matrix_covers_every_rank_and_only_rank_zero_writes(tmp_path):
+    script = tmp_path / "fit.py"  # a script, not `-c`: Lightning starts the second rank by re-running it
+    script.write_text(DDP_SCRIPT)
+    args = ["fit", "--config", DEFAULT, *QUIET, "--trainer.strategy=ddp", "--trainer.devices=2"]
+    args += ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2", "--figures.every_n_epochs=1"]
+    result = subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=ddp_environment(),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    reports = sorted(line for line in result.stdout.splitlines() if line.startswith("rank "))
+    digits = split_sizes()["val"]
+    assert reports == [f"rank {rank}: {digits} digits in the confusion matrix" for rank in (0, 1)]
+    assert result.stdout.count("Fit completed") == 1, "the closing block comes from rank zero only"
+    run_dir = Path("runs/digits/version_0")
+    assert len(list(run_dir.glob("events.out.tfevents.*"))) == 1
+    assert [image.step for image in read_events(run_dir).Images("val/confusion_matrix")] == [2]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["device"]["world_size"] == 2

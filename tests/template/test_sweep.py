@@ -1,0 +1,162 @@
+"""`python -m project sweep`: trials as normal runs, a resumable study in runs/, failures and pruning recorded."""
+
+import json
+import signal
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+from lightning.pytorch.callbacks import Callback
+from optuna.trial import TrialState
+
+import lightning_runs.tools.sweep
+from lightning_runs.tools.sweep import main
+from project.cli import cli_main
+from support import DEFAULT, QUIET, ROOT, load, working_directory
+
+SWEEPS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "sweeps").glob("*.yaml"))
+# The shipped space, with tiny trials: 2 epochs of 5 batches, and pruning from the second trial on.
+TINY = [
+    "--configs", json.dumps([DEFAULT]),
+    "--args", json.dumps(["--trainer.max_epochs=2", "--trainer.limit_train_batches=5", *QUIET]),
+    "--pruning_startup_trials=1", "--pruning_warmup_epochs=0",
+]  # fmt: skip
+
+
+def sweep(*args: str) -> optuna.Study:
+    """`python -m project sweep --config sweeps/digits.yaml <args>` with tiny trials."""
+    return sweep_with(cli_main, *args)
+
+
+def sweep_with(project_cli, *args: str) -> optuna.Study:
+    return main(project_cli, ["--config", str(ROOT / "sweeps/digits.yaml"), *TINY, *args])
+
+
+def open_study(name: str) -> optuna.Study:
+    """The study file a sweep named `name` keeps, opened with Optuna directly."""
+    Path("runs/sweeps").mkdir(parents=True, exist_ok=True)
+    storage = f"sqlite:///{Path(f'runs/sweeps/{name}.db').resolve()}"
+    return optuna.create_study(storage=storage, study_name=name, direction="maximize", load_if_exists=True)
+
+
+@pytest.mark.parametrize("path", SWEEPS)
+def test_every_sweep_file_says_how_to_run_it_and_names_real_options(path, capsys):
+    assert (ROOT / path).read_text().splitlines()[0].startswith(f"# python -m project sweep --config {path}")
+    with pytest.raises(SystemExit):
+        main(cli_main, ["--config", str(ROOT / path), "--print_config"])
+    space = yaml.safe_load(capsys.readouterr().out)["space"]
+    # Each option of the space, at its low end, is accepted by `python -m project fit`.
+    overrides = [
+        f"--{key}={values['low'] if 'low' in values else values['choices'][0]}" for key, values in space.items()
+    ]
+    with pytest.raises(SystemExit) as exit:
+        cli_main(["fit", "--config", DEFAULT, *overrides, "--print_config"])
+    assert exit.value.code in (0, None)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """Three trials of the shipped space: the first refuses its dropout, the third learns far too slowly."""
+    home = tmp_path_factory.mktemp("swept")
+    with working_directory(home):
+        queued = open_study("tiny")
+        for params in ({"model.network.dropout": 1.5}, {"model.lr": 0.05}, {"model.lr": 1e-5}):
+            queued.enqueue_trial(params)  # the other values are sampled
+        study = sweep("--study=tiny", "--n_trials=3")
+    return home, study
+
+
+@pytest.mark.slow
+def test_a_sweep_keeps_its_study_in_runs_and_runs_each_trial_as_a_normal_run(swept):
+    home, study = swept
+    assert (home / "runs/sweeps/tiny.db").is_file()
+    assert isinstance(study.sampler, optuna.samplers.TPESampler)
+    # The refused trial left no folder behind; the two others each ran as runs/sweeps/tiny/version_N.
+    assert "run" not in study.trials[0].user_attrs
+    assert sorted(p.name for p in (home / "runs/sweeps/tiny").iterdir()) == ["version_0", "version_1"]
+    for trial in study.trials[1:]:
+        config = yaml.safe_load((home / trial.user_attrs["run"] / "config.yaml").read_text())
+        assert config["model"]["lr"] == trial.params["model.lr"]
+        assert config["data"]["init_args"]["batch_size"] == trial.params["data.batch_size"]
+
+
+@pytest.mark.slow
+def test_a_failing_trial_is_recorded_as_failed_and_the_sweep_goes_on(swept):
+    _, study = swept
+    assert study.trials[0].state == TrialState.FAIL
+    assert study.trials[0].params["model.network.dropout"] == 1.5
+    assert study.best_trial.number == 1
+
+
+@pytest.mark.slow
+def test_a_trial_trailing_the_median_is_pruned_and_a_complete_one_scores_its_best_epoch(swept):
+    home, study = swept
+    complete, pruned = study.trials[1], study.trials[2]
+    assert (complete.state, pruned.state) == (TrialState.COMPLETE, TrialState.PRUNED)
+    assert list(pruned.intermediate_values) == [0], "pruned after its first validation"
+    assert pruned.intermediate_values[0] < complete.intermediate_values[0]
+    best = load(home / complete.user_attrs["run"] / "checkpoints/best.ckpt")
+    best_score = next(v for k, v in best["callbacks"].items() if "'val/acc'" in k)["best_model_score"]
+    assert complete.value == max(complete.intermediate_values.values()) == pytest.approx(best_score.item())
+
+
+NO_PRUNING = ["--pruning_startup_trials=5"]
+
+
+@pytest.mark.slow
+def test_a_diverging_trial_fails_alone_instead_of_stopping_the_sweep(capsys):
+    # The network turns its outputs to NaN at step 2: the run stops with exit code 1, the code Ctrl-C also gets.
+    space = {"model.lr": {"low": 0.01, "high": 0.1}}
+    args = ["--trainer.max_epochs=1", "--model.network=support.NaNAfter", "--model.network.step=2", *QUIET]
+    Path("nan.yaml").write_text(yaml.safe_dump({"study": "diverging", "space": space, "args": args}))
+    with pytest.raises(SystemExit) as exit:  # every trial failed: the sweep did not do its job
+        main(cli_main, ["--config", "nan.yaml", "--configs", json.dumps([DEFAULT]), "--n_trials=2"])
+    assert exit.value.code == 1
+    study = open_study("diverging")
+    assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
+    assert not any(t.user_attrs.get("interrupted") for t in study.trials)
+    assert capsys.readouterr().err.count("step 2: the loss or its gradients are NaN/Inf") == 2
+
+
+class CtrlC(Callback):
+    def on_train_batch_end(self, *args) -> None:
+        raise KeyboardInterrupt
+
+
+@pytest.mark.slow
+def test_an_interrupted_sweep_continues_when_the_same_command_runs_again():
+    calls = []
+
+    def press_ctrl_c_in_the_second_trial(command, callbacks=()):
+        if "--print_config" not in command:  # the sweep reads the trials' metric that way first
+            calls.append(command)
+        return cli_main(command, callbacks=[*callbacks, *([CtrlC()] if len(calls) == 2 else [])])
+
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit) as exit:
+            sweep_with(press_ctrl_c_in_the_second_trial, "--study=resumable", "--n_trials=2", *NO_PRUNING)
+    finally:
+        signal.signal(signal.SIGINT, handler)  # Lightning ignores further Ctrl-C once it has handled one
+    assert exit.value.code == 130
+    states = [t.state for t in open_study("resumable").trials]
+    assert states == [TrialState.COMPLETE, TrialState.FAIL]
+
+    study = sweep("--study=resumable", "--n_trials=2", *NO_PRUNING)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE]
+    assert study.trials[1].user_attrs["interrupted"], "recorded as cut short, so it does not count"
+    assert len(sweep("--study=resumable", "--n_trials=2", *NO_PRUNING).trials) == 3, (
+        "a finished study runs nothing more"
+    )
+    assert len(list(Path("runs/sweeps/resumable").iterdir())) == 3
+
+
+def test_a_sweep_scores_trials_as_their_best_checkpoint_is_chosen_unless_told():
+    assert lightning_runs.tools.sweep._monitored(cli_main, (DEFAULT,), ()) == ("val/acc", "max"), "the shipped recipe's"
+    assert lightning_runs.tools.sweep._monitored(
+        cli_main, (), ("--checkpoint.monitor=val/loss", "--checkpoint.mode=min")
+    ) == (
+        "val/loss",
+        "min",
+    )

@@ -1,0 +1,219 @@
+"""`make update-template` in a copy: the template's later changes arrive as one merge, and the copy's own stay."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from new_project import CODE_NAME, PACKAGE, RECORD, files_to_copy
+from support import ROOT
+
+NAME = f"{PACKAGE}_copy"  # a copy of this template, or (run in a copy) a copy of that copy
+# CI may have no git identity, and the commits need one; a developer's own git settings (signing, hooks, the
+# default branch) stay out of these repositories.
+IDENTITY = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "t@example.com"}
+IDENTITY |= {"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "t@example.com"}
+ENV = {**os.environ, **IDENTITY, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+FIX = f'TEMPLATE_FIX = "{PACKAGE}.cli"  # a later fix in the machinery\n'
+LIBRARY_FILE = "lightning-runs/lightning_runs/errors.py"  # the machinery, copied as it is (phase 1 of issue 21)
+CONFIG = "configs/experiments/tiny.yaml"  # a later config of the template, naming a class by its package
+
+
+def git(repository: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repository, env=ENV, capture_output=True, text=True, check=True).stdout
+
+
+def commit(repository: Path, message: str) -> None:
+    git(repository, "add", "--all")
+    git(repository, "commit", "--quiet", "-m", message)
+
+
+def append(path: Path, text: str) -> None:
+    path.write_text(path.read_text() + text)
+
+
+def append_to_first_line(path: Path, text: str) -> None:
+    first, _, rest = path.read_text().partition("\n")
+    path.write_text(f"{first}{text}\n{rest}")
+
+
+def make(directory: Path, *args: str) -> subprocess.CompletedProcess:
+    command = ["make", "--no-print-directory", *args, f"PYTHON={sys.executable}"]
+    return subprocess.run(command, cwd=directory, env=ENV, capture_output=True, text=True)
+
+
+def update_script(copy: Path, *args: str) -> subprocess.CompletedProcess:
+    """What `make update-template` runs, without the line make adds after a failing command."""
+    command = [sys.executable, "scripts/update_template.py", *args]
+    return subprocess.run(command, cwd=copy, env=ENV, capture_output=True, text=True)
+
+
+@pytest.fixture
+def template(tmp_path) -> Path:
+    """A repository of the template as it is here, uncommitted changes included, that a test can commit to."""
+    template = tmp_path / "template"
+    for relative in files_to_copy(ROOT):
+        (template / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / relative, template / relative)
+    git(tmp_path, "init", "--quiet", str(template))
+    commit(template, "The template")
+    return template
+
+
+@pytest.fixture
+def copy(template) -> Path:
+    made = make(template, "new-project", f"DEST={template.parent / 'my-exp'}", f"NAME={NAME}")
+    assert made.returncode == 0, made.stderr
+    return template.parent / "my-exp"
+
+
+def change_both_sides_and_update(copy: Path, template: Path) -> subprocess.CompletedProcess:
+    """The copy edits its own network file; the template fixes its machinery and adds a config; then the update."""
+    append(copy / NAME / "networks.py", "\n\nOURS = 1  # the copy's own edit\n")
+    commit(copy, "Our own network change")
+    append(template / LIBRARY_FILE, f"\n\n{FIX}")
+    (template / CONFIG).write_text(
+        f"# python -m {PACKAGE} fit --config configs/digits.yaml --config {CONFIG}\n"
+        f"model:\n  network:\n    class_path: {PACKAGE}.networks.MLP\n    init_args:\n      hidden: [16]\n"
+    )
+    commit(template, "Fix the machinery, add a config")
+    return make(copy, "update-template")
+
+
+def test_an_update_keeps_the_copys_edit_and_brings_the_templates_fix_and_new_config(copy, template):
+    updated = change_both_sides_and_update(copy, template)
+    assert updated.returncode == 0, updated.stderr
+    assert "OURS = 1  # the copy's own edit" in (copy / NAME / "networks.py").read_text()
+    assert FIX.replace(PACKAGE, NAME) in (copy / LIBRARY_FILE).read_text()
+    config = (copy / CONFIG).read_text()
+    assert f"{NAME}.networks.MLP" in config and f"python -m {NAME} fit" in config
+    assert not CODE_NAME.search(config)
+    assert git(copy, "status", "--porcelain") == ""
+    # One commit on the copy's branch, a merge whose other side is the renamed template, now recorded.
+    assert git(copy, "log", "-1", "--format=%s", "HEAD^1") == "Our own network change\n"
+    assert len(git(copy, "rev-list", "--parents", "-1", "HEAD").split()) == 3
+    record = json.loads((copy / RECORD).read_text())
+    assert record["commit"] == git(template, "rev-parse", "HEAD").strip()
+    assert f"Template-commit: {record['commit']}" in git(copy, "log", "-1", "--format=%B", "HEAD^2")
+
+
+@pytest.mark.slow
+def test_the_updated_copy_trains_with_the_new_config_and_the_template_package_unimportable(copy, template):
+    assert change_both_sides_and_update(copy, template).returncode == 0
+    args = ["fit", "--config", "configs/digits.yaml", "--config", CONFIG, "--trainer.fast_dev_run=true",
+            "--trainer.enable_progress_bar=false"]  # fmt: skip
+    code = (  # `python -m <the copy's package> ...`, with the template's package unimportable however installed
+        f"import runpy, sys; sys.modules[{PACKAGE!r}] = None; sys.argv = [{NAME!r}, *sys.argv[1:]]; "
+        f"runpy.run_module({NAME!r}, run_name='__main__', alter_sys=True)"
+    )
+    environment = {**ENV, "PYTHONPATH": f"{copy}{os.pathsep}{copy / 'lightning-runs'}"}  # its own library
+    fit = subprocess.run([sys.executable, "-c", code, *args], cwd=copy, env=environment, capture_output=True, text=True)
+    assert fit.returncode == 0, fit.stderr[-3000:]  # so the new config's class path names the copy's package
+    assert git(copy, "status", "--porcelain") == ""  # runs/ is ignored
+
+
+def test_then_both_sides_change_the_same_line_and_the_update_stops_with_conflict_markers(copy, template):
+    assert change_both_sides_and_update(copy, template).returncode == 0
+    ours = copy / NAME / "networks.py"
+    append_to_first_line(ours, " (ours)")
+    commit(copy, "Our first line")
+    append_to_first_line(template / PACKAGE / "networks.py", " (the template's)")
+    commit(template, "The template's first line")
+
+    stopped = update_script(copy)
+    assert stopped.returncode == 1
+    assert f"  {NAME}/networks.py\n" in stopped.stderr
+    assert "git add" in stopped.stderr and "git commit" in stopped.stderr and "git merge --abort" in stopped.stderr
+    text = ours.read_text()
+    assert text.startswith("<<<<<<< HEAD\n") and " (ours)\n=======\n" in text and " (the template's)\n>>>>>>> " in text
+
+    git(copy, "merge", "--abort")  # abandon, as the message says: the copy is as it was
+    assert git(copy, "status", "--porcelain") == "" and "<<<<<<<" not in ours.read_text()
+
+    assert make(copy, "update-template").returncode != 0  # again, and this time finish it
+    git(copy, "checkout", "--ours", f"{NAME}/networks.py")  # our line is what it should be
+    git(copy, "add", f"{NAME}/networks.py")
+    git(copy, "commit", "--quiet", "--no-edit")
+    assert ours.read_text().partition("\n")[0].endswith(" (ours)")
+    assert "up to date" in make(copy, "update-template").stdout
+
+
+def test_files_the_template_deletes_go_unless_the_copy_changed_them(copy, template):
+    append(copy / "configs/gpu.yaml", "# the copy's own note\n")
+    commit(copy, "Our GPU note")
+    git(template, "rm", "--quiet", "configs/gpu.yaml", "configs/multinode.yaml")
+    commit(template, "Drop two configs")
+    updated = make(copy, "update-template")
+    assert updated.returncode == 0, updated.stderr
+    assert not (copy / "configs/multinode.yaml").exists()
+    assert "# the copy's own note" in (copy / "configs/gpu.yaml").read_text()
+    assert "Kept configs/gpu.yaml" in updated.stdout
+    assert git(copy, "status", "--porcelain") == ""
+
+
+def test_a_template_given_on_the_command_line_is_used_and_recorded(copy, template):
+    moved = template.parent / "moved"
+    git(template.parent, "clone", "--quiet", str(template), str(moved))
+    (moved / "NEWS.md").write_text("A later file.\n")
+    commit(moved, "News")
+    updated = make(copy, "update-template", f"TEMPLATE={moved}")
+    assert updated.returncode == 0, updated.stderr
+    assert (copy / "NEWS.md").is_file()
+    assert json.loads((copy / RECORD).read_text())["template"] == str(moved)
+
+
+def test_an_up_to_date_copy_says_so_and_is_left_as_it_is(copy):
+    head = git(copy, "rev-parse", "HEAD")
+    updated = make(copy, "update-template")
+    assert updated.returncode == 0 and "Already up to date" in updated.stdout
+    assert git(copy, "rev-parse", "HEAD") == head and git(copy, "status", "--porcelain") == ""
+
+
+def test_a_copy_with_uncommitted_changes_is_refused_in_one_line_and_left_as_it_was(copy, template):
+    append(template / "README.md", "A later line.\n")
+    commit(template, "A template change the copy does not get yet")
+    append(copy / NAME / "networks.py", "# not committed\n")
+    head = git(copy, "rev-parse", "HEAD")
+    refused = update_script(copy)
+    assert refused.returncode == 2 and refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1
+    assert "uncommitted changes" in refused.stderr
+    assert git(copy, "rev-parse", "HEAD") == head and (copy / NAME / "networks.py").read_text().endswith(
+        "# not committed\n"
+    )
+
+
+@pytest.mark.parametrize("location", ["missing", "plain-folder"])
+def test_a_template_location_that_is_not_a_git_repository_is_one_line_exit_2(copy, location):
+    (copy.parent / "plain-folder").mkdir()
+    refused = update_script(copy, "--template", str(copy.parent / location))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "is not a git repository" in refused.stderr
+
+
+def test_a_recorded_commit_the_template_no_longer_has_is_one_line_exit_2(copy, template):
+    git(template, "commit", "--quiet", "--amend", "-m", "The template, its history rewritten")
+    refused = update_script(copy)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "no longer has commit" in refused.stderr
+    assert git(copy, "status", "--porcelain") == ""
+
+
+def test_a_copy_that_is_not_a_git_repository_is_one_line_exit_2(copy):
+    shutil.rmtree(copy / ".git")
+    refused = update_script(copy)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "is not a git repository" in refused.stderr
+
+
+def test_an_untracked_file_in_the_way_stops_the_update_before_it_begins(copy, template):
+    (template / "NEWS.md").write_text("The template's news.\n")
+    commit(template, "News")
+    (copy / "NEWS.md").write_text("My own notes, never committed.\n")
+    refused = update_script(copy)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "NEWS.md" in refused.stderr
+    assert (copy / "NEWS.md").read_text() == "My own notes, never committed.\n"
+    assert git(copy, "status", "--porcelain") == "?? NEWS.md\n"
