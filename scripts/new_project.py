@@ -1,12 +1,15 @@
 """`python scripts/new_project.py ../my-exp my_exp` (or `make new-project DEST=../my-exp NAME=my_exp`).
 
-Copies this repository into a new folder with the package renamed, a README of its own and a fresh git
-repository. Only the standard library and git: it runs before any install.
+Writes the owner's side of this template into a new folder, with the package renamed, a README of its own and a
+fresh git repository; the machinery is not copied but depended on: the copy's pyproject.toml names the library in
+lightning-runs/ at this template's commit, which its `make install` takes from here. Only the standard library and
+git: it runs before any install.
 
-What is copied is what git would commit here (`git ls-files`: tracked files and new ones that are not ignored),
-so runs/, .venv/ and caches stay behind. `project` is renamed where it names the package (`import project`,
-`python -m project`, `project.networks.MLP`, `project/`, "project" in pyproject.toml), never in prose.
-The copy records where it came from, for `make update-template` (scripts/update_template.py, docs/updating.md).
+What is copied is what the template committed (its HEAD), never a file of this working tree that is not committed
+(a scratch config, a data file): those are listed as left behind. `project` is renamed where it names the package
+(`import project`, `python -m project`, `project.networks.MLP`, `project/`, "project" in pyproject.toml), never in
+prose. The copy records where it came from, for `make update-template` (scripts/update_template.py,
+docs/updating.md), which renders the template's later commits with these same rules.
 """
 
 import argparse
@@ -16,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 PACKAGE = "project"  # this package's name, as it appears in code, configs and docs
@@ -26,6 +30,16 @@ RECORD = ".template.json"
 # Ends the message of each commit that is the renamed template itself: a copy's first commit and the template's
 # side of each update. The next update merges onto the newest one, so git knows what came from the template.
 TRAILER = "Template-commit:"
+# What a copy holds (the owner's side: docs/updating.md), as paths or folders of the template. Everything else stays
+# here: the library (lightning-runs/, installed by version instead), benchmarks, the template's docs and its own
+# tests (tests/template/), template.mk (the template's own make targets).
+COPIED = ("pyproject.toml", "Makefile", ".gitignore", ".pre-commit-config.yaml", ".ci/", f"{PACKAGE}/", "configs/",
+          "sweeps/", "notebooks/", "tests/", "scripts/")  # fmt: skip
+LEFT_OUT = ("tests/template/", "scripts/copy-README.md")
+README = "scripts/copy-README.md"  # the copy's README.md, with <name>, <template> and <commit> filled in
+LIBRARY = "lightning-runs"  # the library's distribution, and its folder in this repository
+# The library's line in the template's pyproject.toml dependencies; a copy's names the template's commit instead.
+LIBRARY_LINE = re.compile(rf'^(\s*)"{LIBRARY}(?:[<>=!~][^"]*)?",.*$', flags=re.MULTILINE)
 
 
 def code_name(package: str) -> re.Pattern[str]:
@@ -49,31 +63,60 @@ def check_name(name: str) -> None:
         raise ValueError(f"{name!r} is this template's own name; choose another")
 
 
-def files_to_copy(source: Path) -> list[Path]:
-    """Tracked files and new, not ignored ones, relative to `source`; those deleted but not yet committed skipped."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=source,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [Path(name) for name in listed.split("\0") if name and name != RECORD and (source / name).is_file()]
+def committed(repository: Path) -> list[Path]:
+    """The files of `repository`'s HEAD that a copy holds, relative to it."""
+    listed = git("ls-tree", "-r", "--name-only", "-z", "HEAD", cwd=repository)
+    names = [name for name in listed.split("\0") if name and name != RECORD]
+    return [Path(name) for name in names if name.startswith(COPIED) and not name.startswith(LEFT_OUT)]
+
+
+def left_behind(repository: Path) -> list[str]:
+    """Files of the working tree that differ from its HEAD (new, changed or deleted), which a copy does not get."""
+    status = git("status", "--porcelain", "--untracked-files=all", "-z", cwd=repository)
+    return sorted(entry[3:] for entry in status.split("\0") if len(entry) > 3 and entry[3:] != RECORD)
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def library_requirement(template: str, commit: str) -> str:
+    """The library as pip installs it from the template's git repository, at `commit`: a path or any git URL."""
+    if "://" not in template and Path(template).is_absolute():
+        url = f"git+file://{template}"
+    elif re.match(r"^[\w.-]+@[\w.-]+:", template):  # git@host:owner/repo.git, as git writes it
+        url = "git+ssh://" + template.replace(":", "/", 1)
+    else:
+        url = template if template.startswith("git+") else f"git+{template}"
+    return f"{LIBRARY} @ {url}@{commit}#subdirectory={LIBRARY}"
+
+
+def for_copy(relative: Path, text: str, template: str, commit: str) -> str:
+    """A copy's pyproject.toml: the library from the template at `commit`, and the copy's own tests only."""
+    if relative != Path("pyproject.toml"):
+        return text
+    requirement = library_requirement(template, commit)
+    text, found = LIBRARY_LINE.subn(
+        lambda line: f'{line[1]}"{requirement}",  # the template\'s library: make update-template moves it', text
+    )
+    if found != 1:
+        raise ValueError(f'pyproject.toml has no dependency line "{LIBRARY}>=...", for the copy to pin')
+    return re.sub(r"^testpaths = .*$", 'testpaths = ["tests"]', text, flags=re.MULTILINE)
 
 
 def rename(text: str, name: str, package: str = PACKAGE) -> str:
     return code_name(package).sub(name, text)
 
 
-def new_readme(text: str, name: str) -> str:
-    """The first line becomes the new project's title; the rest stays as the documentation it starts from."""
-    _, _, rest = text.partition("\n")
-    return f"# {name}\n\nStarted from the PyTorch Lightning project template.\n{rest}"
-
-
-def render(source: Path, dest: Path, name: str, package: str = PACKAGE) -> None:
-    """The files of `source` written into `dest` with the package `package` renamed `name`, as a copy has them."""
-    for relative in files_to_copy(source):
+def render(source: Path, dest: Path, name: str, package: str, template: str, commit: str) -> None:
+    """What a copy holds of the repository `source` (at its HEAD), written into `dest` with the package `package`
+    renamed `name` and the library pinned to the template `template` at `commit`."""
+    readme = (source / README).read_text() if (source / README).is_file() else "# <name>\n"
+    for placeholder, value in {"<name>": name, "<template>": template, "<commit>": commit[:12]}.items():
+        readme = readme.replace(placeholder, value)
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "README.md").write_text(readme)
+    for relative in committed(source):
         parts = relative.parts
         target = dest.joinpath(name if parts[0] == package else parts[0], *parts[1:])
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -82,8 +125,7 @@ def render(source: Path, dest: Path, name: str, package: str = PACKAGE) -> None:
             text = target.read_text()
         except UnicodeDecodeError:
             continue  # binary: nothing to rename
-        text = new_readme(text, name) if relative == Path("README.md") else text
-        target.write_text(rename(text, name, package))
+        target.write_text(rename(for_copy(relative, text, template, commit), name, package))
 
 
 def write_record(dest: Path, template: str, commit: str, package: str, name: str) -> None:
@@ -92,21 +134,23 @@ def write_record(dest: Path, template: str, commit: str, package: str, name: str
 
 
 def head_commit(repository: Path) -> str:
-    return subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repository, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    return git("rev-parse", "HEAD", cwd=repository).strip()
 
 
-def create(dest: Path, name: str, source: Path = TEMPLATE) -> Path:
+def create(dest: Path, name: str, source: Path = TEMPLATE) -> tuple[Path, list[str]]:
+    """The copy, and the files of this working tree it did not get because they are not committed."""
     check_name(name)
     dest, source = Path(dest), Path(source).resolve()
     if dest.exists() and any(dest.iterdir()):
         raise ValueError(f"{dest} exists and is not empty")
-    commit = head_commit(source)  # uncommitted changes here are copied too, as part of the template
-    render(source, dest, name)
+    commit = head_commit(source)
+    with tempfile.TemporaryDirectory(prefix="new-project-") as tmp:
+        clone = Path(tmp) / "template"  # HEAD as committed: nothing of this working tree that is not
+        git("clone", "--quiet", "--no-hardlinks", str(source), str(clone), cwd=Path(tmp))
+        render(clone, dest, name, PACKAGE, str(source), commit)
     write_record(dest, str(source), commit, PACKAGE, name)
     _init_git(dest, name, commit)
-    return dest
+    return dest, left_behind(source)
 
 
 def _init_git(dest: Path, name: str, commit: str) -> None:
@@ -127,10 +171,13 @@ def main(args: list[str] | None = None) -> None:
     parser.add_argument("name", help="its Python package, e.g. my_exp (then: python -m my_exp fit ...)")
     options = parser.parse_args(args)
     try:
-        dest = create(options.dest, options.name)
+        dest, behind = create(options.dest, options.name)
     except (ValueError, subprocess.CalledProcessError) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
+    if behind:
+        listed = ", ".join(behind[:10]) + (f" and {len(behind) - 10} more" if len(behind) > 10 else "")
+        print(f"Left behind, as not committed in the template: {listed} (commit them first to copy them)")
     print(f"Created {dest} with package {options.name}. Next: cd {dest} && make test")
 
 

@@ -1,13 +1,19 @@
 """`make update-template [TEMPLATE=<path or git URL>]` (or `python3 scripts/update_template.py [--template ...]`).
 
 Brings what changed in the template since this copy was made (or last updated) into the copy, as a git merge.
-The template's HEAD is renamed as `make new-project` renames it and committed as the template's side, on top of
-the copy's last commit of the template (the one whose message ends `Template-commit: <the recorded commit>`);
-then `git merge` of that commit is git's three-way merge: your edits stay, the template's arrive, conflicts stop
-with markers. Only the standard library and git, like new_project.py beside it, whose renaming it reuses.
+The template's HEAD is rendered as `make new-project` renders a copy, with the rules of that HEAD's own
+scripts/new_project.py (so a template that changes what a copy holds changes it in the update too), and committed as
+the template's side, on top of the copy's last commit of the template (the one whose message ends
+`Template-commit: <the recorded commit>`); then `git merge` of that commit is git's three-way merge: your edits
+stay, the template's arrive, conflicts stop with markers. The library is not merged: the copy's pyproject.toml
+names it at the template's new commit, and the next `make` reinstalls it. Only the standard library and git.
+
+It works on the git repository of the current directory, so a copy made before its scripts could render a library
+by version runs the template's script once: `python3 <template>/scripts/update_template.py` (docs/updating.md).
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -15,9 +21,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from new_project import RECORD, TRAILER, render, write_record
+from new_project import RECORD, TRAILER
 
-COPY = Path(__file__).resolve().parents[1]
+COPY = Path.cwd()  # make update-template runs here in the copy's top folder; read_copy() checks that it is one
 
 
 class Conflict(Exception):
@@ -73,13 +79,21 @@ def update(template: str | None = None) -> str:
             )
         base = last_template_commit(old)
         theirs = commit_template(clone, Path(tmp), {**record, "template": template, "commit": new}, base)
-    return merge(theirs, f"Update from the template at {template}: {old[:12]}..{new[:12]}")
+    said = merge(theirs, f"Update from the template at {template}: {old[:12]}..{new[:12]}")
+    library = library_line()
+    return said + (f"\nThe library is now {library}: the next make command installs it." if library else "")
+
+
+def library_line() -> str | None:
+    """The library's requirement in the copy's pyproject.toml, if the merge changed it."""
+    changed = git("diff", "HEAD^1", "HEAD", "--", "pyproject.toml").splitlines()
+    return next((line.split('"')[1] for line in changed if line.startswith('+') and '"lightning-runs @' in line), None)
 
 
 def read_copy() -> dict[str, str]:
     """The record of a copy that is ready to update: a git repository of its own with nothing uncommitted."""
-    if not succeeds("rev-parse", "--show-toplevel") or Path(git("rev-parse", "--show-toplevel")) != COPY:
-        raise ValueError(f"{COPY} is not a git repository: the update is a merge into its git history")
+    if not succeeds("rev-parse", "--show-toplevel") or Path(git("rev-parse", "--show-toplevel")) != COPY.resolve():
+        raise ValueError(f"{COPY} is not the top folder of a git repository: the update is a merge into its history")
     if not (COPY / RECORD).is_file():
         raise ValueError(f"{COPY} has no {RECORD}: it was not made by `make new-project` (see docs/updating.md)")
     if git("status", "--porcelain", "--untracked-files=no"):
@@ -104,12 +118,21 @@ def last_template_commit(commit: str) -> str:
     return found.splitlines()[0]
 
 
+def rules(clone: Path):
+    """The template's own scripts/new_project.py, as of the commit being merged: what a copy holds now."""
+    spec = importlib.util.spec_from_file_location("template_new_project", clone / "scripts" / "new_project.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def commit_template(clone: Path, tmp: Path, record: dict[str, str], parent: str) -> str:
-    """The template's HEAD renamed as the copy has it, committed on top of `parent` without touching the copy's
+    """The template's HEAD rendered as the copy has it, committed on top of `parent` without touching the copy's
     files or branch: the template's side of the merge."""
-    rendered = tmp / "rendered"
-    render(clone, rendered, record["package"], record["template_package"])
-    write_record(rendered, record["template"], record["commit"], record["template_package"], record["package"])
+    rendered, new_project = tmp / "rendered", rules(clone)
+    package, template, commit = record["template_package"], record["template"], record["commit"]
+    new_project.render(clone, rendered, record["package"], package, template, commit)
+    new_project.write_record(rendered, template, commit, package, record["package"])
     # A separate index and work tree: the copy's own index, files and ignore rules stay out of it.
     git_dir = git("rev-parse", "--absolute-git-dir")
     env = {**os.environ, "GIT_INDEX_FILE": str(tmp / "index")}

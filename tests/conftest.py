@@ -1,34 +1,9 @@
-"""The fixtures and hooks of the suite. It imports nothing heavy at the top: pytest-xdist's controller process
-loads this file too, and never runs a test (the helpers tests import are in support.py)."""
+"""The project's tests run each in an empty directory of its own, so every run's runs/ starts empty."""
 
 import pytest
 
 
-def pytest_collection_modifyitems(config, items):
-    """`@pytest.mark.gpu` tests skip on a machine without CUDA (this suite's CI), and run on one that has it."""
-    import torch
-
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU; python -m benchmarks.gpu_check runs these on one")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
-
-
 @pytest.fixture(autouse=True)
 def in_tmp(tmp_path, monkeypatch):
-    """Every test runs in its own empty directory, so runs/ starts empty."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-@pytest.fixture(scope="session")
-def short_run(tmp_path_factory):
-    from support import SHORT_RUN, run, working_directory
-
-    home = tmp_path_factory.mktemp("short_run")
-    with working_directory(home):
-        fit = run("fit", *SHORT_RUN)
-        test = run("test", "--ckpt_path", "best")
-    return home / "runs/digits/version_0", fit, test

@@ -8,10 +8,10 @@ import pytest
 import torch
 from lightning import Trainer
 
+from helpers import refusal, run
 from project.model import DigitsClassifier
 from project.networks import MLP, DigitsCNN
 from project.schedule import warmup_cosine
-from support import refusal, run
 
 
 @pytest.mark.parametrize("shape", [(8, 8), (28, 28), (1, 8, 8), (3, 32, 32), (5, 12, 20)])
@@ -109,6 +109,6 @@ def test_schedule_length_comes_from_the_trainer_so_the_curve_always_completes():
 
 
 def test_a_network_that_does_not_take_the_sample_shape_is_one_line_and_no_run_folder(capsys):
-    error = refusal(capsys, lambda: run("fit", "--model.network=support.OnlyClasses", "--trainer.max_epochs=1"))
+    error = refusal(capsys, lambda: run("fit", "--model.network=helpers.OnlyClasses", "--trainer.max_epochs=1"))
     assert error.startswith("error: --model.network: its __init__ must take the class count and one sample's shape")
     assert "(num_classes, input_shape, ...); OnlyClasses.__init__() takes" in error and not Path("runs").exists()
