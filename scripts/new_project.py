@@ -36,7 +36,7 @@ TRAILER = "Template-commit:"
 COPIED = ("pyproject.toml", "Makefile", ".gitignore", ".pre-commit-config.yaml", ".ci/", f"{PACKAGE}/", "configs/",
           "sweeps/", "notebooks/", "tests/", "scripts/")  # fmt: skip
 LEFT_OUT = ("tests/template/", "scripts/copy-README.md")
-README = "scripts/copy-README.md"  # the copy's README.md, with <name>, <template> and <commit> filled in
+README = "scripts/copy-README.md"  # the copy's README.md, with <name> and <template> filled in
 LIBRARY = "lightning-runs"  # the library's distribution, and its folder in this repository
 # The library's line in the template's pyproject.toml dependencies; a copy's names the template's commit instead.
 LIBRARY_LINE = re.compile(rf'^(\s*)"{LIBRARY}(?:[<>=!~][^"]*)?",.*$', flags=re.MULTILINE)
@@ -112,8 +112,7 @@ def render(source: Path, dest: Path, name: str, package: str, template: str, com
     """What a copy holds of the repository `source` (at its HEAD), written into `dest` with the package `package`
     renamed `name` and the library pinned to the template `template` at `commit`."""
     readme = (source / README).read_text() if (source / README).is_file() else "# <name>\n"
-    for placeholder, value in {"<name>": name, "<template>": template, "<commit>": commit[:12]}.items():
-        readme = readme.replace(placeholder, value)
+    readme = readme.replace("<name>", name).replace("<template>", template)
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "README.md").write_text(readme)
     for relative in committed(source):

@@ -1,5 +1,6 @@
-"""The fixtures and hooks of the template's own tests (tests/conftest.py: every test runs in an empty folder). It imports nothing heavy at the top: pytest-xdist's controller process
-loads this file too, and never runs a test (the helpers tests import are in support.py)."""
+"""The fixtures and hooks of the template's own tests (each runs in an empty folder: tests/conftest.py). It imports
+nothing heavy at the top: pytest-xdist's controller process loads it too, and never runs a test (the helpers tests
+import are in support.py)."""
 
 import pytest
 

@@ -5,6 +5,7 @@ reading a run's events and checkpoints, and the crash and NaN helpers that confi
 import functools
 import hashlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -189,3 +190,26 @@ SHORT_RUN = [
     "--histograms.gradients=true",
     "--throughput.window=3",
 ]
+
+
+def template_repository(dest: Path) -> Path:
+    """A git repository at `dest` holding this template's working tree as one commit (uncommitted changes
+    included, ignored files not), for tests of copies and updates: what `make new-project` copies is a commit."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():  # not deleted since the last commit
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    for command in (["init", "--quiet"], ["add", "--all"], ["commit", "--quiet", "-m", "The template"]):
+        subprocess.run(["git", *command], cwd=dest, env=GIT_ENV, capture_output=True, check=True)
+    return dest
+
+
+# CI may have no git identity, and commits need one; a developer's own git settings (signing, hooks, the default
+# branch) stay out of the tests' repositories.
+GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+GIT_ENV |= {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER") for what, value in
+            (("NAME", "Test"), ("EMAIL", "t@example.com"))}  # fmt: skip

@@ -1,4 +1,5 @@
-"""`make new-project DEST=... NAME=...`: a renamed copy of this template that passes its own tests."""
+"""`make new-project DEST=... NAME=...`: a new repository holding the owner's side of the template, renamed, that
+installs the library by the template's version and passes its own tests."""
 
 import json
 import os
@@ -9,9 +10,13 @@ import sys
 import pytest
 
 from new_project import CODE_NAME, PACKAGE, RECORD, TRAILER, check_name, head_commit, rename
-from support import ROOT
+from support import GIT_ENV, template_repository
 
 NAME = f"{PACKAGE}_copy"  # the template itself is `project`; a copy of a copy works the same way
+# The design's top level of a copy (README.md is its own, written from scripts/copy-README.md).
+TOP_LEVEL = {".ci", ".gitignore", ".pre-commit-config.yaml", ".template.json", "Makefile", "README.md", "configs",
+             "notebooks", "pyproject.toml", "scripts", "sweeps", "tests", NAME}  # fmt: skip
+SCRATCH = ["my_run.yaml", "configs/mine.yaml", "my_digits.npy"]  # a user's files, never committed in the template
 
 
 def test_the_package_is_renamed_where_it_is_code_and_nowhere_else():
@@ -28,64 +33,87 @@ def test_a_name_that_is_not_a_new_package_name_is_refused(name):
 
 
 @pytest.fixture(scope="module")
-def created(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("new") / "my-exp"
-    identity = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "t@example.com"}
-    identity |= {"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    result = subprocess.run(
-        ["make", "--no-print-directory", "new-project", f"DEST={dest}", f"NAME={NAME}", f"PYTHON={sys.executable}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **identity},
-    )
+def template(tmp_path_factory):
+    """This template as a repository of one commit, and a user's scratch files beside it, not committed."""
+    template = template_repository(tmp_path_factory.mktemp("template") / "template")
+    for name in SCRATCH:
+        (template / name).write_text("mine\n")
+    return template
+
+
+@pytest.fixture(scope="module")
+def made(template):
+    dest = template.parent / "my-exp"
+    command = [
+        "make",
+        "--no-print-directory",
+        "new-project",
+        f"DEST={dest}",
+        f"NAME={NAME}",
+        f"PYTHON={sys.executable}",
+    ]
+    result = subprocess.run(command, cwd=template, capture_output=True, text=True, env=GIT_ENV)
     assert result.returncode == 0, result.stderr
-    return dest
+    return dest, result.stdout
 
 
-def in_project(dest, *command: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """A command in the new project, where importing this template's package fails loudly."""
-    blocker = dest.parent / "blocker"
-    (blocker / PACKAGE).mkdir(parents=True, exist_ok=True)
-    (blocker / PACKAGE / "__init__.py").write_text(f"raise ImportError('the copy imported {PACKAGE}')\n")
-    # The copy's own lightning-runs/, which it still holds (phase 1 of issue 21), before the one installed here.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [dest, dest / "lightning-runs", blocker]))}
-    return subprocess.run(command, cwd=dest, capture_output=True, text=True, timeout=timeout, env=env)
+def files(folder):
+    return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts}
 
 
-@pytest.mark.slow
-def test_the_copy_has_the_new_package_a_readme_of_its_own_and_no_outputs(created):
-    assert (created / NAME / "cli.py").is_file() and not (created / PACKAGE).exists()
-    assert (created / "README.md").read_text().startswith(f"# {NAME}\n")
-    assert f'name = "{NAME}"' in (created / "pyproject.toml").read_text()
-    for left_behind in ("runs", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", "lightning_logs"):
-        assert not list(created.rglob(left_behind)), left_behind
-    assert os.access(created / ".ci/run", os.X_OK)
-    for path in created.rglob("*"):
-        if path.is_file() and ".git" not in path.parts and path.name != RECORD:  # the record names the template
-            assert not CODE_NAME.search(path.read_text(errors="ignore")), f"{path} still names {PACKAGE}"
+def test_the_copy_holds_the_designs_top_level_with_the_package_renamed_and_no_machinery(made):
+    copy, _ = made
+    assert {path.name for path in copy.iterdir()} - {".git"} == TOP_LEVEL
+    assert not (copy / "tests/template").exists() and not (copy / "scripts/copy-README.md").exists()
+    assert (copy / NAME / "cli.py").is_file() and os.access(copy / ".ci/run", os.X_OK)
+    lines = sum(len(path.read_text().splitlines()) for path in (copy / NAME).rglob("*.py"))
+    assert lines <= 1000, f"the copy's package holds {lines} lines"
+    assert (copy / "README.md").read_text().startswith(f"# {NAME}\n\nStarted from the PyTorch Lightning")
+    assert "template.mk" not in files(copy) and not re.search(
+        r"^(bench|new-project):", (copy / "Makefile").read_text(), re.M
+    )
+    for path in files(copy) - {RECORD}:  # the record names the template
+        assert not CODE_NAME.search((copy / path).read_text(errors="ignore")), f"{path} still names {PACKAGE}"
 
 
-@pytest.mark.slow
-def test_the_copy_is_a_new_git_repository_with_everything_committed(created):
-    log = subprocess.run(["git", "log", "--oneline"], cwd=created, capture_output=True, text=True, check=True)
-    assert len(log.stdout.splitlines()) == 1 and NAME in log.stdout
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=created, capture_output=True, text=True)
+def test_the_copy_depends_on_the_library_at_the_templates_commit_and_runs_only_its_own_tests(made, template):
+    pyproject = (made[0] / "pyproject.toml").read_text()
+    url = f"git+file://{template}@{head_commit(template)}#subdirectory=lightning-runs"
+    assert f'"lightning-runs @ {url}",' in pyproject
+    assert f'name = "{NAME}"' in pyproject and 'testpaths = ["tests"]' in pyproject
+
+
+def test_files_the_template_never_committed_stay_behind_and_are_named(made):
+    copy, said = made
+    assert not set(SCRATCH) & files(copy)
+    line = next(line for line in said.splitlines() if line.startswith("Left behind, as not committed"))
+    assert all(name in line for name in SCRATCH)
+
+
+def test_the_copy_is_a_new_git_repository_that_records_the_template_and_its_commit(made, template):
+    copy, _ = made
+    log = subprocess.run(["git", "log", "--format=%B"], cwd=copy, capture_output=True, text=True, check=True).stdout
+    record = json.loads((copy / RECORD).read_text())
+    assert record == {"template": str(template), "commit": head_commit(template), "template_package": PACKAGE,
+                      "package": NAME}  # fmt: skip
+    assert log.strip().endswith(f"{TRAILER} {record['commit']}")  # where `make update-template` merges onto
+    assert NAME in log.splitlines()[0]
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=copy, capture_output=True, text=True)
     assert status.stdout == ""
 
 
-def test_the_copy_records_the_template_and_the_commit_it_was_made_from(created):
-    record = json.loads((created / RECORD).read_text())
-    assert record == {"template": str(ROOT), "commit": head_commit(ROOT), "template_package": PACKAGE, "package": NAME}
-    message = subprocess.run(["git", "log", "-1", "--format=%B"], cwd=created, capture_output=True, text=True).stdout
-    assert message.strip().endswith(f"{TRAILER} {record['commit']}")  # where `make update-template` merges onto
-
-
 @pytest.mark.slow
-def test_the_copy_trains_under_its_new_name_and_passes_its_own_fast_tests(created):
-    fit = in_project(created, sys.executable, "-m", NAME, "fit", "--config", "configs/digits.yaml",
-                     "--trainer.fast_dev_run=true", "--trainer.enable_progress_bar=false")  # fmt: skip
-    assert fit.returncode == 0, fit.stderr[-3000:]
-    tests = in_project(created, sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider")
-    assert tests.returncode == 0, tests.stdout[-3000:]
-    assert re.search(r"\d+ passed", tests.stdout)
+def test_the_copy_trains_under_its_new_name_and_passes_its_own_tests(made):
+    """With the template's package unimportable; the library is this template's (the version the copy names)."""
+    copy, _ = made
+    blocker = copy.parent / "blocker"
+    (blocker / PACKAGE).mkdir(parents=True, exist_ok=True)
+    (blocker / PACKAGE / "__init__.py").write_text(f"raise ImportError('the copy imported {PACKAGE}')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [copy, blocker])), "OMP_NUM_THREADS": "1"}
+    fit = [sys.executable, "-m", NAME, "fit", "--config", "configs/digits.yaml", "--trainer.fast_dev_run=true"]
+    fitted = subprocess.run(fit, cwd=copy, capture_output=True, text=True, env=env, timeout=600)
+    assert fitted.returncode == 0, fitted.stderr[-3000:]
+    tests = [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider"]
+    tested = subprocess.run(tests, cwd=copy, capture_output=True, text=True, env=env, timeout=600)
+    assert tested.returncode == 0, tested.stdout[-3000:]
+    assert re.search(r"\d+ passed", tested.stdout) and " failed" not in tested.stdout

@@ -1,7 +1,7 @@
-"""`make update-template` in a copy: the template's later changes arrive as one merge, and the copy's own stay."""
+"""`make update-template` in a copy: the template's later changes arrive as one merge, its library as a new version,
+and the copy's own files and edits stay."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -9,17 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from new_project import CODE_NAME, PACKAGE, RECORD, files_to_copy
-from support import ROOT
+from new_project import CODE_NAME, PACKAGE, RECORD, head_commit
+from support import GIT_ENV, template_repository
 
 NAME = f"{PACKAGE}_copy"  # a copy of this template, or (run in a copy) a copy of that copy
-# CI may have no git identity, and the commits need one; a developer's own git settings (signing, hooks, the
-# default branch) stay out of these repositories.
-IDENTITY = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "t@example.com"}
-IDENTITY |= {"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "t@example.com"}
-ENV = {**os.environ, **IDENTITY, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+ENV = GIT_ENV
 FIX = f'TEMPLATE_FIX = "{PACKAGE}.cli"  # a later fix in the machinery\n'
-LIBRARY_FILE = "lightning-runs/lightning_runs/errors.py"  # the machinery, copied as it is (phase 1 of issue 21)
+LIBRARY_FILE = "lightning-runs/lightning_runs/errors.py"  # the machinery, which a copy installs by version
 CONFIG = "configs/experiments/tiny.yaml"  # a later config of the template, naming a class by its package
 
 
@@ -55,13 +51,7 @@ def update_script(copy: Path, *args: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def template(tmp_path) -> Path:
     """A repository of the template as it is here, uncommitted changes included, that a test can commit to."""
-    template = tmp_path / "template"
-    for relative in files_to_copy(ROOT):
-        (template / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / relative, template / relative)
-    git(tmp_path, "init", "--quiet", str(template))
-    commit(template, "The template")
-    return template
+    return template_repository(tmp_path / "template")
 
 
 @pytest.fixture
@@ -84,11 +74,18 @@ def change_both_sides_and_update(copy: Path, template: Path) -> subprocess.Compl
     return make(copy, "update-template")
 
 
+def library_requirement(copy: Path) -> str:
+    return next(line for line in (copy / "pyproject.toml").read_text().splitlines() if '"lightning-runs @' in line)
+
+
 def test_an_update_keeps_the_copys_edit_and_brings_the_templates_fix_and_new_config(copy, template):
     updated = change_both_sides_and_update(copy, template)
     assert updated.returncode == 0, updated.stderr
     assert "OURS = 1  # the copy's own edit" in (copy / NAME / "networks.py").read_text()
-    assert FIX.replace(PACKAGE, NAME) in (copy / LIBRARY_FILE).read_text()
+    # The fix arrives as the library's new version: the copy's dependency names the template's new commit.
+    assert not (copy / "lightning-runs").exists()
+    assert f"@{head_commit(template)}#subdirectory=lightning-runs" in library_requirement(copy)
+    assert "The library is now lightning-runs @ " in updated.stdout
     config = (copy / CONFIG).read_text()
     assert f"{NAME}.networks.MLP" in config and f"python -m {NAME} fit" in config
     assert not CODE_NAME.search(config)
@@ -110,7 +107,7 @@ def test_the_updated_copy_trains_with_the_new_config_and_the_template_package_un
         f"import runpy, sys; sys.modules[{PACKAGE!r}] = None; sys.argv = [{NAME!r}, *sys.argv[1:]]; "
         f"runpy.run_module({NAME!r}, run_name='__main__', alter_sys=True)"
     )
-    environment = {**ENV, "PYTHONPATH": f"{copy}{os.pathsep}{copy / 'lightning-runs'}"}  # its own library
+    environment = {**ENV, "PYTHONPATH": str(copy)}  # the library: this template's, as installed here
     fit = subprocess.run([sys.executable, "-c", code, *args], cwd=copy, env=environment, capture_output=True, text=True)
     assert fit.returncode == 0, fit.stderr[-3000:]  # so the new config's class path names the copy's package
     assert git(copy, "status", "--porcelain") == ""  # runs/ is ignored
@@ -158,11 +155,11 @@ def test_files_the_template_deletes_go_unless_the_copy_changed_them(copy, templa
 def test_a_template_given_on_the_command_line_is_used_and_recorded(copy, template):
     moved = template.parent / "moved"
     git(template.parent, "clone", "--quiet", str(template), str(moved))
-    (moved / "NEWS.md").write_text("A later file.\n")
+    (moved / "configs/news.yaml").write_text("# A later file.\n")
     commit(moved, "News")
     updated = make(copy, "update-template", f"TEMPLATE={moved}")
     assert updated.returncode == 0, updated.stderr
-    assert (copy / "NEWS.md").is_file()
+    assert (copy / "configs/news.yaml").is_file()
     assert json.loads((copy / RECORD).read_text())["template"] == str(moved)
 
 
@@ -206,14 +203,29 @@ def test_a_copy_that_is_not_a_git_repository_is_one_line_exit_2(copy):
     shutil.rmtree(copy / ".git")
     refused = update_script(copy)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
-    assert "is not a git repository" in refused.stderr
+    assert "is not the top folder of a git repository" in refused.stderr
 
 
 def test_an_untracked_file_in_the_way_stops_the_update_before_it_begins(copy, template):
-    (template / "NEWS.md").write_text("The template's news.\n")
+    (template / "configs/news.yaml").write_text("# The template's news.\n")
     commit(template, "News")
-    (copy / "NEWS.md").write_text("My own notes, never committed.\n")
+    (copy / "configs/news.yaml").write_text("# My own notes, never committed.\n")
     refused = update_script(copy)
-    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "NEWS.md" in refused.stderr
-    assert (copy / "NEWS.md").read_text() == "My own notes, never committed.\n"
-    assert git(copy, "status", "--porcelain") == "?? NEWS.md\n"
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "news.yaml" in refused.stderr
+    assert (copy / "configs/news.yaml").read_text() == "# My own notes, never committed.\n"
+    assert git(copy, "status", "--porcelain") == "?? configs/news.yaml\n"
+
+
+def test_files_of_the_copys_own_and_files_the_template_did_not_change_are_never_touched(copy, template):
+    (copy / "configs/mine.yaml").write_text("# my own recipe\n")
+    (copy / NAME / "extra.py").write_text("MINE = 1\n")
+    commit(copy, "My own files")
+    (copy / "scratch.txt").write_text("not committed\n")
+    before = {path: path.read_bytes() for path in copy.rglob("*") if path.is_file() and ".git" not in path.parts}
+    append(template / "configs/gpu.yaml", "# a later template note\n")
+    commit(template, "A note in one config")
+    assert make(copy, "update-template").returncode == 0
+    after = {path: path.read_bytes() for path in copy.rglob("*") if path.is_file() and ".git" not in path.parts}
+    changed = {str(path.relative_to(copy)) for path in before if after.get(path) != before[path]}
+    assert changed == {"configs/gpu.yaml", RECORD, "pyproject.toml"}  # the note, the record, the library's version
+    assert set(after) == set(before)
