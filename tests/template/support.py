@@ -192,9 +192,13 @@ SHORT_RUN = [
 ]
 
 
-def template_repository(dest: Path) -> Path:
+def template_repository(dest: Path, history: bool = False) -> Path:
     """A git repository at `dest` holding this template's working tree as one commit (uncommitted changes
-    included, ignored files not), for tests of copies and updates: what `make new-project` copies is a commit."""
+    included, ignored files not), for tests of copies and updates: what `make new-project` copies is a commit.
+    With `history`, that commit goes on top of a clone of this repository's own history."""
+    if history:
+        subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(dest)], check=True)
+        subprocess.run(["git", "rm", "-r", "--quiet", "."], cwd=dest, check=True)
     listed = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
         cwd=ROOT, capture_output=True, text=True, check=True,
@@ -203,7 +207,8 @@ def template_repository(dest: Path) -> Path:
         if (ROOT / name).is_file():  # not deleted since the last commit
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, dest / name)
-    for command in (["init", "--quiet"], ["add", "--all"], ["commit", "--quiet", "-m", "The template"]):
+    commit = ["commit", "--quiet", "--allow-empty", "-m", "The template"]
+    for command in ([] if history else [["init", "--quiet"]]) + [["add", "--all"], commit]:
         subprocess.run(["git", *command], cwd=dest, env=GIT_ENV, capture_output=True, check=True)
     return dest
 

@@ -229,3 +229,32 @@ def test_files_of_the_copys_own_and_files_the_template_did_not_change_are_never_
     changed = {str(path.relative_to(copy)) for path in before if after.get(path) != before[path]}
     assert changed == {"configs/gpu.yaml", RECORD, "pyproject.toml"}  # the note, the record, the library's version
     assert set(after) == set(before)
+
+
+@pytest.mark.slow
+def test_a_copy_made_before_the_library_was_a_dependency_takes_it_with_the_templates_script_once(tmp_path):
+    """docs/updating.md's one-time path: such a copy's own script would render the template as it did then (with
+    the library as a folder), so it runs the template's: `python3 <template>/scripts/update_template.py`."""
+    template = template_repository(tmp_path / "template", history=True)
+    introduced = git(template, "log", "--diff-filter=A", "--format=%H", "--", "scripts/copy-README.md").split()[-1]
+    old_template = tmp_path / "old-template"  # the template as it was just before: copies held lightning-runs/
+    git(tmp_path, "clone", "--quiet", str(template), str(old_template))
+    git(old_template, "checkout", "--quiet", f"{introduced}^")
+    old = tmp_path / "old-copy"
+    made = subprocess.run([sys.executable, "scripts/new_project.py", str(old), NAME], cwd=old_template, env=ENV)
+    assert made.returncode == 0 and (old / "lightning-runs").is_dir() and (old / "benchmarks").is_dir()
+    append(old / NAME / "networks.py", "\n\nOURS = 1  # the copy's own edit\n")
+    commit(old, "Our own network change")
+
+    moved = subprocess.run([sys.executable, str(template / "scripts/update_template.py"), "--template", str(template)],
+                           cwd=old, env=ENV, capture_output=True, text=True)  # fmt: skip
+    assert moved.returncode == 0, moved.stderr
+    for gone in ("lightning-runs", "benchmarks", "docs", "tests/template", "template.mk"):
+        assert not (old / gone).exists(), gone
+    assert (old / "tests/test_workflow.py").is_file()
+    assert f"@{head_commit(template)}#subdirectory=lightning-runs" in library_requirement(old)
+    assert "OURS = 1  # the copy's own edit" in (old / NAME / "networks.py").read_text()
+    assert git(old, "status", "--porcelain") == ""
+    tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_configs.py"]
+    tested = subprocess.run(tests, cwd=old, env={**ENV, "PYTHONPATH": str(old)}, capture_output=True, text=True)
+    assert tested.returncode == 0, tested.stdout[-3000:]
