@@ -111,6 +111,13 @@ def test_the_updated_copy_trains_with_the_new_config_and_the_template_package_un
     fit = subprocess.run([sys.executable, "-c", code, *args], cwd=copy, env=environment, capture_output=True, text=True)
     assert fit.returncode == 0, fit.stderr[-3000:]  # so the new config's class path names the copy's package
     assert git(copy, "status", "--porcelain") == ""  # runs/ is ignored
+    # What `make install` then installs, from the requirement the update wrote: the library with the template's fix.
+    requirement = library_requirement(copy).split('"')[1]
+    target = copy.parent / "installed"
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--target"]
+    installed = subprocess.run([*pip, str(target), requirement], env=ENV, capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    assert FIX in (target / "lightning_runs/errors.py").read_text()
 
 
 def test_then_both_sides_change_the_same_line_and_the_update_stops_with_conflict_markers(copy, template):
