@@ -87,7 +87,7 @@ def update(template: str | None = None) -> str:
 def library_line() -> str | None:
     """The library's requirement in the copy's pyproject.toml, if the merge changed it."""
     changed = git("diff", "HEAD^1", "HEAD", "--", "pyproject.toml").splitlines()
-    return next((line.split('"')[1] for line in changed if line.startswith('+') and '"lightning-runs @' in line), None)
+    return next((line.split('"')[1] for line in changed if line.startswith("+") and '"lightning-runs @' in line), None)
 
 
 def read_copy() -> dict[str, str]:
