@@ -90,6 +90,15 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
     if evaluated_on:
         say(f"Evaluating with {'; '.join(evaluated_on)}, as given")
     if resuming:
+        last = Path(config.ckpt_path).with_name("last.ckpt")  # the run's newest state, beside a best.ckpt
+        newest = last.is_file() and not last.samefile(config.ckpt_path) and load_plain(last)
+        if newest:  # a best.ckpt saved before the end of a finished run does not say it finished: its last does
+            _refuse_finished(config, newest)
+        if newest and newest.get("global_step", 0) > checkpoint.get("global_step", 0):
+            raise UsageError(  # resuming would train those steps again, over the run's best and last checkpoints
+                f"--ckpt_path {config.ckpt_path}: its run went on to step {newest['global_step']} ({last}); a fit"
+                f" resumes a run where it stopped: --ckpt_path last (or {last}), or no --ckpt_path for a new run"
+            )
         _refuse_finished(config, checkpoint)
 
 

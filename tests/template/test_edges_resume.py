@@ -66,6 +66,23 @@ def test_a_resume_that_would_change_the_step_count_or_extend_a_finished_run_is_r
     assert not assert_kept(before, snapshot()), "the run is untouched"
 
 
+@pytest.mark.parametrize("made_run", ["finished", "stopped"])
+def test_fit_from_a_best_checkpoint_never_trains_over_its_run(made, made_run, capsys):
+    """best.ckpt may be older than its run's last.ckpt: resuming from it would train those steps again, over both."""
+    if made_run == "finished":
+        copy(made, made_run)
+        expected = "its run already finished (all its 2 epochs)"
+    else:  # last.ckpt after every step: stopped at step 3, one step past the first epoch's best.ckpt
+        with pytest.raises(RuntimeError, match="crash"):
+            run("fit", *SHORT, "--last_checkpoint.every_n_train_steps=1", *CRASH, "--trainer.callbacks.step=3")
+        expected = "its run went on to step 3"
+    assert load(RUN / "checkpoints/best.ckpt")["global_step"] <= load(LAST)["global_step"]
+    before = snapshot()
+    error = refusal(capsys, lambda: run("fit", *SHORT, "--ckpt_path=best"))
+    assert expected in error
+    assert not assert_kept(before, snapshot()), "the run is untouched"
+
+
 def test_a_resume_takes_the_schedule_settings_it_is_not_given_from_the_checkpoint_and_ends_at_min_lr(made, capsys):
     copy(made, "stopped")
     resumed = run("fit", "--ckpt_path=last")  # neither max_epochs 2 nor limit_train_batches 2 repeated
