@@ -28,6 +28,13 @@ def check_options(config) -> None:
         raise UsageError(f"--trainer.max_steps {trainer.max_steps}: must be at least 1, or -1 for no limit")
     if trainer.accumulate_grad_batches is not None and trainer.accumulate_grad_batches < 1:
         raise UsageError(f"--trainer.accumulate_grad_batches {trainer.accumulate_grad_batches}: must be at least 1")
+    for group in ("checkpoint", "last_checkpoint"):  # Lightning writes into any folder given, over what is there
+        dirpath = (config.get(group) or {}).get("dirpath")
+        if dirpath is not None:
+            raise UsageError(
+                f"--{group}.dirpath {dirpath}: a run's checkpoints go in its own folder (runs/<name>/version_N/"
+                "checkpoints), so no run writes over another's; --trainer.logger.init_args.save_dir moves runs/"
+            )
     seed = config.get("seed_everything")
     if not isinstance(seed, bool) and seed is not None and not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
         raise UsageError(

@@ -51,6 +51,15 @@ def test_a_checkpoint_whose_default_output_name_is_itself_is_refused(runs, capsy
     assert not assert_kept(before, snapshot())
 
 
+@pytest.mark.parametrize("output", ["runs/digits/version_0/checkpoints/last.ckpt", "notes.txt", "new.ckpt"])
+def test_an_output_that_is_another_checkpoint_or_a_file_of_another_kind_is_refused(runs, output, capsys):
+    Path("notes.txt").write_text("mine\n")
+    before = snapshot()
+    error = refusal(capsys, lambda: export.main(MODEL, ["--ckpt_path", str(BEST), "--output", output]))
+    assert "not a onnx export, or a checkpoint" in error
+    assert not assert_kept(before, snapshot())
+
+
 def tampered(path: Path) -> Path:
     checkpoint = load(BEST)
     checkpoint["hyper_parameters"]["_instantiator"] = "os.system"

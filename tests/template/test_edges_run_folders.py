@@ -97,6 +97,8 @@ OUTSIDE = [
     (["--trainer.logger.init_args.sub_dir=../outside"], "must be one folder name"),
     (["--checkpoint.filename=../../../best"], "must be a file name inside the run folder"),
     (["--prediction_writer.filename=ABSOLUTE/predictions.csv"], "must be a file name inside the run folder"),
+    (["--checkpoint.dirpath=shared"], "a run's checkpoints go in its own folder"),  # two runs would share it
+    (["--last_checkpoint.dirpath=runs/digits/version_0/checkpoints"], "a run's checkpoints go in its own folder"),
     (["--trainer.logger=false"], "every run writes into runs/<name>/version_N"),
     (["--trainer.logger=null"], "every run writes into runs/<name>/version_N"),
 ]

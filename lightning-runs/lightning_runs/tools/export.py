@@ -44,6 +44,11 @@ def export(
     ckpt_path, output = Path(ckpt_path), Path(output or Path(ckpt_path).with_suffix(SUFFIXES[format]))
     if output.resolve() == ckpt_path.resolve() or (output.exists() and output.samefile(ckpt_path)):
         raise UsageError(f"--output {output}: that is the checkpoint itself; give another file")
+    if output.suffix == ".ckpt" or (output.exists() and not output.name.endswith(SUFFIXES[format])):
+        raise UsageError(  # an export replaces only an earlier export of its format, never a run's checkpoint
+            f"--output {output}: an existing file that is not a {format} export, or a checkpoint; give a new file"
+            f" or one ending in {SUFFIXES[format]}"
+        )
     read_checkpoint(ckpt_path, model_class)  # refuses a broken or unsafe file before Lightning reads it
     try:
         model = model_class.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=True).eval()
