@@ -1,6 +1,11 @@
 """Whether a dotted name read from an untrusted file (a checkpoint's hyperparameters) names a class, decided without
 importing anything: importing a module runs its code (`this.Zen` would print the Zen of Python before any check
-could refuse it). Only modules already imported are looked into; of the others only the source is read."""
+could refuse it). Only modules already imported are looked into; of the others only the source is read.
+
+Not jsonargparse's import-path lists (set_parsing_settings(import_path_denylist=..., import_path_allowlist=...),
+jsonargparse 4.53.0): they check a name before importing it, but the default denylist lacks `this` (imported, the Zen
+printed, before the refusal), and only `*` with an allowlist refuses first; that setting is process-wide, so it would
+refuse the class paths of the owner's own configs as well as a checkpoint's."""
 
 import ast
 import importlib.machinery

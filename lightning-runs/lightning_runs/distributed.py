@@ -4,19 +4,17 @@ import os
 
 import torch
 from lightning.pytorch.utilities import rank_zero_only
+from torchmetrics.utilities.distributed import gather_all_tensors
 
 
-def gather_rows(trainer, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every rank's `rows` (R_r, ...) as one (W, R_max, ...) tensor, zero-padded, and each rank's count (W,).
+def gather_rows(rows: torch.Tensor) -> list[torch.Tensor]:
+    """Every rank's `rows` (R_r, ...), in rank order, the counts allowed to differ. Collective: every rank calls it.
 
-    all_gather needs equal shapes, so each rank pads to the longest; the counts say which rows are real.
-    Collective: every rank must call it.
+    torchmetrics' gather pads to the longest and trims again, as its metrics' own states are gathered.
     """
-    if trainer.world_size == 1:
-        return rows[None], torch.tensor([len(rows)])
-    counts = trainer.strategy.all_gather(torch.tensor(len(rows), device=rows.device))  # (W,)
-    padded = torch.cat([rows, rows.new_zeros(int(counts.max()) - len(rows), *rows.shape[1:])])
-    return trainer.strategy.all_gather(padded), counts.cpu()  # (W, R_max, ...)
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return [rows]  # one process: nothing to gather
+    return gather_all_tensors(rows)
 
 
 def launched_as_rank_zero() -> bool:

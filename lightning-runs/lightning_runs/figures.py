@@ -95,7 +95,7 @@ class Figures(Callback):
         self._confusion[stage] = MulticlassConfusionMatrix(logits.shape[1], validate_args=False).to(device)
         if drawable(self.kind, samples) and len(samples) == len(labels):
             none = samples.new_zeros(0, *samples.shape[1:]), labels.new_zeros(0), labels.new_zeros(0, dtype=torch.long)
-            self._empty[stage] = none  # predictions as argmax makes them: every rank's must match for all_gather
+            self._empty[stage] = none  # predictions as argmax makes them: every rank's must match for the gather
 
     def on_validation_epoch_end(self, trainer, pl_module) -> None:
         if trainer.sanity_checking or self.every_n_epochs == 0:
@@ -131,9 +131,8 @@ class Figures(Callback):
         samples = labels = predictions = None
         if stage in self._empty:
             parts = zip(*(wrong or [self._empty[stage]]), strict=True)
-            samples, labels, predictions = (torch.cat(part) for part in parts)  # (M, ...), M <= max_images
-            if trainer.world_size > 1:
-                samples, labels, predictions = _gather(trainer, self.max_images, samples, labels, predictions)
+            mine = [torch.cat(part) for part in parts]  # this rank's (M, ...), M <= max_images
+            samples, labels, predictions = (torch.cat(gather_rows(t))[: self.max_images] for t in mine)  # all ranks'
         if not trainer.is_global_zero:
             return None
         wrong = None if samples is None else (samples.cpu(), labels.cpu(), predictions.cpu())
@@ -164,15 +163,6 @@ def _logits(outputs, batch) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     if outputs.ndim != 2 or outputs.shape[1] < 2 or labels.shape != outputs.shape[:1] or labels.is_floating_point():
         return None, None
     return outputs, labels
-
-
-def _gather(trainer, size: int, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Every rank's misclassified samples, the first `size` of them."""
-    gathered = []
-    for tensor in tensors:
-        rows, counts = gather_rows(trainer, tensor)  # (W, R_max, ...)
-        gathered.append(torch.cat([rows[r, :n] for r, n in enumerate(counts.tolist())])[:size])
-    return tuple(gathered)
 
 
 class Histograms(Callback):

@@ -11,6 +11,7 @@ CSVLogger deletes the metrics.csv of a folder it reopens; MLFlowLogger and Wandb
 import csv
 import logging
 import os
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -206,6 +207,10 @@ class WandbRunLogger(RunFolder, WandbLogger):
             # Absolute: W&B's service process, which a process started by another that uses W&B shares, has its
             # own working directory.
             save_dir=str(self._folder.resolve()),
+            # The folder's W&B run, or a new id chosen here rather than by W&B: known before the run opens, it is
+            # the same run again when finalize() has closed it and something logs again (a fit's --test_best).
+            id=self._stored_id() or secrets.token_hex(6),
+            resume="allow",  # the run of that id continues, or is created
             project=project or self.name,
             entity=entity,
             tags=tags,
@@ -217,10 +222,8 @@ class WandbRunLogger(RunFolder, WandbLogger):
     @rank_zero_experiment
     def experiment(self):
         opened = self._experiment is not None
-        if not opened:  # the stored id, also when finalize() closed the W&B run and something logs again
-            self._wandb_init["id"] = self._stored_id()
         run = super().experiment
-        if not opened and self._wandb_init["id"] is None:  # W&B made the id: keep it for the next command
+        if not opened and self._stored_id() is None:  # a new run: keep its id for the next command
             self._store_id(run.id)
         return run
 

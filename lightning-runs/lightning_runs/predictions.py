@@ -25,10 +25,11 @@ class PredictionWriter(BasePredictionWriter):
 
     def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices) -> None:
         # Every rank takes part in the gathering: it is collective under DDP.
-        # ShardSampler gives rank r the samples r, r + W, r + 2W, ...: row j of rank r is sample j * W + r, and the
-        # padding lands past the last sample.
-        gathered, counts = gather_rows(trainer, torch.cat(predictions).to(pl_module.device))  # (W, R_max, C)
-        probabilities = gathered.transpose(0, 1).flatten(0, 1)[: int(counts.sum())].cpu()  # (N, num_classes)
+        # ShardSampler gives rank r the samples r, r + W, r + 2W, ...: row j of rank r is sample j * W + r.
+        shards = gather_rows(torch.cat(predictions).to(pl_module.device))  # W x (R_r, C)
+        probabilities = torch.empty(sum(map(len, shards)), *shards[0].shape[1:], dtype=shards[0].dtype)  # (N, C)
+        for rank, shard in enumerate(shards):
+            probabilities[rank :: len(shards)] = shard.cpu()
         if not trainer.is_global_zero:
             return
         confidence, labels = probabilities.max(dim=-1)

@@ -99,5 +99,5 @@ def free_path(path: Path) -> Path:
 
 
 def write_json(path: Path, data: dict) -> None:
-    """Write `data` as JSON atomically: readers see the old file or the new one, never half of one."""
-    write_atomically(path, json.dumps(data, indent=2) + "\n")
+    """`data` as JSON (a path, say, as its text), atomically: readers see the old file or the new one, never half."""
+    write_atomically(path, json.dumps(data, indent=2, default=str) + "\n")

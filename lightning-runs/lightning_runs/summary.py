@@ -25,11 +25,10 @@ from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.data import extract_batch_size
 
 from lightning_runs import contract, provenance
-from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import Stopped
 from lightning_runs.naming import data_label
 from lightning_runs.pictures import picture_writers, tensorboard
-from lightning_runs.runs import free_path, run_folder
+from lightning_runs.runs import free_path, run_folder, write_json
 
 # A data argument that changes no split: Lightning's own name for it (BatchSizeFinder's `batch_arg_name`).
 BATCH_SIZE = "batch_size"
@@ -219,7 +218,7 @@ class RunSummary(Callback):
     def _write(self, trainer, summary: dict) -> None:
         path = self._path(trainer)
         if path is not None:
-            write_atomically(path, json.dumps(summary, indent=2, default=str) + "\n")
+            write_json(path, summary)
 
 
 def best_tag(monitor: str | None) -> str | None:
