@@ -11,6 +11,8 @@ from contextlib import contextmanager
 
 from jsonargparse import ActionYesNo
 
+from lightning_runs.private import RANK_ZERO_LOGGERS
+
 # Warnings that say nothing a user of this project can act on, each with the reason it is silenced.
 NOISE = (
     # Lightning 2.6 on recent torch warns about its own use of a deprecated torch API: not ours to fix.
@@ -30,7 +32,7 @@ ADVERTISEMENTS = ("💡 Tip:",)
 # Info lines the project says better: fit's closing block (report.py) gives the epochs it ran of how many.
 # Lightning's line comes before its progress bar is closed, glued to the end of the bar.
 SAID_BY_THE_PROJECT = ("`Trainer.fit` stopped: `max_epochs=", "`Trainer.fit` stopped: `max_steps=")
-# Where Lightning's rank_zero_info writes.
+# Lightning's loggers, whose level --quiet raises.
 LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric")
 
 
@@ -43,7 +45,7 @@ class _DropInfoNoise(logging.Filter):
 def library_noise_silenced() -> Iterator[None]:
     """For the duration of one CLI command: the filters are removed afterwards, so they never pile up."""
     drop = _DropInfoNoise()
-    loggers = [logging.getLogger(f"{name}.utilities.rank_zero") for name in LIGHTNING_LOGGERS]
+    loggers = [logging.getLogger(name) for name in RANK_ZERO_LOGGERS]
     with warnings.catch_warnings():
         for message in NOISE:
             warnings.filterwarnings("ignore", message=message)

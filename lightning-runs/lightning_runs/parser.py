@@ -11,6 +11,7 @@ from jsonargparse import ArgumentError, ArgumentParser, get_loader, set_loader
 from lightning.pytorch.cli import LightningArgumentParser
 
 from lightning_runs.errors import UsageError
+from lightning_runs.private import option_strings
 
 HELP = "python -m project <subcommand> --help lists the options"
 # Values a YAML document may expand to. The resolved default config has about 150; a 1 KB "billion laughs" file of
@@ -37,12 +38,12 @@ class ProjectParser(LightningArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str, ex: Exception | None = None):
-        self._logger.error(message)
+        self.logger.error(message)
         if isinstance(ex, ParseError):  # a subcommand's error on its way out through the main parser
             raise ex
         if not self.concise:
             raise ArgumentError(None, message) from ex
-        raise ParseError(concise(message, list(self._option_string_actions))) from ex
+        raise ParseError(concise(message, option_strings(self))) from ex
 
 
 _UNKNOWN = re.compile(r"unrecognized arguments: (?P<argument>\S+)")
@@ -95,7 +96,7 @@ def _class_options(class_path: str) -> list[str]:
     parser = _class_parser(class_path)
     if parser is None:  # no suggestion then, the error line still prints
         return []
-    return [action.dest for action in parser._actions if action.dest not in ("help", "config")]
+    return list(vars(parser.get_defaults()))
 
 
 def _class_parser(class_path: str) -> ArgumentParser | None:

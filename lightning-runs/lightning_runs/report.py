@@ -79,7 +79,7 @@ def _tensorboard(logger: TensorBoardLogger) -> str:
 
 
 def _mlflow(logger: MLFlowLogger) -> str:
-    uri = logger._tracking_uri  # MLFlowLogger keeps no public copy
+    uri = logger.experiment.tracking_uri  # the client's: the run is open by the end of a fit
     if uri == f"sqlite:///{Path('runs/mlflow.db').resolve()}":
         return "make mlflow-ui     (serves runs/mlflow.db on http://localhost:5000)"
     return f"mlflow ui --backend-store-uri {uri}" if uri.startswith("sqlite:") else f"open {uri}"
