@@ -18,7 +18,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from lightning_runs import placement, preflight
 from lightning_runs.checkpoints import BestCheckpoint, RandomState, RunCheckpoint
-from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced
+from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
 from lightning_runs.errors import UsageError
 from lightning_runs.faults import CheckpointOnSignal, GradientCheck
 from lightning_runs.figures import Figures, Histograms
@@ -40,10 +40,13 @@ TRAINER_DEFAULTS = {
         "init_args": {"save_dir": "runs", "name": None, "default_hp_metric": False},
     },
 }
-TOOLS_HELP = (
-    "tools, each with its own --help: python -m project export (a checkpoint for serving), runs (a line per run),"
-    " sweep (an Optuna search), seeds (a config over several seeds)"
-)
+
+
+def tools_help() -> str:
+    return (
+        f"tools, each with its own --help: {program()} export (a checkpoint for serving), runs (a line per run),"
+        " sweep (an Optuna search), seeds (a config over several seeds)"
+    )
 
 
 def class_path(cls: type) -> str:
@@ -74,13 +77,16 @@ class RunsCLI(LightningCLI):
         default = None if network is None else network.default
         self.default_network = class_path(default) if isinstance(default, type) else None
         self._claimed = None  # the run folder, once before_instantiate_classes claims it
+        set_program(model_class)  # for a cli_main called without lightning_runs.main (a test, a notebook)
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
         # Lightning's progress bar redraws after every batch: 7% of this job's fit phase (python -m benchmarks.levers).
         # Every 10th batch (and each epoch's last) is still several redraws a second; TQDM_MINITERS=1 restores it.
         os.environ.setdefault("TQDM_MINITERS", "10")
         # The callbacks are appended to those of the config.
         defaults = {**TRAINER_DEFAULTS, **(trainer_defaults or {}), "callbacks": list(callbacks)}
-        kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", TOOLS_HELP)
+        # `usage: python -m my_exp fit ...` rather than `__main__.py`; the subcommands' usage lines follow the main one.
+        kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", tools_help())
+        kwargs["parser_kwargs"].setdefault("prog", program())
         with library_noise_silenced():
             try:
                 super().__init__(
