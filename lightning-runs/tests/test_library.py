@@ -1,6 +1,6 @@
 """What a project using the library gets, on the library's own tiny task (tiny_tasks.py) through its `cli_main`, as
 a user types the commands: run folders and their checkpoints, the summary of the monitored metric, an exact resume,
-predictions, the export, a bad option in one line, and the commands it tells a user to type."""
+predictions, the export, a bad option in one line, the progress bar's rate and the commands it tells a user to type."""
 
 import csv
 import json
@@ -10,6 +10,7 @@ from pathlib import Path
 import onnxruntime
 import pytest
 import torch
+from lightning.pytorch.callbacks import ProgressBar
 
 from lightning_runs.errors import main
 from lightning_runs.tools.export import export
@@ -130,3 +131,16 @@ def test_the_messages_name_the_projects_own_package_as_the_command_to_type(capsy
         run("fit", "stray")
     assert "python -m tiny_tasks <subcommand> --help lists the options" in capsys.readouterr().err
     assert "-m project" not in closing + help_text
+
+
+def progress_bars(*args: str) -> list[tuple[str, int]]:
+    fit = main(lambda: cli_main(["fit", *SHORT, "--trainer.enable_model_summary=false", *args]))
+    return [(type(c).__name__, c.refresh_rate) for c in fit.trainer.callbacks if isinstance(c, ProgressBar)]
+
+
+def test_the_progress_bar_redraws_every_10th_batch_unless_the_config_gives_one_or_turns_it_off():
+    assert progress_bars() == [("TQDMProgressBar", 10)]
+    assert progress_bars("--trainer.callbacks+=TQDMProgressBar", "--trainer.callbacks.refresh_rate=1") == [
+        ("TQDMProgressBar", 1)
+    ]
+    assert progress_bars("--trainer.enable_progress_bar=false") == progress_bars("--quiet") == []
