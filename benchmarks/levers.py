@@ -3,7 +3,7 @@
     python -m benchmarks.levers [--rounds 3] [--epochs 50]
 
 Rows: the default; AdamW's for-loop instead of the fused kernel (`--model.fused=false`); the progress bar redrawn
-after every batch (TQDM_MINITERS=1, Lightning's default); checkpoints written in the training thread
+after every batch (a TQDMProgressBar of Lightning's default rate, 1); checkpoints written in the training thread
 (`AtomicCheckpointIO`, without `BackgroundCheckpointIO`). Each is a fresh process in the same rounds, in alternating
 order; the fit phase is the run summary's `wall_time_s`. Medians (min-max), and the median per-round ratio to the
 default.
@@ -19,7 +19,7 @@ from benchmarks.common import project_fit_seconds, rounds, spread
 LEVERS = {
     "the default": ({}, []),
     "AdamW's for-loop (--model.fused=false)": ({}, ["--model.fused=false"]),
-    "a redraw every batch (TQDM_MINITERS=1)": ({"TQDM_MINITERS": "1"}, []),
+    "a redraw every batch (--trainer.callbacks+=TQDMProgressBar)": ({}, ["--trainer.callbacks+=TQDMProgressBar"]),
     "checkpoints in the training thread": ({}, ["--trainer.plugins=lightning_runs.checkpoints.AtomicCheckpointIO"]),
 }
 

@@ -10,13 +10,15 @@ import sys
 from collections.abc import Callable
 
 from lightning_runs import errors
+from lightning_runs.console import set_program
 
 TOOLS = ("export", "runs", "sweep", "seeds")
 
 
 def main(cli_main: Callable, model_class: type, args: list[str] | None = None):
-    """`python -m <project> <subcommand or tool> ...`: fit, validate, test and predict go to the project's LightningCLI
+    """`python -m <package> <subcommand or tool> ...`: fit, validate, test and predict go to the project's LightningCLI
     (`cli_main`), export, runs, sweep and seeds to the tool of that name (imported only then: sweep needs Optuna)."""
+    set_program(model_class)  # before anything prints: every message names `python -m <the owner's package>`
     argv = sys.argv[1:] if args is None else list(args)
     tool, rest = (argv[0], argv[1:]) if argv else (None, [])
     if tool == "export":

@@ -9,17 +9,17 @@ from typing import Any
 
 import numpy as np
 import torch
-from lightning.fabric.utilities.types import _PATH
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.plugins.io import AsyncCheckpointIO, TorchCheckpointIO
 
 from lightning_runs.atomic import write_atomically
 from lightning_runs.class_paths import imported_class, names_class, plain_parameters
 from lightning_runs.errors import Diverged, Failed, UsageError
+from lightning_runs.private import CLASS_PATH_KEY, INSTANTIATOR_KEY, saved_class_path
 
 # The only instantiator Lightning should ever call when it rebuilds a model from a checkpoint's hparams.
 LIGHTNING_INSTANTIATOR = "lightning.pytorch.cli.instantiate_module"
-CLASS_KEYS = ("class_path", "_class_path")
+CLASS_KEYS = ("class_path", CLASS_PATH_KEY)
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 
 
@@ -35,7 +35,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     "unexpected pos 336256 vs 336148", where a plain write of the bytes says ENOSPC.
     """
 
-    def save_checkpoint(self, checkpoint: dict[str, Any], path: _PATH, storage_options: Any = None) -> None:
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: str | Path, storage_options: Any = None) -> None:
         path = Path(path)
         _refuse_non_finite(checkpoint.get("state_dict", {}), path)
         buffer = io.BytesIO()
@@ -58,7 +58,7 @@ class BackgroundCheckpointIO(AsyncCheckpointIO):
     def __init__(self) -> None:
         super().__init__(AtomicCheckpointIO())
 
-    def save_checkpoint(self, checkpoint: dict[str, Any], path: _PATH, storage_options: Any = None) -> None:
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: str | Path, storage_options: Any = None) -> None:
         _refuse_non_finite(checkpoint.get("state_dict", {}), Path(path))
         super().save_checkpoint(checkpoint, path, storage_options)
 
@@ -165,7 +165,7 @@ def read_checkpoint(path: Path, model_class: type | None = None) -> dict:
     if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
         raise UsageError(f"--ckpt_path {path}: not a Lightning checkpoint (no state_dict)")
     data = checkpoint.get("datamodule_hyper_parameters", {})
-    data_class = imported_class(data.get("_class_path")) if isinstance(data, dict) else None
+    data_class = imported_class(saved_class_path(data))
     for key, owner in (("hyper_parameters", model_class), ("datamodule_hyper_parameters", data_class)):
         problem = _unsafe_reference(checkpoint.get(key, {}), plain_parameters(owner))
         if problem:
@@ -183,11 +183,11 @@ def _unsafe_reference(hparams: Any, plain: frozenset[str] = frozenset()) -> str 
     """
     if not isinstance(hparams, dict):
         return None
-    instantiator = hparams.get("_instantiator")
+    instantiator = hparams.get(INSTANTIATOR_KEY)
     if instantiator is not None and instantiator != LIGHTNING_INSTANTIATOR:
         return f"name {instantiator!r} as instantiator"
     for key, value in hparams.items():
-        if key == "_instantiator":
+        if key == INSTANTIATOR_KEY:
             continue
         if isinstance(value, dict):
             if "class_path" in value:  # {class_path, init_args}: the arguments are that class's

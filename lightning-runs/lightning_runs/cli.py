@@ -13,12 +13,12 @@ from collections.abc import Sequence
 
 import lightning as L
 from lightning.fabric.utilities.exceptions import MisconfigurationException
-from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor
+from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor, ProgressBar, TQDMProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from lightning_runs import placement, preflight
 from lightning_runs.checkpoints import BestCheckpoint, RandomState, RunCheckpoint
-from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced
+from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
 from lightning_runs.errors import UsageError
 from lightning_runs.faults import CheckpointOnSignal, GradientCheck
 from lightning_runs.figures import Figures, Histograms
@@ -40,10 +40,26 @@ TRAINER_DEFAULTS = {
         "init_args": {"save_dir": "runs", "name": None, "default_hp_metric": False},
     },
 }
-TOOLS_HELP = (
-    "tools, each with its own --help: python -m project export (a checkpoint for serving), runs (a line per run),"
-    " sweep (an Optuna search), seeds (a config over several seeds)"
-)
+# Lightning's progress bar redraws after every batch: 7% of this job's fit phase (python -m benchmarks.levers). Every
+# 10th batch (and each epoch's last) is still several redraws a second.
+PROGRESS_BAR_REFRESH_RATE = 10
+
+
+def tools_help() -> str:
+    return (
+        f"tools, each with its own --help: {program()} export (a checkpoint for serving), runs (a line per run),"
+        " sweep (an Optuna search), seeds (a config over several seeds)"
+    )
+
+
+def adds_default_progress_bar(config, added: Sequence[Callback]) -> bool:
+    """Whether the Trainer would add Lightning's default bar: it is on (not --trainer.enable_progress_bar=false or
+    --quiet) and none is given, neither by the config (--trainer.callbacks+=TQDMProgressBar
+    --trainer.callbacks.refresh_rate=1, or a project's own option) nor among the callbacks `added` to every Trainer."""
+    trainer = config.get("trainer") or {}
+    listed = trainer.get("callbacks") or []
+    given = [*config.values(), *(listed if isinstance(listed, list) else [listed]), *added]
+    return trainer.get("enable_progress_bar") is not False and not any(isinstance(c, ProgressBar) for c in given)
 
 
 def class_path(cls: type) -> str:
@@ -74,13 +90,13 @@ class RunsCLI(LightningCLI):
         default = None if network is None else network.default
         self.default_network = class_path(default) if isinstance(default, type) else None
         self._claimed = None  # the run folder, once before_instantiate_classes claims it
+        set_program(model_class)  # for a cli_main called without lightning_runs.main (a test, a notebook)
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
-        # Lightning's progress bar redraws after every batch: 7% of this job's fit phase (python -m benchmarks.levers).
-        # Every 10th batch (and each epoch's last) is still several redraws a second; TQDM_MINITERS=1 restores it.
-        os.environ.setdefault("TQDM_MINITERS", "10")
         # The callbacks are appended to those of the config.
         defaults = {**TRAINER_DEFAULTS, **(trainer_defaults or {}), "callbacks": list(callbacks)}
-        kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", TOOLS_HELP)
+        # `usage: python -m my_exp fit ...` rather than `__main__.py`; the subcommands' usage lines follow the main one.
+        kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", tools_help())
+        kwargs["parser_kwargs"].setdefault("prog", program())
         with library_noise_silenced():
             try:
                 super().__init__(
@@ -166,6 +182,14 @@ class RunsCLI(LightningCLI):
         # (an accelerator this machine lacks), or a split too small: nothing ran, and __init__ releases the folder.
         except (ValueError, MisconfigurationException) as error:
             raise UsageError(str(error.__cause__ or error)) from None  # the class's own words, not jsonargparse's
+
+    def instantiate_trainer(self, **kwargs) -> L.Trainer:
+        # The last hook before the Trainer, which would add Lightning's default bar (refresh_rate 1) itself.
+        config = self.config_init[self.subcommand] if self.subcommand else self.config_init
+        if adds_default_progress_bar(config, self.trainer_defaults["callbacks"]):
+            # Among the callbacks added to every Trainer, after the config's: it draws what LossMonitor just logged.
+            self.trainer_defaults["callbacks"].append(TQDMProgressBar(refresh_rate=PROGRESS_BAR_REFRESH_RATE))
+        return super().instantiate_trainer(**kwargs)
 
     def after_fit(self) -> None:
         # `make train`: the test of the best checkpoint without a second start-up (imports, parsing, data).

@@ -1,15 +1,19 @@
-"""What the terminal shows: `--quiet` for CI logs, and the library noise that no run should print.
+"""What the terminal shows: `--quiet` for CI logs, the library noise that no run should print, and the command a
+message tells the user to type.
 
 `--quiet`: no progress bar, no model summary, none of Lightning's info lines. Warnings, errors and the project's
 own lines (where a run went, which checkpoint an evaluation used, how it ended) still print.
 """
 
 import logging
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from jsonargparse import ActionYesNo
+
+from lightning_runs.private import RANK_ZERO_LOGGERS
 
 # Warnings that say nothing a user of this project can act on, each with the reason it is silenced.
 NOISE = (
@@ -30,8 +34,11 @@ ADVERTISEMENTS = ("💡 Tip:",)
 # Info lines the project says better: fit's closing block (report.py) gives the epochs it ran of how many.
 # Lightning's line comes before its progress bar is closed, glued to the end of the bar.
 SAID_BY_THE_PROJECT = ("`Trainer.fit` stopped: `max_epochs=", "`Trainer.fit` stopped: `max_steps=")
-# Where Lightning's rank_zero_info writes.
+# Lightning's loggers, whose level --quiet raises.
 LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric")
+# `python -m <package>`, <package> being the owner's: a copy renames its package, and this library is installed, not
+# renamed. main() and RunsCLI name it after the owner's LightningModule (set_program) before anything prints.
+_program = "python -m <package>"
 
 
 class _DropInfoNoise(logging.Filter):
@@ -43,7 +50,7 @@ class _DropInfoNoise(logging.Filter):
 def library_noise_silenced() -> Iterator[None]:
     """For the duration of one CLI command: the filters are removed afterwards, so they never pile up."""
     drop = _DropInfoNoise()
-    loggers = [logging.getLogger(f"{name}.utilities.rank_zero") for name in LIGHTNING_LOGGERS]
+    loggers = [logging.getLogger(name) for name in RANK_ZERO_LOGGERS]
     with warnings.catch_warnings():
         for message in NOISE:
             warnings.filterwarnings("ignore", message=message)
@@ -70,6 +77,18 @@ def apply_quiet(config) -> None:
     if config.get("quiet"):
         config.trainer.enable_progress_bar = False
         config.trainer.enable_model_summary = False
+
+
+def set_program(model_class: type) -> None:
+    global _program
+    package = model_class.__module__.partition(".")[0]
+    # A LightningModule defined in a script run as `python train.py` lives in `__main__`.
+    _program = f"python -m {package}" if package != "__main__" else f"python {sys.argv[0]}"
+
+
+def program() -> str:
+    """The command that starts the owner's project (`python -m my_exp`), for every message that says what to type."""
+    return _program
 
 
 def say(message: str) -> None:

@@ -8,6 +8,7 @@ from jsonargparse.typing import PositiveFloat
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 
 from lightning_runs.errors import Diverged, Stopped
+from lightning_runs.private import signal_launched_ranks
 
 
 class GradientCheck(Callback):
@@ -96,8 +97,7 @@ class CheckpointOnSignal(Callback):
         if self._requested == signal.SIGINT and signum == signal.SIGINT:
             raise KeyboardInterrupt  # the second Ctrl-C: the user does not want to wait for the batch
         self._requested = signum
-        if self._launcher is not None and hasattr(self._launcher, "kill"):
-            self._launcher.kill(signum)  # the ranks Lightning started itself have not seen the signal
+        signal_launched_ranks(self._launcher, signum)  # the ranks Lightning started itself have not seen the signal
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         requested = self._requested or 0

@@ -18,9 +18,11 @@ class LossMonitor(Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         step = trainer.global_step - 1  # the step this batch's update was, as train/grad_norm and lr/* count it
         logging = step % trainer.log_every_n_steps == 0
-        # The bar's own rate (TQDM_MINITERS, cli.py): a value it would never draw is not worth a `self.log`.
-        bar = trainer.progress_bar_callback
-        showing = bar is not None and step % max(getattr(bar, "refresh_rate", 1), 1) == 0
+        # The batches the bar redraws at, by its own rule: every refresh_rate-th (10 by default: cli.py) and each
+        # epoch's last. A value it would never draw is not worth a `self.log`.
+        bar, batch = trainer.progress_bar_callback, batch_idx + 1
+        rate = max(getattr(bar, "refresh_rate", 1), 1)
+        showing = bar is not None and (batch % rate == 0 or batch == trainer.num_training_batches)
         if outputs is None or not (logging or showing):
             return
         # One scalar all-reduce (a no-op on one process); every rank steps equally often, so it always pairs up.

@@ -10,9 +10,10 @@ import yaml
 from jsonargparse import ArgumentError, ArgumentParser, get_loader, set_loader
 from lightning.pytorch.cli import LightningArgumentParser
 
+from lightning_runs.console import program
 from lightning_runs.errors import UsageError
+from lightning_runs.private import option_strings
 
-HELP = "python -m project <subcommand> --help lists the options"
 # Values a YAML document may expand to. The resolved default config has about 150; a 1 KB "billion laughs" file of
 # nested aliases expands to billions, which jsonargparse then copies into its error message (6 GB, no end).
 MAX_YAML_NODES = 100_000
@@ -37,12 +38,12 @@ class ProjectParser(LightningArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str, ex: Exception | None = None):
-        self._logger.error(message)
+        self.logger.error(message)
         if isinstance(ex, ParseError):  # a subcommand's error on its way out through the main parser
             raise ex
         if not self.concise:
             raise ArgumentError(None, message) from ex
-        raise ParseError(concise(message, list(self._option_string_actions))) from ex
+        raise ParseError(concise(message, option_strings(self))) from ex
 
 
 _UNKNOWN = re.compile(r"unrecognized arguments: (?P<argument>\S+)")
@@ -66,7 +67,7 @@ def concise(message: str, options: list[str]) -> str:
     if unknown := _UNKNOWN.search(message):
         argument = unknown["argument"].split("=")[0]
         if not argument.startswith("-"):
-            return f"unexpected argument {argument!r}: {HELP}"
+            return f"unexpected argument {argument!r}: {_help()}"
         return _unknown(argument, [option for option in options if option.startswith("--")])
     key, reason = _innermost(message)
     if key is None:
@@ -87,7 +88,11 @@ def _unknown(option: str, options: list[str]) -> str:
         close = [siblings[match] for match in difflib.get_close_matches(name, siblings, n=1, cutoff=0.6)]
     else:
         close = difflib.get_close_matches(option, options, n=1, cutoff=0.6)
-    return f"unknown option {option}: " + (f"did you mean {close[0]}?" if close else HELP)
+    return f"unknown option {option}: " + (f"did you mean {close[0]}?" if close else _help())
+
+
+def _help() -> str:
+    return f"{program()} <subcommand> --help lists the options"
 
 
 def _class_options(class_path: str) -> list[str]:
@@ -95,7 +100,7 @@ def _class_options(class_path: str) -> list[str]:
     parser = _class_parser(class_path)
     if parser is None:  # no suggestion then, the error line still prints
         return []
-    return [action.dest for action in parser._actions if action.dest not in ("help", "config")]
+    return list(vars(parser.get_defaults()))
 
 
 def _class_parser(class_path: str) -> ArgumentParser | None:

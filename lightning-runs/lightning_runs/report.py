@@ -10,7 +10,7 @@ from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.loggers import MLFlowLogger, TensorBoardLogger
 
 from lightning_runs import contract
-from lightning_runs.console import duration, say
+from lightning_runs.console import duration, program, say
 from lightning_runs.summary import RunSummary
 
 
@@ -42,7 +42,7 @@ def fit_report(trainer, tested: bool = False) -> list[str]:
         lines.append(f"  {test:12} {float(trainer.callback_metrics[test]):.4f} of the best checkpoint")
     nexts = []
     if (best or last) and not tested:
-        nexts.append(f"python -m project test --ckpt_path {_in(run, best['path'] if best else last)}")
+        nexts.append(f"{program()} test --ckpt_path {_in(run, best['path'] if best else last)}")
     if isinstance(trainer.logger, TensorBoardLogger):
         nexts.append(_tensorboard(trainer.logger))
     elif isinstance(trainer.logger, MLFlowLogger):
@@ -79,7 +79,7 @@ def _tensorboard(logger: TensorBoardLogger) -> str:
 
 
 def _mlflow(logger: MLFlowLogger) -> str:
-    uri = logger._tracking_uri  # MLFlowLogger keeps no public copy
+    uri = logger.experiment.tracking_uri  # the client's: the run is open by the end of a fit
     if uri == f"sqlite:///{Path('runs/mlflow.db').resolve()}":
         return "make mlflow-ui     (serves runs/mlflow.db on http://localhost:5000)"
     return f"mlflow ui --backend-store-uri {uri}" if uri.startswith("sqlite:") else f"open {uri}"

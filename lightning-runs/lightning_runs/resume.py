@@ -1,6 +1,5 @@
 """Resuming and evaluating from a checkpoint: its model, data and schedule settings win over the config, loudly."""
 
-import ast
 import json
 import sys
 from pathlib import Path
@@ -13,6 +12,13 @@ from lightning_runs.checkpoints import load_plain
 from lightning_runs.class_paths import names_class
 from lightning_runs.console import say
 from lightning_runs.errors import UsageError
+from lightning_runs.private import (
+    early_stopping_states,
+    epochs_processed,
+    saved_arguments,
+    saved_class_path,
+    saved_monitors,
+)
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 # Trainer settings that fix how many optimizer steps a run takes, so its LR schedule: a resumed run keeps them.
@@ -52,14 +58,14 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
     _adopt_monitor(config, checkpoint, given, adopted)
     sections = {"model": config.model, "data": config.data.init_args}  # --data is a class path plus its arguments
     if resuming:
-        saved["trainer"] = checkpoint.get("callbacks", {}).get(TrainingLength.__qualname__, {})
+        saved["trainer"] = checkpoint.get("callbacks", {}).get(TrainingLength().state_key, {})
         sections["trainer"] = config.trainer
     evaluated_on = []  # data settings typed for an evaluation, which win over the checkpoint's
     for group, values in saved.items():
-        if group == "data" and config.data.class_path != saved["data"].get("_class_path", config.data.class_path):
+        if group == "data" and config.data.class_path != (saved_class_path(saved["data"]) or config.data.class_path):
             continue  # evaluated on other data (--data): its own settings, none of the checkpoint's
-        for key, value in values.items():
-            if key.startswith("_") or key not in sections[group]:
+        for key, value in saved_arguments(values).items():
+            if key not in sections[group]:
                 continue
             current = sections[group][key]
             if group == "trainer":
@@ -105,14 +111,9 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
 def _refuse_finished(config, checkpoint: dict) -> None:
     """Resuming a run that ended (all its epochs or steps, or early stopping) would do nothing, and training it
     further with a larger --trainer.max_epochs would restart its LR schedule's old curve (see TrainingLength)."""
-    epochs = checkpoint.get("loops", {}).get("fit_loop", {}).get("epoch_progress", {}).get("current", {})
-    epochs = epochs.get("processed", 0)
+    epochs = epochs_processed(checkpoint)
     max_epochs, max_steps = config.trainer.max_epochs, config.trainer.max_steps
-    stopped = [
-        state.get("stopped_epoch", 0)
-        for key, state in checkpoint.get("callbacks", {}).items()
-        if key.startswith("EarlyStopping") and isinstance(state, dict)
-    ]
+    stopped = [state.get("stopped_epoch", 0) for state in early_stopping_states(checkpoint)]
     if max_epochs is not None and epochs >= max_epochs:
         reason = f"all its {max_epochs} epochs"
     elif max_steps is not None and 0 < max_steps <= checkpoint.get("global_step", 0):
@@ -133,7 +134,7 @@ def _reconcile_data_class(
     """A checkpoint trained on another DataModule (a FileDataModule, say) brings that class and its arguments, and the
     data arguments typed on this command line; `--data` given for an evaluation keeps the config's class: the
     checkpoint is evaluated on that data (refused by preflight.check_checkpoint_fits if its model does not fit)."""
-    saved_class = saved.get("_class_path")
+    saved_class = saved_class_path(saved)
     if saved_class is None or saved_class == config.data.class_path:
         return
     if "data.class_path" in given:
@@ -143,7 +144,7 @@ def _reconcile_data_class(
             say(f"Evaluating on --data {config.data.class_path} (the checkpoint trained on {saved_class}), as given")
         return
     adopted.append(f"data={saved_class}")
-    init_args = {key: value for key, value in saved.items() if not key.startswith("_")}
+    init_args = saved_arguments(saved)
     init_args |= {
         key.split(".")[1]: config.data.init_args[key.split(".")[1]]
         for key in given
@@ -216,36 +217,23 @@ def with_checkpoint_data(args: list[str], default_data: str) -> list[str]:
         saved = load_plain(Path(path)).get("datamodule_hyper_parameters")
     except Exception:  # not a readable checkpoint: read_checkpoint says so in one line, later
         return args
-    saved_class = saved.get("_class_path") if isinstance(saved, dict) else None
+    saved_class = saved_class_path(saved)
     if not isinstance(saved_class, str) or saved_class == default_data or names_class(saved_class) is not True:
         return args  # a class path that is no class is refused by read_checkpoint, with its reason
-    init_args = {key: value for key, value in saved.items() if not key.startswith("_")}
-    data = json.dumps({"class_path": saved_class, "init_args": init_args}, default=str)
+    data = json.dumps({"class_path": saved_class, "init_args": saved_arguments(saved)}, default=str)
     at = next((i + 1 for i, arg in enumerate(args) if arg in SUBCOMMANDS), None)  # right after the subcommand
     return args if at is None else [*args[:at], f"--data={data}", *args[at:]]
 
 
 def _adopt_monitor(config, checkpoint: dict, given: set[str], adopted: list[str]) -> None:
     """The metric the run's best checkpoint was chosen on, and its mode, unless typed: a test of a run that monitored
-    val/loss reports test/loss (summary, HPARAMS), and a resume keeps choosing best.ckpt as it did.
-
-    Read from the key Lightning files the monitoring ModelCheckpoint's state under in the checkpoint (its class name,
-    then a dict of its settings: `BestCheckpoint{'monitor': 'val/loss', 'mode': 'min', ...}`), so a checkpoint
-    copied out of its run folder still says it; tests/test_edges_resume.py fails if that format changes."""
+    val/loss reports test/loss (summary, HPARAMS), and a resume keeps choosing best.ckpt as it did. Read from the
+    checkpoint itself (private.saved_monitors), so a checkpoint copied out of its run folder still says it."""
     section = config.get("checkpoint")
     if section is None or "checkpoint.monitor" in given:
         return
-    for key in checkpoint.get("callbacks", {}):
-        _, brace, settings = str(key).partition("{")
-        try:
-            settings = ast.literal_eval(brace + settings) if brace else None
-        except (ValueError, SyntaxError):
-            continue
-        if not isinstance(settings, dict) or "every_n_epochs" not in settings:
-            continue  # not a ModelCheckpoint's (EarlyStopping files its state under its monitor and mode too)
-        monitor, mode = settings.get("monitor"), settings.get("mode")
-        if isinstance(monitor, str) and (monitor, mode) != (section.monitor, section.mode):
-            section.monitor = monitor
-            section.mode = mode if "checkpoint.mode" not in given and mode in ("min", "max") else section.mode
-            adopted.append(f"checkpoint.monitor={monitor} ({section.mode})")
-        return
+    monitor, mode = next(((m, mode) for m, mode in saved_monitors(checkpoint) if isinstance(m, str)), (None, None))
+    if monitor is not None and (monitor, mode) != (section.monitor, section.mode):
+        section.monitor = monitor
+        section.mode = mode if "checkpoint.mode" not in given and mode in ("min", "max") else section.mode
+        adopted.append(f"checkpoint.monitor={monitor} ({section.mode})")

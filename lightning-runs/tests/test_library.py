@@ -1,6 +1,6 @@
 """What a project using the library gets, on the library's own tiny task (tiny_tasks.py) through its `cli_main`, as
 a user types the commands: run folders and their checkpoints, the summary of the monitored metric, an exact resume,
-predictions, the export, and a bad option in one line."""
+predictions, the export, a bad option in one line, the progress bar's rate and the commands it tells a user to type."""
 
 import csv
 import json
@@ -10,6 +10,7 @@ from pathlib import Path
 import onnxruntime
 import pytest
 import torch
+from lightning.pytorch.callbacks import ProgressBar
 
 from lightning_runs.errors import main
 from lightning_runs.tools.export import export
@@ -20,7 +21,7 @@ SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
 
 
 def run(subcommand: str, *args: str, callbacks=()):
-    """`python -m <project> <subcommand> <args>` in this process: the CLI object, or SystemExit with its code."""
+    """`python -m <package> <subcommand> <args>` in this process: the CLI object, or SystemExit with its code."""
     return main(lambda: cli_main([subcommand, *QUIET, *args], callbacks=callbacks))
 
 
@@ -114,3 +115,32 @@ def test_a_bad_option_or_a_datamodule_short_of_the_contract_is_one_line_and_exit
     assert exit_.value.code == 2 and len(errors) == 1 and "Traceback" not in err, err[-2000:]
     assert names in errors[0]
     assert not Path("runs").exists(), "nothing ran, no run folder left"
+
+
+def test_the_messages_name_the_projects_own_package_as_the_command_to_type(capsys):
+    """A copy renames its package, and the library is installed, not renamed: `python -m <the owner's package>`, here
+    the tiny task's."""
+    run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
+    closing = capsys.readouterr().out
+    assert "  next         python -m tiny_tasks test --ckpt_path runs/tiny/version_0/checkpoints/best.ckpt" in closing
+    with pytest.raises(SystemExit):
+        main(lambda: cli_main(["--help"]))
+    help_text = capsys.readouterr().out
+    assert help_text.startswith("usage: python -m tiny_tasks ") and "python -m tiny_tasks export" in help_text
+    with pytest.raises(SystemExit):
+        run("fit", "stray")
+    assert "python -m tiny_tasks <subcommand> --help lists the options" in capsys.readouterr().err
+    assert "-m project" not in closing + help_text
+
+
+def progress_bars(*args: str) -> list[tuple[str, int]]:
+    fit = main(lambda: cli_main(["fit", *SHORT, "--trainer.enable_model_summary=false", *args]))
+    return [(type(c).__name__, c.refresh_rate) for c in fit.trainer.callbacks if isinstance(c, ProgressBar)]
+
+
+def test_the_progress_bar_redraws_every_10th_batch_unless_the_config_gives_one_or_turns_it_off():
+    assert progress_bars() == [("TQDMProgressBar", 10)]
+    assert progress_bars("--trainer.callbacks+=TQDMProgressBar", "--trainer.callbacks.refresh_rate=1") == [
+        ("TQDMProgressBar", 1)
+    ]
+    assert progress_bars("--trainer.enable_progress_bar=false") == progress_bars("--quiet") == []

@@ -1,5 +1,6 @@
 """The machinery (the library in lightning-runs/, its tools too) knows the contract (lightning_runs/contract.py), never
-the example: no metric, field, class or module of the example in its files, nothing of the owner's package imported;
+the example: no metric, field, class or module of the example in its files, nor its command (`python -m project`: the
+library derives it from the owner's package), nothing of the owner's package imported;
 and a copy that monitors another metric keeps its best checkpoint in the summary, the HPARAMS tab, the closing block
 and the runs table."""
 
@@ -27,6 +28,7 @@ EXAMPLE = [
 EXAMPLE += [
     r"(?<![A-Za-z])(?:[Dd]igits?|DIGITS?)(?![a-z])",  # the word, in code or comments (DigitsCLI too)
     r"Digits(?:Classifier|DataModule|CNN)",
+    rf"-m\s+{re.escape(PACKAGE)}\b",  # the command a copy types has its own package's name (console.program)
 ]
 PATTERN = re.compile("|".join(f"(?:{p})" for p in EXAMPLE))
 # The library is given the owner's classes and cli_main (project/cli.py); it never imports them.

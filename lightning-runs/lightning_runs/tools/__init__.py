@@ -1,14 +1,17 @@
-"""Tools around a project's CLI, each run as `python -m <project> <name>`: sweep, seeds, export, runs."""
+"""Tools around a project's CLI, each run as `python -m <package> <name>`: sweep, seeds, export, runs."""
 
 from collections.abc import Callable
 
 from jsonargparse import ActionConfigFile, ArgumentParser
 
+from lightning_runs.console import program
+
 
 def function_cli(function: Callable, args: list[str] | None, **given):
     """jsonargparse's `auto_cli(function, args, as_positional=False)`, with the parameters in `given` (the project's
     cli_main, its LightningModule class) passed as they are instead of read from the command line."""
-    parser = ArgumentParser(description=(function.__doc__ or "").partition("\n")[0])
+    tool = function.__module__.rpartition(".")[2]  # each tool is named for its module: `python -m my_exp export`
+    parser = ArgumentParser(prog=f"{program()} {tool}", description=(function.__doc__ or "").partition("\n")[0])
     parser.add_argument(
         "--config", action=ActionConfigFile, help="Path to a configuration file in json or yaml format."
     )

@@ -1,4 +1,4 @@
-"""`python -m project export --ckpt_path <file> --format onnx|torchscript|pt2`: the trained model for serving.
+"""`python -m <package> export --ckpt_path <file> --format onnx|torchscript|pt2`: the trained model for serving.
 
 The exported model is the LightningModule's own `forward`, normalization included, so raw samples of the shape the
 model was trained on go straight in and its outputs come out, for any batch size N. The shape is the model's
@@ -35,7 +35,7 @@ def export(
 
     Args:
         model_class: the project's LightningModule, as its CLI builds it
-        ckpt_path: a checkpoint written by `python -m project fit`, e.g. runs/<name>/version_0/checkpoints/best.ckpt
+        ckpt_path: a checkpoint written by `python -m <package> fit`, e.g. runs/<name>/version_0/checkpoints/best.ckpt
         format: onnx (onnxruntime and most serving stacks), torchscript (torch.jit.load, C++ libtorch; deprecated
             in PyTorch, still loadable) or pt2 (torch.export.load, the format PyTorch recommends now)
         output: the file to write (replaced if it exists, never the checkpoint); by default beside the

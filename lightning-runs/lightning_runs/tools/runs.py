@@ -1,4 +1,4 @@
-"""`python -m project runs [--name NAME]` (or `make runs`): one line per run, newest first, from the
+"""`python -m <package> runs [--name NAME]` (or `make runs`): one line per run, newest first, from the
 summary.json every run keeps, so that runs compare at a glance without opening TensorBoard.
 
 `best` is the score of the run's best checkpoint on the metric it monitors, `test` that metric's test counterpart
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jsonargparse import auto_cli
 
-from lightning_runs.console import duration
+from lightning_runs.console import duration, program
 from lightning_runs.contract import counterpart
 
 COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit")
@@ -103,4 +103,4 @@ def _table(rows: list[dict[str, str]], headers: dict[str, str]) -> str:
 
 
 def main(args: list[str] | None = None) -> list[dict[str, str]]:
-    return auto_cli(list_runs, args=args)
+    return auto_cli(list_runs, args=args, prog=f"{program()} runs")

@@ -1,4 +1,4 @@
-"""`python -m project seeds`: each seed trained and its best checkpoint tested, beside scikit-learn.
+"""`python -m <package> seeds`: each seed trained and its best checkpoint tested, beside scikit-learn.
 
 Each seed sets both the split (`--data.seed`) and the initialisation (`--seed_everything`). The score is the test
 counterpart of the metric the best checkpoint monitors (`val/f1` -> `test/f1`). The baselines are fitted on the
@@ -32,7 +32,7 @@ def evaluate_seeds(
     cli_main: Callable,
     configs: list[Path] = [],  # noqa: B006 - jsonargparse reads this default; none: the CLI's defaults
     seeds: list[int] = [0, 1, 2, 3, 4],  # noqa: B006
-    args: list[str] = [],  # noqa: B006 - extra `python -m project fit` options, e.g. ["--trainer.max_epochs=5"]
+    args: list[str] = [],  # noqa: B006 - extra `python -m <package> fit` options, e.g. ["--trainer.max_epochs=5"]
     name: str = "seeds",
     output: Path | None = None,
 ) -> dict:

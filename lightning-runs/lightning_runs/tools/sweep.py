@@ -1,6 +1,6 @@
-"""`python -m project sweep --config sweeps/<study>.yaml`: an Optuna search over ranges declared in a YAML file.
+"""`python -m <package> sweep --config sweeps/<study>.yaml`: an Optuna search over ranges declared in a YAML file.
 
-Each trial is an ordinary `python -m project fit` run, in runs/sweeps/<study>/version_N, with the sampled values
+Each trial is an ordinary `python -m <package> fit` run, in runs/sweeps/<study>/version_N, with the sampled values
 as command-line overrides. The study is a SQLite file, runs/sweeps/<study>.db, so running the same command again
 continues it, retrying failed trials. TPE samples; trials whose validation metric trails the median of earlier
 trials are pruned. A sweep whose every trial failed exits 1. Unless told otherwise, a trial is scored as its best
@@ -27,6 +27,7 @@ from optuna.trial import TrialState
 from optuna_integration import PyTorchLightningPruningCallback
 
 from lightning_runs import errors
+from lightning_runs.console import program
 from lightning_runs.errors import Diverged, Failed, Stopped, UsageError
 from lightning_runs.naming import is_component
 from lightning_runs.runs import run_folder
@@ -78,7 +79,7 @@ def sweep(
     Args:
         cli_main: the project's CLI, `cli_main(args, callbacks)`, which runs each trial
         study: the study's name, which is also its file and its runs' folder name
-        space: option of `python -m project fit` (such as `model.lr`) -> the values to sample it from
+        space: option of `python -m <package> fit` (such as `model.lr`) -> the values to sample it from
         n_trials: finished trials the study should hold; a failed trial, or one cut short by Ctrl-C, does not count
         configs: the configs every trial stacks, in this order (none: the CLI's defaults)
         args: fixed options for every trial, before the sampled ones
@@ -119,7 +120,7 @@ def sweep(
         # The same network every trial: its summary table once per trial is noise (args may turn it back on).
         command = ["fit", *(f"--config={config}" for config in configs), "--trainer.enable_model_summary=false"]
         command += [*args, *overrides, *place]
-        print(f"Trial {trial.number}: python -m project {shlex.join(command)}", flush=True)
+        print(f"Trial {trial.number}: {program()} {shlex.join(command)}", flush=True)
         pruning = PyTorchLightningPruningCallback(trial, monitor=metric)  # trial.report after every validation
         try:
             cli_main(command, callbacks=[pruning, RecordRun(trial)])

@@ -1,0 +1,102 @@
+"""Every private API of the libraries under this one that it relies on, in one place. For each: what it reaches, why
+no public API does the job, and the versions it was checked on (Lightning 2.6.6, jsonargparse 4.53, mlflow 3.17,
+wandb 0.31, Python 3.11). tests/test_private_apis.py has one test per item and fails when the library under it
+changes behaviour. The rest of the library calls the functions below, never the private names themselves.
+
+Kept in the subclasses that override them, as an override cannot go through a wrapper (loggers.py, checkpoints.py);
+each is in tests/test_private_apis.py too:
+- CSVLogger: the writer's `_check_log_dir_exists` hook (it deletes an existing metrics.csv), its `_fs`, and the
+  logger's cached `_experiment`;
+- MLFlowLogger: `_tracking_uri`, `_run_id`, `_initialized`, `_experiment_name`, `_artifact_location` and
+  `_mlflow_client`, set before its client is built (it builds one, opening the store, in `__init__`);
+- WandbLogger: the `_wandb_init` arguments of `wandb.init` (the run id to continue) and the cached `_experiment`;
+- `lightning.fabric.utilities.logger._convert_params` and `_flatten_dict`, to name the parameters MLFlowLogger logs
+  as it names them, and `_MLFLOW_AVAILABLE` / `_WANDB_AVAILABLE`;
+- ModelCheckpoint's `state_dict` layout (`dirpath`, `best_model_path`, `best_k_models`, ...), which RunCheckpoint
+  respells before Lightning compares it.
+
+Not APIs, matched where they are used: the wording of jsonargparse's errors (parser.py) and of the Lightning warnings
+silenced in console.py; the template's tests of bad input and of the terminal fail when it changes.
+"""
+
+import argparse
+import ast
+import signal
+
+# LightningCLI's record, in a module's saved hyper_parameters, of how it built the module: the function that
+# rebuilds it, and the class of one chosen by class path (--data). Written by lightning.pytorch.cli._InstantiatorFn,
+# read back by Lightning's load_from_checkpoint only; it has no public reader. Lightning 2.6.6.
+INSTANTIATOR_KEY = "_instantiator"
+CLASS_PATH_KEY = "_class_path"
+# Where Lightning's rank_zero_info writes (lightning_utilities' `rank_zero_module.log`, set as each package is
+# imported). A logging.Filter sees only the records of the logger it is added to, never those propagated from a
+# child, and Lightning documents no logger for these lines. Lightning 2.6.6.
+RANK_ZERO_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
+
+
+def saved_class_path(hparams) -> str | None:
+    """The class a DataModule's saved hyper_parameters were built as, or None."""
+    return hparams.get(CLASS_PATH_KEY) if isinstance(hparams, dict) else None
+
+
+def saved_arguments(hparams: dict) -> dict:
+    """The saved `__init__` arguments, without LightningCLI's own keys (they start with an underscore)."""
+    return {key: value for key, value in hparams.items() if not key.startswith("_")}
+
+
+def saved_monitors(checkpoint: dict) -> list[tuple[str | None, str | None]]:
+    """(monitor, mode) of each ModelCheckpoint whose state the checkpoint holds, in their order.
+
+    Lightning files a callback's state under its `state_key`; ModelCheckpoint's is its class name and a repr of a dict
+    of its settings (`BestCheckpoint{'monitor': 'val/loss', 'mode': 'min', 'every_n_train_steps': 0, ...}`, made by
+    Callback._generate_state_key). The state itself keeps the monitor but not the mode, and nothing public reads a
+    state key back. Lightning 2.6.6.
+    """
+    found = []
+    for key in checkpoint.get("callbacks", {}):
+        settings = _state_key_settings(key)
+        # EarlyStopping's key holds a monitor and a mode too; only a ModelCheckpoint's has its saving interval.
+        if settings is not None and "every_n_epochs" in settings:
+            found.append((settings.get("monitor"), settings.get("mode")))
+    return found
+
+
+def early_stopping_states(checkpoint: dict) -> list[dict]:
+    """The saved states of the checkpoint's EarlyStopping callbacks (filed under `EarlyStopping{'monitor': ...}`: see
+    saved_monitors; subclasses under their own names, which are not found). Lightning 2.6.6."""
+    from lightning.pytorch.callbacks import EarlyStopping  # here: `import lightning_runs` stays without Lightning
+
+    prefix = EarlyStopping.__qualname__
+    return [s for k, s in checkpoint.get("callbacks", {}).items() if str(k).startswith(prefix) and isinstance(s, dict)]
+
+
+def _state_key_settings(key) -> dict | None:
+    _, brace, settings = str(key).partition("{")
+    try:
+        settings = ast.literal_eval(brace + settings) if brace else None
+    except (ValueError, SyntaxError):  # a setting without a literal repr (train_time_interval, a timedelta)
+        return None
+    return settings if isinstance(settings, dict) else None
+
+
+def epochs_processed(checkpoint: dict) -> int:
+    """Training epochs the saved run finished, validation and all. The checkpoint's `epoch` is the index of the epoch
+    it was saved in, the same for a save at that epoch's end and one in its middle; only the fit loop's progress
+    counter (`loops.fit_loop.epoch_progress`, an undocumented layout) tells them apart. Lightning 2.6.6."""
+    progress = checkpoint.get("loops", {}).get("fit_loop", {}).get("epoch_progress", {})
+    return progress.get("current", {}).get("processed", 0)
+
+
+def signal_launched_ranks(launcher, signum: signal.Signals) -> None:
+    """Sends `signum` to the ranks Lightning's own launcher started (they do not see a signal sent to this process).
+    `trainer.strategy.launcher` is public, but its type and `kill` are the private `_Launcher`'s; Lightning's own
+    SIGTERM handling calls the same. None: a launcher that started nothing (torchrun, SLURM). Lightning 2.6.6."""
+    if launcher is not None and hasattr(launcher, "kill"):
+        launcher.kill(signum)
+
+
+def option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option string the parser accepts (`--trainer.max_epochs`, ...), for the closest match to a misspelt one.
+    argparse keeps them in `_option_string_actions` and has no public listing (jsonargparse reads its `_actions` too).
+    Python 3.11; argparse has kept it since 3.2."""
+    return list(parser._option_string_actions)

@@ -1,0 +1,165 @@
+"""Each private API the library relies on (lightning_runs/private.py lists them) still behaves as the library reads
+it: one test per item, each failing when the library under it changes."""
+
+import importlib.util
+import logging
+import signal
+import subprocess
+import sys
+
+import lightning as L
+import pytest
+import torch
+from jsonargparse import ArgumentParser, Namespace
+from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
+from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+from lightning.pytorch.loggers.mlflow import _MLFLOW_AVAILABLE
+from lightning.pytorch.loggers.wandb import _WANDB_AVAILABLE
+from lightning.pytorch.utilities import rank_zero_info
+
+from lightning_runs.checkpoints import LIGHTNING_INSTANTIATOR, RunCheckpoint
+from lightning_runs.errors import main
+from lightning_runs.private import (
+    INSTANTIATOR_KEY,
+    RANK_ZERO_LOGGERS,
+    early_stopping_states,
+    epochs_processed,
+    option_strings,
+    saved_arguments,
+    saved_class_path,
+    saved_monitors,
+    signal_launched_ranks,
+)
+from tiny_tasks import TinyDataModule, cli_main
+
+QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory) -> dict:
+    """The last checkpoint of a 2-epoch fit of the tiny task, as the library reads one."""
+    home = tmp_path_factory.mktemp("saved")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(home)
+        fit = main(lambda: cli_main(["fit", *QUIET, "--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]))
+    return torch.load(home / fit.trainer.logger.log_dir / "checkpoints/last.ckpt", weights_only=True)
+
+
+def test_lightningcli_records_the_class_and_the_instantiator_of_each_module_it_built(saved):
+    data = saved["datamodule_hyper_parameters"]
+    assert saved_class_path(data) == "tiny_tasks.TinyDataModule", "--data is chosen by class path"
+    assert saved_arguments(data) == {"n": 256, "features": 4, "num_classes": 3, "batch_size": 32, "seed": 0}
+    assert data[INSTANTIATOR_KEY] == saved["hyper_parameters"][INSTANTIATOR_KEY] == LIGHTNING_INSTANTIATOR
+    assert saved_class_path(saved["hyper_parameters"]) is None, "the model's class is the CLI's, not chosen"
+
+
+def test_a_model_checkpoints_state_key_says_its_monitor_and_mode(saved):
+    assert saved_monitors(saved) == [("val/loss", "min"), (None, "min")], "best.ckpt's, then last.ckpt's"
+    keys = {callback.state_key: {} for callback in (EarlyStopping("val/f1", mode="max"), ModelCheckpoint())}
+    keys[ModelCheckpoint(monitor="val/f1", mode="max", every_n_epochs=2).state_key] = {}
+    assert saved_monitors({"callbacks": keys}) == [(None, "min"), ("val/f1", "max")], "EarlyStopping's is not one"
+
+
+def test_early_stopping_files_its_state_under_its_class_name(saved):
+    (state,) = early_stopping_states(saved)
+    assert state["stopped_epoch"] == 0, "a run that ran all its epochs"
+
+
+def test_the_fit_loop_counts_the_epochs_a_run_finished(saved):
+    assert epochs_processed(saved) == 2
+    assert saved["epoch"] == 1, "the index of the epoch it was saved in, which does not tell a finished one"
+
+
+def test_lightnings_launcher_passes_a_signal_on_to_the_ranks_it_started():
+    trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", logger=False, enable_checkpointing=False)
+    rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        trainer.strategy.launcher.procs = [rank]  # as its launch() records the processes it starts
+        signal_launched_ranks(trainer.strategy.launcher, signal.SIGTERM)
+        assert rank.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        rank.kill()
+    signal_launched_ranks(None, signal.SIGTERM)  # a single process, or ranks started by torchrun: nothing to do
+
+
+def test_lightnings_info_lines_are_records_of_the_loggers_console_filters(caplog):
+    caplog.set_level(logging.INFO, logger="lightning.pytorch")  # as apply_quiet leaves it without --quiet
+    seen = []
+
+    def drop(record: logging.LogRecord) -> bool:
+        seen.append(record.getMessage())
+        return False
+
+    loggers = [logging.getLogger(name) for name in RANK_ZERO_LOGGERS]
+    for logger in loggers:
+        logger.addFilter(drop)
+    try:
+        rank_zero_info("a line of Lightning's")
+    finally:
+        for logger in loggers:
+            logger.removeFilter(drop)
+    assert seen == ["a line of Lightning's"]
+
+
+def test_argparse_keeps_every_option_string_of_a_parser():
+    parser = ArgumentParser()
+    parser.add_class_arguments(TinyDataModule, "data")
+    assert {"-h", "--help", "--data.batch_size", "--data.seed"} <= set(option_strings(parser))
+
+
+def test_a_model_checkpoints_state_holds_the_paths_run_checkpoint_respells(tmp_path):
+    state = ModelCheckpoint(dirpath=tmp_path).state_dict()
+    assert {"dirpath", "best_k_models", *RunCheckpoint.PATHS} <= set(state)
+    assert state["dirpath"] == str(tmp_path.resolve())
+
+
+def test_the_csv_writer_checks_its_folder_through_the_hook_loggers_py_overrides(tmp_path):
+    (tmp_path / "metrics.csv").write_text("step,train/loss\n0,1.0\n")
+    checked = []
+
+    class Keeping(ExperimentWriter):
+        def _check_log_dir_exists(self) -> None:
+            checked.append(self._fs.isfile(self.metrics_file_path))
+
+    Keeping(log_dir=str(tmp_path))
+    assert checked == [True] and (tmp_path / "metrics.csv").read_text().endswith("0,1.0\n")
+    logger = CSVLogger(tmp_path)
+    assert logger._experiment is None and logger.experiment is logger._experiment, "built once, kept there"
+
+
+def test_parameters_are_named_as_mlflow_logger_names_them_and_the_extras_are_detected():
+    assert _flatten_dict(_convert_params(Namespace(model=Namespace(lr=0.1, network={"width": 8})))) == {
+        "model/lr": 0.1,
+        "model/network/width": 8,
+    }
+    assert bool(_MLFLOW_AVAILABLE) == (importlib.util.find_spec("mlflow") is not None)
+    assert bool(_WANDB_AVAILABLE) == (importlib.util.find_spec("wandb") is not None)
+
+
+def test_mlflow_logger_keeps_the_settings_loggers_py_sets_before_it_opens_a_store(monkeypatch):
+    pytest.importorskip("mlflow")
+    from lightning.pytorch.loggers import MLFlowLogger
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    logger = MLFlowLogger("tiny", tracking_uri="http://never-contacted.invalid", artifact_location="art", run_id="r1")
+    assert (logger._experiment_name, logger._artifact_location, logger._run_id) == ("tiny", "art", "r1")
+    assert logger._initialized is False and isinstance(logger._mlflow_client, MlflowClient)
+    # The client is what `experiment` returns once the run is open; report.py reads the store back from it.
+    assert logger._tracking_uri == logger._mlflow_client.tracking_uri == "http://never-contacted.invalid"
+
+
+def test_wandb_logger_opens_its_run_with_the_init_arguments_loggers_py_edits(tmp_path, monkeypatch):
+    wandb = pytest.importorskip("wandb")
+    from lightning.pytorch.loggers import WandbLogger
+
+    logger = WandbLogger(name="version_0", save_dir=str(tmp_path), mode="offline")
+    assert "anonymous" in logger._wandb_init and logger._experiment is None
+    logger._wandb_init["id"] = "stored-id"  # the id of the run to continue, from the run folder
+    opened, run = {}, object()
+    monkeypatch.setattr(wandb, "run", None)
+    monkeypatch.setattr(wandb, "init", lambda **settings: opened.update(settings) or run)
+    assert logger.experiment is run is logger._experiment
+    assert opened["id"] == "stored-id" and opened["mode"] == "offline"
