@@ -89,7 +89,8 @@ def ddp_environment(**extra: str) -> dict[str, str]:
         if not k.startswith(("SLURM_", "TORCHELASTIC_")) and k not in LAUNCHER_VARIABLES
     }
     # One thread per process: the ranks share the cores (torchrun sets this too).
-    return {**clean, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}", "OMP_NUM_THREADS": "1", **extra}
+    paths = os.pathsep.join(map(str, [ROOT, ROOT / "tests", ROOT / "tests/template"]))  # helpers, support
+    return {**clean, "PYTHONPATH": paths, "OMP_NUM_THREADS": "1", **extra}
 
 
 def read_events(run_dir: Path) -> EventAccumulator:
