@@ -163,3 +163,14 @@ def test_wandb_logger_opens_its_run_with_the_init_arguments_loggers_py_edits(tmp
     monkeypatch.setattr(wandb, "init", lambda **settings: opened.update(settings) or run)
     assert logger.experiment is run is logger._experiment
     assert opened["id"] == "stored-id" and opened["mode"] == "offline"
+
+
+def test_runs_cli_overrides_only_public_lightningcli_hooks():
+    """Hooks such as `_run_subcommand` change without notice; RunsCLI uses the documented ones (init_parser,
+    add_arguments_to_parser, parse_arguments, before_instantiate_classes, instantiate_trainer, after_fit, ...)."""
+    from lightning.pytorch.cli import LightningCLI
+
+    from lightning_runs.cli import RunsCLI
+
+    overridden = [name for name in vars(RunsCLI) if callable(getattr(LightningCLI, name, None))]
+    assert overridden and [name for name in overridden if name.startswith("_") and name != "__init__"] == []
