@@ -15,7 +15,8 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
-from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
+from lightning.fabric.utilities.logger import _flatten_dict
+from lightning.pytorch.core.saving import load_hparams_from_yaml
 from lightning.pytorch.loggers import CSVLogger, MLFlowLogger, WandbLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.loggers.logger import rank_zero_experiment
@@ -26,8 +27,11 @@ from torch import Tensor
 
 from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import UsageError
+from lightning_runs.parameters import parameters
 from lightning_runs.runs import next_version, run_dir
 
+# The experiment every MLflow store is created with (mlflow.tracking.default_experiment.DEFAULT_EXPERIMENT_ID).
+DEFAULT_EXPERIMENT_ID = "0"
 INSTALL = "pip install -e '.[loggers]' (make install does)"
 # A logger's `name` when none is given: the CLI gives each run one (naming.py), so only a logger built outside it
 # gets Lightning's own default.
@@ -82,8 +86,19 @@ class CSVRunLogger(CSVLogger):
             self._experiment = _AppendingWriter(log_dir=self.log_dir)
         return self._experiment
 
+    @rank_zero_only
+    def log_hyperparams(self, params) -> None:
+        super().log_hyperparams(parameters(params))
+
 
 class _AppendingWriter(ExperimentWriter):
+    def __init__(self, log_dir: str) -> None:
+        super().__init__(log_dir)
+        # Each command rewrites hparams.yaml with what it logged: an evaluation would drop the fit's trainer settings.
+        hparams = os.path.join(self.log_dir, self.NAME_HPARAMS_FILE)
+        if self._fs.isfile(hparams):
+            self.hparams = load_hparams_from_yaml(hparams)
+
     def _check_log_dir_exists(self) -> None:
         # Lightning's deletes an existing metrics.csv (with a warning). Keep it, and its columns: rows appended under
         # a header of fewer columns would be refused.
@@ -131,6 +146,7 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
             run_id=run_id,
         )
         self._tracking_uri = tracking_uri or f"sqlite:///{store / 'mlflow.db'}"
+        self._own_store = tracking_uri is None  # a server's experiments are its users', not this run's to tidy
 
     @property
     @rank_zero_experiment
@@ -160,6 +176,8 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
                 self._run_id, self._resumed = None, False
         if client.get_experiment_by_name(self._experiment_name) is None:  # else MLFlowLogger warns that it is missing
             client.create_experiment(self._experiment_name, artifact_location=self._artifact_location)
+            if self._own_store:
+                _retire_empty_default(client)
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
@@ -170,7 +188,16 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
         # MLflow refuses to change a logged parameter: a resumed run, or an evaluation of its checkpoint with another
         # batch size, adds only the parameters it does not have yet (a resumed fit keeps its settings: resume.py).
         logged = self.experiment.get_run(self.run_id).data.params
-        super().log_hyperparams({k: v for k, v in _flatten_dict(_convert_params(params)).items() if k not in logged})
+        super().log_hyperparams({k: v for k, v in _flatten_dict(parameters(params)).items() if k not in logged})
+
+
+def _retire_empty_default(client) -> None:
+    """MLflow creates an experiment "Default" (id 0) with every new store, for runs started without one; runs here
+    always have their own, so an empty Default is only clutter in `make mlflow-ui`. It is deleted (MLflow's trash:
+    `mlflow experiments restore --experiment-id 0` brings it back) while it holds no run, never once it has one."""
+    default = client.get_experiment(DEFAULT_EXPERIMENT_ID)
+    if default.lifecycle_stage == "active" and not client.search_runs([DEFAULT_EXPERIMENT_ID], max_results=1):
+        client.delete_experiment(DEFAULT_EXPERIMENT_ID)
 
 
 class WandbRunLogger(RunFolder, WandbLogger):
@@ -230,6 +257,10 @@ class WandbRunLogger(RunFolder, WandbLogger):
     @rank_zero_only
     def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
         super().log_metrics(_numbers(metrics), step)
+
+    @rank_zero_only
+    def log_hyperparams(self, params) -> None:
+        super().log_hyperparams(parameters(params))
 
     @rank_zero_only
     def finalize(self, status: str) -> None:

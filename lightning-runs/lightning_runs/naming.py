@@ -9,12 +9,19 @@ default data has no required argument and gives its class name; a `FileDataModul
 unless asked, and `--ckpt_path last|best` with the same options finds its runs again. A config that changes the
 recipe names its runs itself (configs/experiments/mlp.yaml, configs/debug/overfit.yaml); one that only moves it to
 other hardware (configs/gpu.yaml) keeps them with the others.
+
+Two DataModules never share a folder: where `runs/<name>` holds runs of other data (another class, or other files
+with the same stems, `bc.csv` and `bc.npz`), a run takes the next of its longer names (`bc-npz`, then `bc-<class>`,
+then `bc-2`, ...) that is free or holds its own data; the first data to use a name keeps it.
 """
 
 import importlib
 import inspect
+import itertools
 import os
 from pathlib import Path, PurePath
+
+import yaml
 
 from lightning_runs.errors import UsageError
 
@@ -26,22 +33,63 @@ FILENAMES = ("checkpoint.filename", "last_checkpoint.filename", "prediction_writ
 NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
-def run_name(config, default_network: str) -> str:
+def run_name(config, default_network: str, root: Path | None = None) -> str:
     """The folder name for a run of `config` whose logger was not given a name; `default_network`: the network's
-    class path when no other is chosen, left out of the name."""
-    parts = [data_label(config.data)]
+    class path when no other is chosen, left out of the name. With the runs `root`: the first of the data's names
+    (data_names) whose folder is free or holds runs of this same data, so that other data never shares a folder."""
     network = config.model.get("network")
     class_path = network.get("class_path") if hasattr(network, "get") else None
-    if class_path and class_path != default_network:
-        parts.append(_short(class_path))
-    return "-".join(part for part in parts if part)
+    own = _short(class_path) if class_path and class_path != default_network else None
+    for label in data_names(config.data):
+        name = "-".join(part for part in (label, own) if part)
+        if root is None or _holds_only(root / name, config.data):
+            return name
+    raise AssertionError("data_names is endless")
+
+
+def data_names(data):
+    """The data's label (`bc`), then longer ones for when another DataModule has that folder: with its files'
+    suffixes (`bc-npz`), with its class (`bc-tabledata`), then numbered (`bc-2`, ...)."""
+    label, class_path = data_label(data), data.get("class_path") or ""
+    yield label
+    suffixes = [Path(os.fspath(v)).suffix.lstrip(".") for v in _file_values(class_path, data.get("init_args") or {})]
+    short = _short(class_path).removesuffix("datamodule")
+    longer = [f"{label}-{'-'.join(filter(None, suffixes))}", f"{label}-{short}" if label != short else label]
+    yield from (name for name in dict.fromkeys(longer) if name not in (label, f"{label}-"))
+    yield from (f"{label}-{n}" for n in itertools.count(2))
+
+
+def _holds_only(folder: Path, data) -> bool:
+    """Whether `folder` has no run yet, or its runs (their config.yaml) read the data `data` names: the same class,
+    and the same paths given to its required arguments."""
+    saved = next(iter(sorted(folder.glob("*/config.yaml"))), None)
+    if saved is None:
+        return True
+    try:
+        theirs = (yaml.safe_load(saved.read_text()) or {}).get("data")
+    except (OSError, yaml.YAMLError):  # not a config of this library's: a folder to leave alone
+        return False
+    return isinstance(theirs, dict) and _identity(theirs) == _identity(data)
+
+
+def _identity(data) -> tuple:
+    class_path, init_args = data.get("class_path") or "", data.get("init_args") or {}
+    values = [
+        os.path.abspath(os.fspath(v)) if isinstance(v, str | os.PathLike) else v
+        for v in _required_values(class_path, init_args)
+    ]
+    return class_path, values
+
+
+def _file_values(class_path: str, init_args) -> list:
+    return [v for v in _required_values(class_path, init_args) if _names_a_file(v)]
 
 
 def data_label(data) -> str:
     """What `data` (a `class_path` and its `init_args`, as a config or summary.json holds them) is called: the
     stems of the existing files given to its class's required arguments, else the class's short name."""
     class_path, init_args = data.get("class_path") or "", data.get("init_args") or {}
-    stems = [Path(os.fspath(v)).stem for v in _required_values(class_path, init_args) if _names_a_file(v)]
+    stems = [Path(os.fspath(v)).stem for v in _file_values(class_path, init_args)]
     return "-".join(stems) or _short(class_path).removesuffix("datamodule")
 
 

@@ -52,7 +52,7 @@ def name_run(config, default_network: str) -> None:
             " default, or give another with --trainer.logger <class path>"
         )
     if keeps_run_folder(logger) and logger.init_args.name is None:
-        logger.init_args.name = run_name(config, default_network)
+        logger.init_args.name = run_name(config, default_network, Path(logger.init_args.save_dir))
     check_names(config)
 
 

@@ -95,6 +95,13 @@ def signal_launched_ranks(launcher, signum: signal.Signals) -> None:
         launcher.kill(signum)
 
 
+def tensorboard_file_writer(writer):
+    """The event file writer of a torch SummaryWriter (`TensorBoardLogger.experiment`), to write a summary built by
+    TensorBoard's own hparams API: SummaryWriter has no public method taking a ready summary (its add_hparams
+    writes booleans as numbers and opens a sub-run). Lightning's TensorBoardLogger calls the same. torch 2.14."""
+    return writer._get_file_writer()
+
+
 def option_strings(parser: argparse.ArgumentParser) -> list[str]:
     """Every option string the parser accepts (`--trainer.max_epochs`, ...), for the closest match to a misspelt one.
     argparse keeps them in `_option_string_actions` and has no public listing (jsonargparse reads its `_actions` too).

@@ -16,6 +16,7 @@ from lightning_runs.runs import run_folder
 
 PACKAGES = ("torch", "torchvision", "lightning", "torchmetrics", "numpy", "scikit-learn", "jsonargparse", "tensorboard")
 PACKAGES += ("mlflow", "wandb")  # the `loggers` extra: None where it is not installed
+HERE = Path(__file__).resolve().parent  # whose repository's commit a run records
 # Keys that place or display a run without changing what it computes: equal hashes mean the same recipe.
 VOLATILE = {"ckpt_path", "quiet", "test_best", "trainer.logger.init_args.version"}
 VOLATILE |= {"trainer.enable_progress_bar", "trainer.enable_model_summary"}
@@ -78,12 +79,14 @@ def seeds(config: dict | None) -> dict:
     return {k: v for k, v in flat.items() if k == "seed_everything" or k.endswith(".seed")}
 
 
-def git_state() -> dict:
-    """The commit of the code that ran (this package's repository, wherever the command was started)."""
-    git = ["git", "-C", str(Path(__file__).resolve().parent)]
+def git_state(folder: Path = HERE) -> dict:
+    """The commit of the code that ran (this package's repository, wherever the command was started), and whether
+    tracked files differed from it: an untracked scratch file (my_run.yaml, a data file) changes no code that ran."""
+    git = ["git", "-C", str(folder)]
     try:
         commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True, timeout=10)
+        status = [*git, "status", "--porcelain", "--untracked-files=no"]
+        status = subprocess.run(status, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):  # no git, or too slow
         return {"commit": None, "dirty": None}
     if commit.returncode != 0:  # not a repository: an installed copy

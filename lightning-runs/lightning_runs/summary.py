@@ -27,7 +27,8 @@ from lightning.pytorch.utilities.data import extract_batch_size
 from lightning_runs import contract, provenance
 from lightning_runs.errors import Stopped
 from lightning_runs.naming import data_label
-from lightning_runs.pictures import picture_writers, tensorboard
+from lightning_runs.parameters import log_parameters
+from lightning_runs.pictures import picture_writers
 from lightning_runs.runs import free_path, run_folder, write_json
 
 # A data argument that changes no split: Lightning's own name for it (BatchSizeFinder's `batch_arg_name`).
@@ -75,16 +76,9 @@ class RunSummary(Callback):
         if config_path is not None:
             for writer in picture_writers(trainer):  # TensorBoard's Text tab, an MLflow artifact
                 writer.config(config_path)
-        logger = tensorboard(trainer)
-        if logger is None:
-            return
-        # What Lightning logs as hyperparameters (hparams.yaml), now with metrics: the HPARAMS tab.
-        params = {**pl_module.hparams, **(trainer.datamodule.hparams if trainer.datamodule else {})}
-        params = {k: v for k, v in params.items() if not k.startswith("_")}
-        # HPARAMS tab metrics: declared (as NaN) now, filled in when known; TensorBoard shows the latest.
         monitor = contract.monitored(trainer)
         scores = [best_tag(monitor), hparams_tag(contract.counterpart(monitor, "test"))]
-        logger.log_hyperparams(params, {tag: math.nan for tag in scores if tag}, step=0)
+        log_parameters(trainer, pl_module, [tag for tag in scores if tag])  # with the trainer's settings
 
     def on_train_start(self, trainer, pl_module) -> None:
         self._epochs = trainer.current_epoch  # after a resumed checkpoint has been restored

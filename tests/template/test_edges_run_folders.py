@@ -10,7 +10,7 @@ import pytest
 from lightning_runs.runs import lock_run, unlock_run
 from lightning_runs.tools import sweep
 from project.cli import cli_main
-from project.data import DigitsDataModule
+from project.data import DigitsDataModule, FileDataModule
 from support import DEFAULT, QUIET, ROOT, assert_kept, refusal, run, snapshot, start, wait_for, working_directory
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
@@ -156,6 +156,25 @@ def test_a_run_folder_is_named_for_its_data_and_network_unless_named(three, args
     args = [arg for a in args for arg in (three if a == "DATA" else [a])]
     cli = run("fit", "--trainer.fast_dev_run=true", *args)  # one step: the name is decided before anything runs
     assert cli.config.fit.trainer.logger.init_args.name == folder
+
+
+class OtherFileDataModule(FileDataModule):
+    """Another DataModule reading the same kind of file."""
+
+
+def test_other_data_whose_files_have_the_same_stem_trains_in_a_folder_of_its_own(three):
+    images, labels = np.load("three.npz")["images"], np.load("three.npz")["labels"]
+    # The same digits as a table: a row of 64 values and its label each.
+    np.savetxt("three.csv", np.column_stack([images.reshape(len(images), -1), labels]), delimiter=",")
+    table = ["--data=project.data.FileDataModule", "--data.path=three.csv", "--data.sample_shape=[8, 8]"]
+    other_class = [f"--data={__name__}.OtherFileDataModule", "--data.path=three.npz"]
+    for data in (three, table, other_class, three):
+        run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=1", *data)
+    # The first data to use a name keeps it; each other takes the first free one of its longer names.
+    assert sorted(p.name for p in Path("runs").iterdir()) == ["three", "three-csv", "three-npz"]
+    assert "OtherFileDataModule" in Path("runs/three-npz/version_0/config.yaml").read_text()
+    assert sorted(p.name for p in Path("runs/three").iterdir()) == ["version_0", "version_1"]
+    assert run("test", "--ckpt_path=best", *table).trainer.ckpt_path == "runs/three-csv/version_0/checkpoints/best.ckpt"
 
 
 def test_own_data_trains_in_its_own_folder_where_the_same_options_find_it_again(three):

@@ -98,6 +98,44 @@ def test_every_logger_keeps_one_run_folder_with_checkpoints_config_and_summary(l
     assert [e["subcommand"] for e in summary["evaluations"]] == ["test", "test"]
 
 
+# What sets a run apart, in each logger's own parameters: the trainer's settings, booleans as booleans (MLflow keeps
+# every parameter as text), and none of LightningCLI's keys (`_instantiator`).
+SETTINGS = {
+    "trainer/max_epochs": 3,
+    "trainer/precision": "32-true",
+    "trainer/devices": 1,
+    "trainer/accumulate_grad_batches": 1,
+    "trainer/gradient_clip_val": None,
+    "fused": True,
+}
+
+
+def logged_parameters(logger: str, request) -> dict:
+    """The run's parameters as the logger's own tools show them, nested keys joined with `/`."""
+    if logger == "mlflow":
+        return request.getfixturevalue("mlflow_run")[1].data.params
+    if logger == "csv":
+        return flat(yaml.safe_load((request.getfixturevalue("csv_home") / RUN / "hparams.yaml").read_text()))
+    records = request.getfixturevalue("wandb_runs")[0]  # the first fit's: the settings are logged as it starts
+    return flat({i.key: json.loads(i.value_json) for r in records if r.HasField("config") for i in r.config.update})
+
+
+def flat(params: dict, prefix: str = "") -> dict:
+    found = {}
+    for key, value in params.items():
+        found |= flat(value, f"{prefix}{key}/") if isinstance(value, dict) else {f"{prefix}{key}": value}
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("logger", list(CONFIGS))
+def test_every_logger_has_the_trainer_settings_with_booleans_as_booleans_and_no_lightningcli_keys(logger, request):
+    params = logged_parameters(logger, request)
+    expected = {k: str(v) for k, v in SETTINGS.items()} if logger == "mlflow" else SETTINGS
+    assert {key: params.get(key) for key in SETTINGS} == expected
+    assert not [key for key in params if key.startswith("_")]
+
+
 # CSV: metrics.csv and hparams.yaml; no pictures.
 
 
@@ -179,6 +217,16 @@ def test_mlflow_has_the_hyperparameters(mlflow_run):
     params = found.data.params
     assert params["lr"] == "0.01" and params["batch_size"] == "64"
     assert params["network/class_path"] == "project.networks.DigitsCNN"
+
+
+@pytest.mark.slow
+def test_mlflow_shows_only_the_runs_experiment_not_an_empty_default(mlflow_run):
+    from mlflow.entities import ViewType
+
+    client, _ = mlflow_run
+    assert [e.name for e in client.search_experiments()] == ["digits"]
+    (default,) = client.search_experiments(view_type=ViewType.DELETED_ONLY)  # restorable, as docs/loggers.md says
+    assert default.name == "Default" and not client.search_runs([default.experiment_id], run_view_type=ViewType.ALL)
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ import pytest
 import torch
 import yaml
 from matplotlib.image import imread
+from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
 from support import ROOT, load, read_events, scalars
@@ -112,6 +113,26 @@ def test_hparams_tab_lists_the_hyperparameters_with_best_val_acc_and_test_acc(ev
     best_val_acc = max(value for _, value in scalars(run_dir, "val/acc"))
     assert events.Scalars("hp/best_val_acc")[-1].value == pytest.approx(best_val_acc)
     assert events.Scalars("hp/test_acc")[-1].value == pytest.approx(events.Scalars("test/acc")[-1].value)
+
+
+def test_hparams_tab_has_the_trainer_settings_and_booleans_as_booleans(events):
+    content = events.PluginTagToContent(hparams_metadata.PLUGIN_NAME)
+    start = hparams_metadata.parse_session_start_info_plugin_data(content[hparams_metadata.SESSION_START_INFO_TAG])
+    shown = {key: getattr(value, value.WhichOneof("kind")) for key, value in start.hparams.items()}
+    settings = {key: value for key, value in shown.items() if key.startswith("trainer/")}
+    assert settings == {
+        "trainer/max_epochs": 5,
+        "trainer/precision": "32-true",
+        "trainer/devices": 1,
+        "trainer/num_nodes": 1,
+        "trainer/strategy": "SingleDeviceStrategy",
+        "trainer/accumulate_grad_batches": 1,
+    }  # no gradient clipping: an empty cell
+    assert start.hparams["fused"].WhichOneof("kind") == "bool_value" and shown["fused"] is True
+    experiment = hparams_metadata.parse_experiment_plugin_data(content[hparams_metadata.EXPERIMENT_TAG])
+    types = {info.name: info.type for info in experiment.hparam_infos}
+    assert types["fused"] == api_pb2.DATA_TYPE_BOOL and types["trainer/max_epochs"] == api_pb2.DATA_TYPE_FLOAT64
+    assert not [key for key in shown if key.startswith("_")], "no LightningCLI keys (_instantiator)"
 
 
 def test_resolved_config_is_in_tensorboard_as_text(events):

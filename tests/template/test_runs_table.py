@@ -89,6 +89,47 @@ def test_a_corrupt_summary_is_skipped_with_a_note_and_the_others_still_listed(he
     assert [line.split()[0] for line in output.out.splitlines()[1:]] == RUNS
 
 
+def write_summary(run: str, started: str, config: dict | None, git: dict) -> None:
+    """A summary.json as a fit writes it, with only what the table reads."""
+    Path(run).mkdir(parents=True)
+    summary = {"status": "completed", "started": started, "epochs": 2, "config": config, "git": git}
+    Path(run, "summary.json").write_text(json.dumps(summary))
+
+
+def recipe(name: str, version: int, max_epochs: int, lr: float, seed: int = 0) -> dict:
+    """A fit's config as config.yaml holds it, cut to the keys a table must tell apart (or must not)."""
+    logger = {
+        "class_path": "lightning.pytorch.loggers.TensorBoardLogger",
+        "init_args": {"name": name, "version": version},
+    }
+    return {
+        "seed_everything": 0,
+        "trainer": {"max_epochs": max_epochs, "logger": logger},
+        "model": {"lr": lr, "fused": True, "network": {"class_path": "project.networks.DigitsCNN"}},
+        "data": {"class_path": "project.data.DigitsDataModule", "init_args": {"seed": seed}},
+        "ckpt_path": None,
+    }
+
+
+def test_differs_shows_each_runs_values_of_the_settings_that_are_not_the_same_in_every_run(tmp_path, capsys):
+    git = {"commit": "0123456789abcdef", "dirty": False}
+    with working_directory(tmp_path):
+        write_summary("runs/digits/version_0", "2026-12-01T10:00:00+00:00", recipe("digits", 0, 2, 0.01), git)
+        write_summary("runs/digits/version_1", "2026-12-01T11:00:00+00:00", recipe("digits", 1, 20, 0.003), git)
+        write_summary("runs/other/version_0", "2026-12-01T12:00:00+00:00", recipe("other", 0, 50, 0.01, seed=1), git)
+        write_summary("runs/loose/version_0", "2026-12-01T09:00:00+00:00", None, git)  # a test of a loose file
+        titles, *rows = table(capsys)
+        assert titles["differs"] == "differs"
+        assert {row["run"]: row["differs"] for row in rows} == {
+            "runs/other/version_0": "seed=1 lr=0.01 max_epochs=50",  # the run name and version: in the run column
+            "runs/digits/version_1": "seed=0 lr=0.003 max_epochs=20",
+            "runs/digits/version_0": "seed=0 lr=0.01 max_epochs=2",
+            "runs/loose/version_0": "-",
+        }
+        _, *rows = table(capsys, "digits")  # compared among the listed runs only
+        assert [row["differs"] for row in rows] == ["lr=0.003 max_epochs=20", "lr=0.01 max_epochs=2"]
+
+
 def test_no_runs_says_so(capsys):
     assert list_runs() == []
     assert capsys.readouterr().out == "no runs in runs/\n"

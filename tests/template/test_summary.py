@@ -2,10 +2,11 @@
 
 import json
 import os
+import subprocess
 
 import pytest
 
-from lightning_runs.provenance import config_hash
+from lightning_runs.provenance import config_hash, git_state
 from lightning_runs.runs import write_json  # how RunSummary writes summary.json
 
 
@@ -28,3 +29,17 @@ def test_a_summary_write_that_fails_leaves_the_previous_one_whole(tmp_path, monk
         write_json(path, {"status": "completed"})
     assert json.loads(path.read_text()) == {"status": "running"}
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"], "no temporary file left behind"
+
+
+def test_a_run_is_dirty_only_when_tracked_files_differ_from_the_commit(tmp_path):
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "--quiet")
+    (tmp_path / "model.py").write_text("lr = 0.01\n")
+    git("add", "model.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "model")
+    (tmp_path / "my_run.yaml").write_text("model:\n  lr: 0.003\n")  # a user's scratch config, untracked
+    assert git_state(tmp_path)["dirty"] is False
+    (tmp_path / "model.py").write_text("lr = 0.02\n")
+    assert git_state(tmp_path)["dirty"] is True

@@ -3,7 +3,9 @@ summary.json every run keeps, so that runs compare at a glance without opening T
 
 `best` is the score of the run's best checkpoint on the metric it monitors, `test` that metric's test counterpart
 (`val/f1` -> `test/f1`) from the run's metrics. When every listed run monitors the same metric the header names it
-(`best val/f1`, `test/f1`); otherwise each cell does (`0.9944 val/f1`)."""
+(`best val/f1`, `test/f1`); otherwise each cell does (`0.9944 val/f1`). `differs` shows each run's values of the
+settings (its config.yaml, as summary.json keeps it) that are not the same in every listed run: `max_epochs=20
+lr=0.003`. `(dirty)` after a commit: tracked files differed from it as the run started (provenance.py)."""
 
 import json
 import re
@@ -15,8 +17,11 @@ from jsonargparse import auto_cli
 
 from lightning_runs.console import duration, program
 from lightning_runs.contract import counterpart
+from lightning_runs.provenance import VOLATILE, flatten
 
-COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit")
+COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "differs")
+# Config keys that differ between runs without telling them apart: the run column shows the logger's name already.
+UNCOMPARED = VOLATILE | {"trainer.logger.init_args.name"}
 
 
 def list_runs(name: str | None = None, root: Path = Path("runs")) -> list[dict[str, str]]:
@@ -40,6 +45,8 @@ def list_runs(name: str | None = None, root: Path = Path("runs")) -> list[dict[s
     monitors = {monitor for _, monitor, _, _ in found if monitor}
     shared = monitors.pop() if len(monitors) == 1 else None  # one metric for all: named once, in the header
     rows = [_row(run, summary, monitor or shared, named=shared is None) for _, monitor, summary, run in found]
+    for row, shown in zip(rows, differences([summary for _, _, summary, _ in found]), strict=True):
+        row["differs"] = shown
     if rows:
         print(_table(rows, _headers(shared)))
     else:
@@ -81,6 +88,49 @@ def _row(run: Path, summary: dict, monitor: str | None, named: bool) -> dict[str
         "config": (summary.get("config_hash") or "-")[:8],
         "commit": commit,
     }
+
+
+def differences(summaries: list[dict]) -> list[str]:
+    """For each run, its values of the config keys whose values are not the same in every listed run that has a
+    config (`max_epochs=20 lr=0.003`), each key by the shortest end of its name that no other such key shares."""
+    configs = [_settings(summary.get("config")) for summary in summaries]
+    known = [config for config in configs if config is not None]
+    keys = sorted({key for config in known for key in config})
+    differing = [key for key in keys if len({_show(config.get(key)) for config in known}) > 1]
+    names = _short_names(differing)
+    return [
+        "-" if config is None or not differing else " ".join(f"{names[k]}={_show(config.get(k))}" for k in differing)
+        for config in configs
+    ]
+
+
+def _settings(config) -> dict | None:
+    if not isinstance(config, dict):
+        return None  # an evaluation of a loose checkpoint keeps no config of a fit
+    # `model.init_args.lr` reads as `model.lr`: the class-path wrapping is how the config is stored, not a name.
+    return {key.replace(".init_args.", "."): value for key, value in flatten(config).items() if key not in UNCOMPARED}
+
+
+def _short_names(keys: list[str]) -> dict[str, str]:
+    """`model.lr` -> `lr`; `data.seed` and `model.network.seed` -> `data.seed` and `network.seed`."""
+    names = {}
+    for key in keys:
+        parts = key.split(".")
+        for n in range(1, len(parts) + 1):
+            end = ".".join(parts[-n:])
+            if not any(other != key and (other == end or other.endswith("." + end)) for other in keys):
+                break
+        names[key] = end
+    return names
+
+
+def _show(value) -> str:
+    """A value in a few characters: a class chosen by class path as its class's name, a list item by item."""
+    if isinstance(value, dict) and "class_path" in value:
+        return str(value["class_path"]).rpartition(".")[2]
+    if isinstance(value, list):
+        return "[" + ",".join(_show(item) for item in value) + "]"
+    return f"{value:g}" if isinstance(value, float) else str(value).replace(" ", "")
 
 
 def _score(value, metric: str | None = None) -> str:
