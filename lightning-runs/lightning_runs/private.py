@@ -11,7 +11,7 @@ each is in tests/test_private_apis.py too:
   `_mlflow_client`, set before its client is built (it builds one, opening the store, in `__init__`);
 - WandbLogger: the `_wandb_init` arguments of `wandb.init` (the run id to continue) and the cached `_experiment`;
 - `lightning.fabric.utilities.logger._convert_params` and `_flatten_dict`, to name the parameters MLFlowLogger logs
-  as it names them, and `_MLFLOW_AVAILABLE` / `_WANDB_AVAILABLE`;
+  and the HPARAMS entry holds (parameters.py) as Lightning names them, and `_MLFLOW_AVAILABLE` / `_WANDB_AVAILABLE`;
 - ModelCheckpoint's `state_dict` layout (`dirpath`, `best_model_path`, `best_k_models`, ...), which RunCheckpoint
   respells before Lightning compares it.
 

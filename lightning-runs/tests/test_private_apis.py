@@ -31,6 +31,7 @@ from lightning_runs.private import (
     saved_class_path,
     saved_monitors,
     signal_launched_ranks,
+    tensorboard_file_writer,
 )
 from tiny_tasks import TinyDataModule, cli_main
 
@@ -136,6 +137,21 @@ def test_parameters_are_named_as_mlflow_logger_names_them_and_the_extras_are_det
     }
     assert bool(_MLFLOW_AVAILABLE) == (importlib.util.find_spec("mlflow") is not None)
     assert bool(_WANDB_AVAILABLE) == (importlib.util.find_spec("wandb") is not None)
+
+
+def test_a_summary_writers_file_writer_takes_a_ready_summary(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import metadata
+    from tensorboard.plugins.hparams import summary_v2 as hparams_api
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(tmp_path)
+    tensorboard_file_writer(writer).add_summary(hparams_api.hparams_pb({"fused": True}), 0)
+    writer.close()
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    content = events.PluginTagToContent(metadata.PLUGIN_NAME)[metadata.SESSION_START_INFO_TAG]
+    assert metadata.parse_session_start_info_plugin_data(content).hparams["fused"].bool_value is True
 
 
 def test_mlflow_logger_keeps_the_settings_loggers_py_sets_before_it_opens_a_store(monkeypatch):

@@ -70,6 +70,8 @@ def test_one_line_per_run_newest_first_with_what_its_summary_says(here, capsys):
     assert [row["epochs"] for row in rows] == ["0", "2", "2"] and rows[0]["best"] == "-", "crashed at once"
     tested = json.loads(Path(RUNS[2], "summary.json").read_text())["metrics"][test]
     assert [row["test"] for row in rows] == ["-", "-", f"{tested:.4f}"], "only the tested run has one"
+    # All three trained one recipe; the crashed one had a callback more.
+    assert [row["differs"] for row in rows] == ["callbacks=[CrashAt]", "callbacks=None", "callbacks=None"]
 
 
 @pytest.mark.slow
