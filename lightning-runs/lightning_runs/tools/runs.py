@@ -92,23 +92,32 @@ def _row(run: Path, summary: dict, monitor: str | None, named: bool) -> dict[str
 
 def differences(summaries: list[dict]) -> list[str]:
     """For each run, its values of the config keys whose values are not the same in every listed run that has a
-    config (`max_epochs=20 lr=0.003`), each key by the shortest end of its name that no other such key shares."""
+    config (`lr=0.003 max_epochs=20`; a key it lacks is left out), each key by the shortest end of its name that no
+    other such key shares."""
     configs = [_settings(summary.get("config")) for summary in summaries]
     known = [config for config in configs if config is not None]
     keys = sorted({key for config in known for key in config})
+    # A key a run lacks (another DataModule's argument) counts as None there: `kind=None` sets no run apart.
     differing = [key for key in keys if len({_show(config.get(key)) for config in known}) > 1]
     names = _short_names(differing)
-    return [
-        "-" if config is None or not differing else " ".join(f"{names[k]}={_show(config.get(k))}" for k in differing)
-        for config in configs
-    ]
+    shown = [" ".join(f"{names[k]}={_show(config[k])}" for k in differing if k in config) for config in known]
+    texts = iter(shown)
+    return [(next(texts) or "-") if config is not None else "-" for config in configs]
 
 
 def _settings(config) -> dict | None:
     if not isinstance(config, dict):
         return None  # an evaluation of a loose checkpoint keeps no config of a fit
     # `model.init_args.lr` reads as `model.lr`: the class-path wrapping is how the config is stored, not a name.
-    return {key.replace(".init_args.", "."): value for key, value in flatten(config).items() if key not in UNCOMPARED}
+    settings = {}
+    for key, value in flatten(config).items():
+        if key in UNCOMPARED:
+            continue
+        key = key.replace(".init_args.", ".")
+        if key.endswith(".class_path"):  # a class chosen by class path reads as its name: `data=FileDataModule`
+            key, value = key.removesuffix(".class_path"), str(value).rpartition(".")[2]
+        settings[key] = value
+    return settings
 
 
 def _short_names(keys: list[str]) -> dict[str, str]:
