@@ -89,7 +89,9 @@ def ddp_environment(**extra: str) -> dict[str, str]:
         if not k.startswith(("SLURM_", "TORCHELASTIC_")) and k not in LAUNCHER_VARIABLES
     }
     # One thread per process: the ranks share the cores (torchrun sets this too).
-    paths = os.pathsep.join(map(str, [ROOT, ROOT / "tests", ROOT / "tests/template"]))  # helpers, support
+    # The template's own library first (a copy has none: its installed one), as the tests in this process import it.
+    paths = [ROOT, ROOT / "lightning-runs", ROOT / "tests", ROOT / "tests/template"]  # helpers, support
+    paths = os.pathsep.join(map(str, paths))
     return {**clean, "PYTHONPATH": paths, "OMP_NUM_THREADS": "1", **extra}
 
 
