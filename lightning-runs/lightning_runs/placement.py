@@ -64,17 +64,22 @@ def resolve_checkpoint(subcommand: str, config) -> str | None:
         return None
     if not keeps_run_folder(logger):
         raise UsageError(f"--ckpt_path {ckpt_path} looks in the run folders of this project's loggers; give a file")
-    experiment = Path(logger.init_args.save_dir) / logger.init_args.name
-    found = newest_checkpoint(experiment, ckpt_path)
+    save_dir, name, version = logger.init_args.save_dir, logger.init_args.name, logger.init_args.version
+    experiment = Path(save_dir) / name
+    if version is None:
+        found, among = newest_checkpoint(experiment, ckpt_path), f"the newest run of {experiment} with one"
+        wanted = experiment / "version_*" / "checkpoints" / f"{ckpt_path}.ckpt"
+    else:
+        # A version given by hand pins the run: `last` is that run's own. scripts/slurm.sh pins one per job, so a
+        # requeued job resumes its own run and never the newest run of another job.
+        wanted = run_dir(save_dir, name, version) / "checkpoints" / f"{ckpt_path}.ckpt"
+        found, among = (wanted if wanted.is_file() else None), f"that of {run_dir(save_dir, name, version)}"
     if found is None and subcommand != "fit":
-        raise UsageError(
-            f"--ckpt_path {ckpt_path}: no {experiment}/version_*/checkpoints/{ckpt_path}.ckpt;"
-            " train first (make train) or give a checkpoint file"
-        )
+        raise UsageError(f"--ckpt_path {ckpt_path}: no {wanted}; train first (make train) or give a checkpoint file")
     if found is None:
-        say(f"No {experiment}/version_*/checkpoints/last.ckpt yet: starting from step 0.")
+        say(f"No {wanted} yet: starting from step 0.")
     config.ckpt_path = None if found is None else str(found)
-    return f"--ckpt_path {ckpt_path}: the newest run of {experiment} with one"
+    return f"--ckpt_path {ckpt_path}: {among}"
 
 
 def adopt_checkpoint_run(
