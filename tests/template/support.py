@@ -89,7 +89,10 @@ def ddp_environment(**extra: str) -> dict[str, str]:
         if not k.startswith(("SLURM_", "TORCHELASTIC_")) and k not in LAUNCHER_VARIABLES
     }
     # One thread per process: the ranks share the cores (torchrun sets this too).
-    paths = os.pathsep.join(map(str, [ROOT, ROOT / "tests", ROOT / "tests/template"]))  # helpers, support
+    # The library of this tree too, where it has one (a copy takes it as a dependency): else a subprocess would import
+    # whichever lightning_runs the environment installed, not the one the tests in this process import.
+    library = [ROOT / "lightning-runs"] if (ROOT / "lightning-runs/lightning_runs").is_dir() else []
+    paths = os.pathsep.join(map(str, [ROOT, *library, ROOT / "tests", ROOT / "tests/template"]))  # helpers, support
     return {**clean, "PYTHONPATH": paths, "OMP_NUM_THREADS": "1", **extra}
 
 
@@ -110,14 +113,18 @@ def load(path: Path) -> dict:
 
 class SignalAt(Callback):
     """A test helper: sends this process a signal (SIGTERM by default) as the given global step begins, as a
-    scheduler would."""
+    scheduler would. `group`: to its whole process group instead, as scancel signals every process of a job (the
+    batch shell included); only for a process started in a session of its own."""
 
-    def __init__(self, step: int, signum: int = 15) -> None:
-        self.step, self.signum = step, signum
+    def __init__(self, step: int, signum: int = 15, group: bool = False) -> None:
+        self.step, self.signum, self.group = step, signum, group
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         if trainer.global_step == self.step:
-            os.kill(os.getpid(), self.signum)
+            if self.group:
+                os.killpg(0, self.signum)
+            else:
+                os.kill(os.getpid(), self.signum)
 
 
 class NaNAfter(DigitsCNN):
