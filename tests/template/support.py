@@ -111,18 +111,14 @@ def load(path: Path) -> dict:
 
 class SignalAt(Callback):
     """A test helper: sends this process a signal (SIGTERM by default) as the given global step begins, as a
-    scheduler would. `group`: to its whole process group instead, as scancel signals every process of a job (the
-    batch shell included); only for a process started in a session of its own."""
+    scheduler would."""
 
-    def __init__(self, step: int, signum: int = 15, group: bool = False) -> None:
-        self.step, self.signum, self.group = step, signum, group
+    def __init__(self, step: int, signum: int = 15) -> None:
+        self.step, self.signum = step, signum
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         if trainer.global_step == self.step:
-            if self.group:
-                os.killpg(0, self.signum)
-            else:
-                os.kill(os.getpid(), self.signum)
+            os.kill(os.getpid(), self.signum)
 
 
 class NaNAfter(DigitsCNN):
@@ -139,6 +135,19 @@ class NaNAfter(DigitsCNN):
             if self.calls > self.step:
                 return logits * float("nan")
         return logits
+
+
+class ScancelAt(Callback):
+    """A test helper: sends SIGTERM to this process's whole process group as the given global step begins, as
+    scancel signals every process of a job, its batch script included. Only for a job started in a session of its
+    own (test_slurm.py), or it would signal the tests too."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.global_step == self.step:
+            os.killpg(0, 15)  # SIGTERM
 
 
 def start(*args: str) -> subprocess.Popen:

@@ -36,12 +36,8 @@ def sbatch(home: Path, *args: str, tasks: int = 2, session: bool = False, **vari
     return done, (calls.read_text().splitlines() if calls.exists() else [])
 
 
-def signal_at(step: int, group: bool = False) -> list[str]:
-    return [
-        "--trainer.callbacks+=support.SignalAt",
-        f"--trainer.callbacks.step={step}",
-        f"--trainer.callbacks.group={group}",
-    ]
+def signal_at(step: int, helper: str = "SignalAt") -> list[str]:
+    return [f"--trainer.callbacks+=support.{helper}", f"--trainer.callbacks.step={step}"]
 
 
 @pytest.mark.slow
@@ -89,7 +85,7 @@ def test_a_run_that_fails_is_not_requeued(tmp_path):
 @pytest.mark.slow
 def test_scancel_ends_the_job_without_a_requeue(tmp_path):
     # scancel sends SIGTERM to every process of the job, the batch script too: the run still saves and stops.
-    done, calls = sbatch(tmp_path, *FIT, *signal_at(SIGNAL_AT, group=True), tasks=1, session=True)
+    done, calls = sbatch(tmp_path, *FIT, *signal_at(SIGNAL_AT, "ScancelAt"), tasks=1, session=True)
     assert done.returncode == 143, done.stderr[-3000:]
     assert "stopped by SIGTERM" in done.stderr and (tmp_path / "runs/digits/slurm-4242/checkpoints/last.ckpt").is_file()
     assert calls == []
