@@ -64,6 +64,8 @@ def resolve_checkpoint(subcommand: str, config) -> str | None:
         return None
     if not keeps_run_folder(logger):
         raise UsageError(f"--ckpt_path {ckpt_path} looks in the run folders of this project's loggers; give a file")
+    if logger.init_args.version is not None:
+        return resolve_in_given_run(subcommand, config, ckpt_path)
     experiment = Path(logger.init_args.save_dir) / logger.init_args.name
     found = newest_checkpoint(experiment, ckpt_path)
     if found is None and subcommand != "fit":
@@ -75,6 +77,20 @@ def resolve_checkpoint(subcommand: str, config) -> str | None:
         say(f"No {experiment}/version_*/checkpoints/last.ckpt yet: starting from step 0.")
     config.ckpt_path = None if found is None else str(found)
     return f"--ckpt_path {ckpt_path}: the newest run of {experiment} with one"
+
+
+def resolve_in_given_run(subcommand: str, config, ckpt_path: str) -> str:
+    """`--ckpt_path last|best` with a version given by hand: that run's own file, or None for a first fit into it.
+    scripts/slurm.sh pins one run per job, so a requeued job resumes its own run, never another job's newer one."""
+    log_args = config.trainer.logger.init_args
+    folder = run_dir(log_args.save_dir, log_args.name, log_args.version)
+    wanted = folder / "checkpoints" / f"{ckpt_path}.ckpt"
+    if not wanted.is_file() and subcommand != "fit":
+        raise UsageError(f"--ckpt_path {ckpt_path}: no {wanted}; train first (make train) or give a checkpoint file")
+    if not wanted.is_file():
+        say(f"No {wanted} yet: starting from step 0.")
+    config.ckpt_path = str(wanted) if wanted.is_file() else None
+    return f"--ckpt_path {ckpt_path}: that of {folder}"
 
 
 def adopt_checkpoint_run(

@@ -89,9 +89,8 @@ def ddp_environment(**extra: str) -> dict[str, str]:
         if not k.startswith(("SLURM_", "TORCHELASTIC_")) and k not in LAUNCHER_VARIABLES
     }
     # One thread per process: the ranks share the cores (torchrun sets this too).
-    # The template's own library first (a copy has none: its installed one), as the tests in this process import it.
-    paths = [ROOT, ROOT / "lightning-runs", ROOT / "tests", ROOT / "tests/template"]  # helpers, support
-    paths = os.pathsep.join(map(str, paths))
+    # The library beside the project first: a checkout's own lightning_runs, not the one installed from another.
+    paths = os.pathsep.join(map(str, [ROOT, ROOT / "lightning-runs", ROOT / "tests", ROOT / "tests/template"]))
     return {**clean, "PYTHONPATH": paths, "OMP_NUM_THREADS": "1", **extra}
 
 
@@ -136,6 +135,19 @@ class NaNAfter(DigitsCNN):
             if self.calls > self.step:
                 return logits * float("nan")
         return logits
+
+
+class ScancelAt(Callback):
+    """A test helper: sends SIGTERM to this process's whole process group as the given global step begins, as
+    scancel signals every process of a job, its batch script included. Only for a job started in a session of its
+    own (test_slurm.py), or it would signal the tests too."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.global_step == self.step:
+            os.killpg(0, 15)  # SIGTERM
 
 
 def start(*args: str) -> subprocess.Popen:

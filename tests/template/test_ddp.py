@@ -95,20 +95,28 @@ def as_two_nodes(home: Path) -> list[str]:
     return launch(home, *nodes)
 
 
-def with_slurm(home: Path) -> list[str]:
-    """scripts/slurm.sh as sbatch runs it for a 1-node, 2-task job, with a stand-in srun on the PATH."""
-    (home / "bin").mkdir()
+def slurm_job(home: Path, tasks: int = 2, **variables: str) -> dict[str, str]:
+    """The environment sbatch gives scripts/slurm.sh for a 1-node job of `tasks` tasks (job 4242 unless
+    `variables` say otherwise), with a stand-in srun on the PATH and the job's working directory `home`."""
+    (home / "bin").mkdir(exist_ok=True)
     (home / "bin/srun").write_text(FAKE_SRUN)
     (home / "bin/srun").chmod(0o755)
-    (home / "configs").symlink_to(ROOT / "configs")  # the script is submitted from the repository root
+    if not (home / "configs").exists():
+        (home / "configs").symlink_to(ROOT / "configs")  # the script is submitted from the repository root
     job = {
-        "SLURM_JOB_ID": "4242", "SLURM_JOB_NAME": "digits", "SLURM_NTASKS": "2", "SLURM_NTASKS_PER_NODE": "2",
-        "SLURM_NNODES": "1", "SLURM_JOB_NUM_NODES": "1", "SLURM_NODELIST": "127.0.0.1",
+        "SLURM_JOB_ID": "4242", "SLURM_JOB_NAME": "digits", "SLURM_NTASKS": str(tasks),
+        "SLURM_NTASKS_PER_NODE": str(tasks), "SLURM_NNODES": "1", "SLURM_JOB_NUM_NODES": "1",
+        "SLURM_NODELIST": "127.0.0.1",
         "MASTER_PORT": str(free_port()),  # else derived from the job id: could collide with a parallel test
     }  # fmt: skip
     path = f"{home / 'bin'}:{Path(sys.executable).parent}:{os.environ['PATH']}"
+    return ddp_environment(PATH=path, **{**job, **variables})
+
+
+def with_slurm(home: Path) -> list[str]:
+    """scripts/slurm.sh as sbatch runs it for a 1-node, 2-task job, with a stand-in srun on the PATH."""
     script = ["bash", str(ROOT / "scripts/slurm.sh"), *ON_CPU, *TINY_TWO_EPOCHS]
-    return launch(home, script, env=ddp_environment(PATH=path, **job))
+    return launch(home, script, env=slurm_job(home))
 
 
 LAUNCHERS = {"lightning": with_lightning, "torchrun": with_torchrun, "two_nodes": as_two_nodes, "slurm": with_slurm}
@@ -120,7 +128,8 @@ def launched(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     results = {}
     for name, launcher in LAUNCHERS.items():
         home = tmp_path_factory.mktemp(name)
-        results[name] = home / "runs/digits/version_0", "\n".join(launcher(home))
+        folder = "slurm-4242" if name == "slurm" else "version_0"  # scripts/slurm.sh names the run for its job
+        results[name] = home / "runs/digits" / folder, "\n".join(launcher(home))
     return results
 
 
@@ -129,7 +138,7 @@ def launched(tmp_path_factory) -> dict[str, tuple[Path, str]]:
 def test_each_launcher_ends_with_one_run_written_once_by_rank_zero(launched, launcher):
     run_dir, output = launched[launcher]
     assert "GLOBAL_RANK: 0, MEMBER: 1/2" in output and "GLOBAL_RANK: 1, MEMBER: 2/2" in output
-    assert [p.name for p in run_dir.parent.iterdir()] == ["version_0"], "one run folder for all ranks"
+    assert [p.name for p in run_dir.parent.iterdir()] == [run_dir.name], "one run folder for all ranks"
     assert len(list(run_dir.glob("events.out.tfevents.*"))) == 1
     assert sorted(p.name for p in run_dir.glob("*.yaml")) == ["config.yaml", "hparams.yaml"]
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["best.ckpt", "last.ckpt"]

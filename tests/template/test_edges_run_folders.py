@@ -52,6 +52,20 @@ def test_a_version_given_by_hand_that_is_new_gets_that_folder(capsys):
     assert Path("runs/digits/mine/checkpoints/last.ckpt").is_file()
 
 
+def test_ckpt_path_last_with_a_version_given_by_hand_resumes_that_run_or_starts_it(runs, capsys):
+    """What scripts/slurm.sh passes on every attempt of a job: the job's own run folder and `--ckpt_path last`. The
+    first attempt starts that run from step 0; a requeued attempt resumes it, never the newest other run."""
+    pinned = ["--trainer.logger.init_args.version=slurm-4242", "--ckpt_path=last"]
+    with pytest.raises(RuntimeError, match="crash"):  # stopped as its second epoch began, like version_0
+        run("fit", *SHORT, *pinned, "--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=2")
+    assert "No runs/digits/slurm-4242/checkpoints/last.ckpt yet: starting from step 0" in capsys.readouterr().out
+    assert Path("runs/digits/slurm-4242/checkpoints/last.ckpt").is_file()
+    resumed = run("fit", *SHORT, *pinned)  # version_0, stopped at step 2 too, is not the one it continues
+    assert "fit from runs/digits/slurm-4242/checkpoints/last.ckpt" in capsys.readouterr().out
+    assert resumed.trainer.global_step == 4 and Path(resumed.trainer.log_dir) == Path("runs/digits/slurm-4242")
+    assert sorted(p.name for p in Path("runs/digits").iterdir()) == ["slurm-4242", "version_0"]
+
+
 def test_a_run_in_use_by_another_command_is_refused(runs, capsys):
     held = lock_run(RUN)  # what a fit or an evaluation of the run holds while it runs
     try:
