@@ -16,7 +16,7 @@ from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor, ProgressBar, TQDMProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
-from lightning_runs import placement, preflight
+from lightning_runs import launchers, placement, preflight
 from lightning_runs.checkpoints import BestCheckpoint, RandomState, RunCheckpoint
 from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
 from lightning_runs.errors import UsageError
@@ -161,6 +161,7 @@ class RunsCLI(LightningCLI):
             config = self.config[subcommand]
             apply_quiet(config)
             preflight.check_options(config)
+            launchers.check_launch(config.trainer)
             placement.name_run(config, self.default_network)
             chosen = placement.resolve_checkpoint(subcommand, config)
             own_defaults(config.get("data"), self.default_data, given, "data")  # jsonargparse #460
