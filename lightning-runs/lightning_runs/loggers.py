@@ -70,10 +70,13 @@ class RunFolder:
 
 
 class CSVRunLogger(CSVLogger):
-    """metrics.csv and hparams.yaml in the run folder; a resumed fit appends to its metrics.csv."""
+    """metrics.csv and hparams.yaml in the run folder; a resumed fit, or a test of its checkpoint, appends to its
+    metrics.csv. Takes CSVLogger's arguments: the CLI builds it for `--trainer.logger <Lightning's CSVLogger>`."""
 
-    def __init__(self, save_dir: str = "runs", name: str | None = None, version: int | str | None = None) -> None:
-        super().__init__(save_dir, name or UNNAMED, version)
+    def __init__(
+        self, save_dir: str = "runs", name: str | None = None, version: int | str | None = None, **csv_logger
+    ) -> None:
+        super().__init__(save_dir, name or UNNAMED, version, **csv_logger)
 
     @property
     @rank_zero_experiment

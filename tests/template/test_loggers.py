@@ -128,6 +128,23 @@ def test_csv_keeps_the_hyperparameters_and_no_pictures(csv_home):
     assert not [p for p in (csv_home / RUN).rglob("*") if p.suffix in (".png", ".webp")]
 
 
+@pytest.mark.slow
+def test_lightnings_own_csv_logger_keeps_the_fits_rows_when_the_run_is_tested(tmp_path):
+    csv_logger = ["--trainer.logger=lightning.pytorch.loggers.CSVLogger", "--trainer.logger.save_dir=runs"]
+    run("fit", *csv_logger, "--trainer.max_epochs=2", "--trainer.limit_train_batches=3")
+    fitted = filled(csv_metrics(tmp_path))
+    run("test", *csv_logger, "--ckpt_path=best")
+    rows = filled(csv_metrics(tmp_path))
+    # Lightning's CSVLogger would have deleted the file and begun another with the test's rows alone.
+    assert len(fitted) == 23 and rows[: len(fitted)] == fitted
+    assert [row for row in rows[len(fitted) :] if "test/acc" in row]
+
+
+def filled(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Each row's cells that hold a value (a header that grew adds empty cells to the rows before)."""
+    return [{key: value for key, value in row.items() if value} for row in rows]
+
+
 # MLflow: read with MLflow's own client from runs/mlflow.db.
 
 
