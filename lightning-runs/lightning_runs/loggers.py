@@ -27,6 +27,7 @@ from torch import Tensor
 from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import UsageError
 from lightning_runs.runs import next_version, run_dir
+from lightning_runs.stores import creation_lock, local_database, open_client
 
 INSTALL = "pip install -e '.[loggers]' (make install does)"
 # A logger's `name` when none is given: the CLI gives each run one (naming.py), so only a logger built outside it
@@ -133,14 +134,16 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
             artifact_location=artifacts,
             run_id=run_id,
         )
-        self._tracking_uri = tracking_uri or f"sqlite:///{store / 'mlflow.db'}"
+        self._database = local_database(save_dir, tracking_uri)
+        self._tracking_uri = tracking_uri or f"sqlite:///{self._database}"
 
     @property
     @rank_zero_experiment
     def experiment(self):
         opened = self._initialized
         if not opened:
-            self._open_store()
+            with creation_lock(self._database):  # two fits on a fresh store: one creates it, and the experiment
+                self._open_store()
         client = super().experiment
         if not opened:  # the MLflow run was just created, or found again: record it, or mark it running again
             if self._resumed:
@@ -151,9 +154,8 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
 
     def _open_store(self) -> None:
         from mlflow.exceptions import MlflowException
-        from mlflow.tracking import MlflowClient
 
-        client = self._mlflow_client = MlflowClient(self._tracking_uri)
+        client = self._mlflow_client = open_client(self._tracking_uri, self._database)
         if self._run_id is not None:
             try:
                 client.get_run(self._run_id)

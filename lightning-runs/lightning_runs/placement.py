@@ -34,11 +34,11 @@ from lightning_runs.runs import (
 def keeps_run_folder(logger) -> bool:
     """Whether the configured logger writes into `<save_dir>/<name>/version_N`, which the placement then chooses:
     TensorBoard's, CSV's, and the MLflow and W&B loggers of loggers.py."""
-    found = _logger_class(logger)
+    found = logger_class(logger)
     return isinstance(found, type) and issubclass(found, (TensorBoardLogger, CSVLogger, RunFolder))
 
 
-def _logger_class(logger) -> type | None:
+def logger_class(logger) -> type | None:
     module, _, name = str(getattr(logger, "class_path", "")).rpartition(".")
     return getattr(importlib.import_module(module), name, None) if module else None  # already imported by the parser
 
@@ -55,7 +55,7 @@ def name_run(config, default_network: str) -> None:
             f"--trainer.logger {given}: every run writes into runs/<name>/version_N through its logger; keep the"
             " default, or give another with --trainer.logger <class path>"
         )
-    if _logger_class(logger) is CSVLogger:
+    if logger_class(logger) is CSVLogger:
         # Lightning's deletes the metrics.csv of a folder it reopens: a test or a resume into the run would cut the
         # fit's rows. The library's appends, and takes the same arguments.
         logger.class_path = f"{CSVRunLogger.__module__}.{CSVRunLogger.__qualname__}"
