@@ -16,7 +16,7 @@ from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor, ProgressBar, TQDMProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
-from lightning_runs import placement, preflight
+from lightning_runs import launchers, placement, preflight, stores
 from lightning_runs.checkpoints import BestCheckpoint, RandomState, RunCheckpoint
 from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
 from lightning_runs.errors import UsageError
@@ -161,6 +161,7 @@ class RunsCLI(LightningCLI):
             config = self.config[subcommand]
             apply_quiet(config)
             preflight.check_options(config)
+            launchers.check_launch(config.trainer)
             placement.name_run(config, self.default_network)
             chosen = placement.resolve_checkpoint(subcommand, config)
             own_defaults(config.get("data"), self.default_data, given, "data")  # jsonargparse #460
@@ -168,6 +169,7 @@ class RunsCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand]
+        stores.open_before_run(config)  # a store that cannot open is said before any run folder exists
         self._claimed = placement.claim_run_folder(self.subcommand, config)
         filename = placement.config_filename(self.subcommand, config)
         if filename is not None:

@@ -1,12 +1,17 @@
 """What can go wrong, as types: library code raises these, and only the entry point (`main`) turns them into an
 exit code and one line on stderr."""
 
+import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
+# A refused launch is said by rank zero only; torchrun stops every rank once one has exited, so the others wait this
+# long first, for rank zero (parsing the same command) to say it.
+OTHER_RANKS_WAIT_S = 3
 
 
 class UsageError(ValueError):
@@ -38,6 +43,9 @@ def main(command: Callable[[], T]) -> T:
     try:
         return command()
     except UsageError as error:
+        if _launched_other_rank():
+            time.sleep(OTHER_RANKS_WAIT_S)
+            sys.exit(2)
         _exit(f"error: {error}", 2)
     except (Diverged, Failed) as error:
         _exit(f"error: {error}", 1)
@@ -49,6 +57,13 @@ def main(command: Callable[[], T]) -> T:
         if isinstance(exit.__context__, KeyboardInterrupt):
             _exit("stopped by Ctrl-C", 128 + signal.SIGINT)
         raise
+
+
+def _launched_other_rank() -> bool:
+    """A rank other than zero of a job that torchrun or srun started, every rank with the same command: its refusal
+    is rank zero's, said once by rank zero."""
+    rank = os.environ.get("RANK") if "TORCHELASTIC_RUN_ID" in os.environ else os.environ.get("SLURM_PROCID")
+    return rank not in (None, "0")
 
 
 def _exit(message: str, code: int) -> None:

@@ -29,6 +29,7 @@ from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import UsageError
 from lightning_runs.parameters import parameters
 from lightning_runs.runs import next_version, run_dir
+from lightning_runs.stores import creation_lock, local_database, open_client
 
 # The experiment every MLflow store is created with (mlflow.tracking.default_experiment.DEFAULT_EXPERIMENT_ID).
 DEFAULT_EXPERIMENT_ID = "0"
@@ -74,10 +75,13 @@ class RunFolder:
 
 
 class CSVRunLogger(CSVLogger):
-    """metrics.csv and hparams.yaml in the run folder; a resumed fit appends to its metrics.csv."""
+    """metrics.csv and hparams.yaml in the run folder; a resumed fit, or a test of its checkpoint, appends to its
+    metrics.csv. Takes CSVLogger's arguments: the CLI builds it for `--trainer.logger <Lightning's CSVLogger>`."""
 
-    def __init__(self, save_dir: str = "runs", name: str | None = None, version: int | str | None = None) -> None:
-        super().__init__(save_dir, name or UNNAMED, version)
+    def __init__(
+        self, save_dir: str = "runs", name: str | None = None, version: int | str | None = None, **csv_logger
+    ) -> None:
+        super().__init__(save_dir, name or UNNAMED, version, **csv_logger)
 
     @property
     @rank_zero_experiment
@@ -145,7 +149,8 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
             artifact_location=artifacts,
             run_id=run_id,
         )
-        self._tracking_uri = tracking_uri or f"sqlite:///{store / 'mlflow.db'}"
+        self._database = local_database(save_dir, tracking_uri)
+        self._tracking_uri = tracking_uri or f"sqlite:///{self._database}"
         self._own_store = tracking_uri is None  # a server's experiments are its users', not this run's to tidy
 
     @property
@@ -153,7 +158,8 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
     def experiment(self):
         opened = self._initialized
         if not opened:
-            self._open_store()
+            with creation_lock(self._database):  # two fits on a fresh store: one creates it, and the experiment
+                self._open_store()
         client = super().experiment
         if not opened:  # the MLflow run was just created, or found again: record it, or mark it running again
             if self._resumed:
@@ -164,9 +170,8 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
 
     def _open_store(self) -> None:
         from mlflow.exceptions import MlflowException
-        from mlflow.tracking import MlflowClient
 
-        client = self._mlflow_client = MlflowClient(self._tracking_uri)
+        client = self._mlflow_client = open_client(self._tracking_uri, self._database)
         if self._run_id is not None:
             try:
                 client.get_run(self._run_id)

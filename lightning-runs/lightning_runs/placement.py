@@ -17,7 +17,7 @@ from lightning_runs.checkpoints import read_checkpoint
 from lightning_runs.console import say
 from lightning_runs.distributed import launched_as_rank_zero
 from lightning_runs.errors import UsageError
-from lightning_runs.loggers import RunFolder
+from lightning_runs.loggers import CSVRunLogger, RunFolder
 from lightning_runs.naming import check_names, run_name
 from lightning_runs.resume import reconcile
 from lightning_runs.runs import (
@@ -34,9 +34,13 @@ from lightning_runs.runs import (
 def keeps_run_folder(logger) -> bool:
     """Whether the configured logger writes into `<save_dir>/<name>/version_N`, which the placement then chooses:
     TensorBoard's, CSV's, and the MLflow and W&B loggers of loggers.py."""
-    module, _, name = str(getattr(logger, "class_path", "")).rpartition(".")
-    found = getattr(importlib.import_module(module), name, None) if module else None  # already imported by the parser
+    found = logger_class(logger)
     return isinstance(found, type) and issubclass(found, (TensorBoardLogger, CSVLogger, RunFolder))
+
+
+def logger_class(logger) -> type | None:
+    module, _, name = str(getattr(logger, "class_path", "")).rpartition(".")
+    return getattr(importlib.import_module(module), name, None) if module else None  # already imported by the parser
 
 
 def name_run(config, default_network: str) -> None:
@@ -51,6 +55,10 @@ def name_run(config, default_network: str) -> None:
             f"--trainer.logger {given}: every run writes into runs/<name>/version_N through its logger; keep the"
             " default, or give another with --trainer.logger <class path>"
         )
+    if logger_class(logger) is CSVLogger:
+        # Lightning's deletes the metrics.csv of a folder it reopens: a test or a resume into the run would cut the
+        # fit's rows. The library's appends, and takes the same arguments.
+        logger.class_path = f"{CSVRunLogger.__module__}.{CSVRunLogger.__qualname__}"
     if keeps_run_folder(logger) and logger.init_args.name is None:
         logger.init_args.name = run_name(config, default_network, Path(logger.init_args.save_dir))
     check_names(config)

@@ -98,3 +98,18 @@ def test_an_export_replaces_its_output_whole_and_leaves_no_temp_file(runs):
     export.main(MODEL, ["--ckpt_path", str(BEST), "--format", "pt2", "--output", str(output)])
     assert torch.export.load(output).module()(torch.zeros(3, 8, 8)).shape == (3, 10)
     assert sorted(p.name for p in Path(".").iterdir()) == ["digits.pt2", "runs"], "no temp file beside it"
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_checkpoint_with_non_finite_weights_is_refused_naming_the_first_and_nothing_is_written(runs, value, capsys):
+    checkpoint = load(BEST)
+    name = next(iter(checkpoint["state_dict"]))
+    checkpoint["state_dict"][name].view(-1)[0] = value
+    torch.save(checkpoint, "diverged.ckpt")
+    before = snapshot()
+    error = refusal(capsys, lambda: export.main(MODEL, ["--ckpt_path", "diverged.ckpt"]))
+    assert error == (
+        f"error: --ckpt_path diverged.ckpt: {name} holds NaN or Inf values, so the model would output NaN; export a"
+        " checkpoint of a run that did not diverge"
+    )
+    assert not assert_kept(before, snapshot())

@@ -24,10 +24,13 @@ from support import (
     DEFAULT,
     QUIET,
     ROOT,
+    assert_kept,
     free_port,
     load,
     run,
     run_subprocess,
+    snapshot,
+    start,
     wait_for,
     working_directory,
 )
@@ -164,6 +167,23 @@ def test_csv_keeps_the_hyperparameters_and_no_pictures(csv_home):
     hparams = yaml.safe_load((csv_home / RUN / "hparams.yaml").read_text())
     assert hparams["lr"] == 0.01 and hparams["batch_size"] == 64
     assert not [p for p in (csv_home / RUN).rglob("*") if p.suffix in (".png", ".webp")]
+
+
+@pytest.mark.slow
+def test_lightnings_own_csv_logger_keeps_the_fits_rows_when_the_run_is_tested(tmp_path):
+    csv_logger = ["--trainer.logger=lightning.pytorch.loggers.CSVLogger", "--trainer.logger.save_dir=runs"]
+    run("fit", *csv_logger, "--trainer.max_epochs=2", "--trainer.limit_train_batches=3")
+    fitted = filled(csv_metrics(tmp_path))
+    run("test", *csv_logger, "--ckpt_path=best")
+    rows = filled(csv_metrics(tmp_path))
+    # Lightning's CSVLogger would have deleted the file and begun another with the test's rows alone.
+    assert len(fitted) == 23 and rows[: len(fitted)] == fitted
+    assert [row for row in rows[len(fitted) :] if "test/acc" in row]
+
+
+def filled(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Each row's cells that hold a value (a header that grew adds empty cells to the rows before)."""
+    return [{key: value for key, value in row.items() if value} for row in rows]
 
 
 # MLflow: read with MLflow's own client from runs/mlflow.db.
@@ -334,6 +354,52 @@ def test_a_run_folder_whose_mlflow_run_is_gone_gets_a_new_one_with_a_warning(tmp
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"MLflow run {first.strip()} is not in sqlite:" in result.stderr
     assert (tmp_path / RUN / "mlflow_run_id.txt").read_text() != first
+
+
+MLFLOW_FIT = ["--config", DEFAULT, "--config", CONFIGS["mlflow"], *QUIET, "--trainer.max_epochs=1"]
+
+
+@pytest.mark.slow
+def test_two_mlflow_fits_started_together_on_a_fresh_runs_folder_both_log_and_leave_the_store_usable(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    fits = [start("fit", *MLFLOW_FIT, "--trainer.limit_train_batches=2") for _ in range(2)]
+    for fit in fits:  # both migrated the new database at once: the second failed half way, a SQLAlchemy traceback
+        _, err = fit.communicate(timeout=300)
+        assert fit.returncode == 0, err[-3000:]
+    solo = run_subprocess("fit", *MLFLOW_FIT, "--trainer.limit_train_batches=2", cwd=tmp_path)
+    assert solo.returncode == 0, solo.stderr[-3000:]
+    client = MlflowClient(f"sqlite:///{tmp_path / 'runs/mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("digits").experiment_id])
+    assert sorted(r.info.run_name for r in runs) == ["version_0", "version_1", "version_2"]
+
+
+@pytest.mark.slow
+def test_an_mlflow_store_another_process_holds_locked_is_one_line_and_no_run_folder(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient(f"sqlite:///{tmp_path / 'runs/mlflow.db'}").search_experiments()  # the store, created
+    hold = (  # an exclusive lock, as a process writing a long transaction holds it
+        "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None);"
+        " c.execute('BEGIN EXCLUSIVE'); print('held', flush=True); time.sleep(600)"
+    )
+    database = str(tmp_path / "runs/mlflow.db")
+    holder = subprocess.Popen([sys.executable, "-c", hold, database], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        before = snapshot()
+        result = run_subprocess("fit", *MLFLOW_FIT, "--trainer.limit_train_batches=2", cwd=tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+    said = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert said == [
+        f"error: the MLflow store {tmp_path.resolve() / 'runs/mlflow.db'} cannot be opened ((sqlite3.OperationalError)"
+        " database is locked); if another process holds it (a tool writing to it), wait for it or close it, and run"
+        " again"
+    ]
+    assert assert_kept(before, snapshot()) <= {"runs/mlflow.db.lock"}  # no run folder, the store untouched
 
 
 # W&B offline: the offline run's transaction log (run-<id>.wandb), which `wandb sync` uploads.

@@ -55,6 +55,7 @@ def export(
     except (KeyError, RuntimeError, TypeError, ValueError) as error:  # another model's weights or hyperparameters
         reason = str(error).strip().splitlines()[0]
         raise UsageError(f"--ckpt_path {ckpt_path}: not a checkpoint of {model_class.__name__} ({reason})") from None
+    _check_finite(model, ckpt_path)
     example = example_input(model)
     if example is None:
         raise UsageError(
@@ -79,6 +80,16 @@ def export(
     shape = ", ".join(str(size) for size in example.shape[1:])
     print(f"Wrote {output}: raw samples (N, {shape}) -> (N, {model(example).shape[-1]}) outputs")
     return output
+
+
+def _check_finite(model: torch.nn.Module, ckpt_path: Path) -> None:
+    # A run that diverged, or an edited file: the export would answer NaN for every sample, and say nothing.
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and not torch.isfinite(tensor).all():
+            raise UsageError(
+                f"--ckpt_path {ckpt_path}: {name} holds NaN or Inf values, so the model would output NaN; export a"
+                " checkpoint of a run that did not diverge"
+            )
 
 
 def main(model_class: type, args: list[str] | None = None) -> Path:
