@@ -29,10 +29,8 @@ from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import UsageError
 from lightning_runs.parameters import parameters
 from lightning_runs.runs import next_version, run_dir
-from lightning_runs.stores import creation_lock, local_database, open_client
+from lightning_runs.stores import creation_lock, local_database, open_client, retire_empty_default
 
-# The experiment every MLflow store is created with (mlflow.tracking.default_experiment.DEFAULT_EXPERIMENT_ID).
-DEFAULT_EXPERIMENT_ID = "0"
 INSTALL = "pip install -e '.[loggers]' (make install does)"
 # A logger's `name` when none is given: the CLI gives each run one (naming.py), so only a logger built outside it
 # gets Lightning's own default.
@@ -182,7 +180,7 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
         if client.get_experiment_by_name(self._experiment_name) is None:  # else MLFlowLogger warns that it is missing
             client.create_experiment(self._experiment_name, artifact_location=self._artifact_location)
             if self._own_store:
-                _retire_empty_default(client)
+                retire_empty_default(client)
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
@@ -194,15 +192,6 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
         # batch size, adds only the parameters it does not have yet (a resumed fit keeps its settings: resume.py).
         logged = self.experiment.get_run(self.run_id).data.params
         super().log_hyperparams({k: v for k, v in _flatten_dict(parameters(params)).items() if k not in logged})
-
-
-def _retire_empty_default(client) -> None:
-    """MLflow creates an experiment "Default" (id 0) with every new store, for runs started without one; runs here
-    always have their own, so an empty Default is only clutter in `make mlflow-ui`. It is deleted (MLflow's trash:
-    `mlflow experiments restore --experiment-id 0` brings it back) while it holds no run, never once it has one."""
-    default = client.get_experiment(DEFAULT_EXPERIMENT_ID)
-    if default.lifecycle_stage == "active" and not client.search_runs([DEFAULT_EXPERIMENT_ID], max_results=1):
-        client.delete_experiment(DEFAULT_EXPERIMENT_ID)
 
 
 class WandbRunLogger(RunFolder, WandbLogger):

@@ -14,6 +14,8 @@ from pathlib import Path
 from lightning_runs.errors import Failed
 
 DATABASE = "mlflow.db"
+# The experiment every MLflow store is created with (mlflow.tracking.default_experiment.DEFAULT_EXPERIMENT_ID).
+DEFAULT_EXPERIMENT_ID = "0"
 
 
 def local_database(save_dir: str, tracking_uri: str | None) -> Path | None:
@@ -64,3 +66,12 @@ def open_before_run(config) -> None:
     if database is not None and launched_as_rank_zero():
         with creation_lock(database):
             open_client(f"sqlite:///{database}", database)
+
+
+def retire_empty_default(client) -> None:
+    """MLflow creates an experiment "Default" (id 0) with every new store, for runs started without one; runs here
+    always have their own, so an empty Default is only clutter in `make mlflow-ui`. It is deleted (MLflow's trash:
+    `mlflow experiments restore --experiment-id 0` brings it back) while it holds no run, never once it has one."""
+    default = client.get_experiment(DEFAULT_EXPERIMENT_ID)
+    if default.lifecycle_stage == "active" and not client.search_runs([DEFAULT_EXPERIMENT_ID], max_results=1):
+        client.delete_experiment(DEFAULT_EXPERIMENT_ID)
