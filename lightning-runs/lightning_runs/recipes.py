@@ -102,11 +102,8 @@ def candidates(experiment: Path, name: str, wanted: dict, subcommand: str, given
     found = []
     for folder, checkpoint in runs_with_checkpoint(experiment, name):
         saved = _saved_config(folder / "config.yaml")
-        found.append(
-            Candidate(
-                folder, checkpoint, None if saved is None else differences(wanted, recipe(saved, subcommand, given))
-            )
-        )
+        differ = None if saved is None else differences(wanted, recipe(saved, subcommand, given))
+        found.append(Candidate(folder, checkpoint, differ))
     return found
 
 
