@@ -227,17 +227,17 @@ def test_the_walk_through_runs_as_written(in_tmp, monkeypatch):
     ]
 
 
-def readme_steps() -> list[tuple[list[str], str]]:
-    """(words, comment) of each command line in the README's shell blocks before "## Scaling" (hardware and a
-    scheduler this machine lacks), in the order written."""
-    text = (ROOT / "README.md").read_text()
-    steps = []
-    for language, block in code_blocks(text[: text.index("## Scaling")]):
+def steps(document: str, until: str | None = None) -> list[tuple[list[str], str]]:
+    """(words, comment) of each command line in the document's shell blocks before the heading `until`, in the order
+    written."""
+    text = (ROOT / document).read_text()
+    found = []
+    for language, block in code_blocks(text[: text.index(until) if until else None]):
         for line in block.splitlines() if language == "bash" else ():
             command, _, comment = line.partition("#")
             if words := shlex.split(command):
-                steps.append((words, comment.strip()))
-    return steps
+                found.append((words, comment.strip()))
+    return found
 
 
 def make_recipe(target: str) -> list[str]:
@@ -248,12 +248,39 @@ def make_recipe(target: str) -> list[str]:
     return shlex.split(recipe.replace("$(CONFIG)", config).replace("$(ARGS)", ""))
 
 
+IN_ORDER = {  # a document, where to stop (hardware and a scheduler this machine lacks), what best|last then pick
+    "README.md": (
+        "## Scaling",
+        [
+            ("test --config my_run.yaml --ckpt_path best", "runs/digits/version_2/checkpoints/best.ckpt"),  # my_run's
+            # The newest of the default model and data: an evaluation compares the training it is given, none here.
+            ("predict --ckpt_path best", "runs/digits/version_1/checkpoints/best.ckpt"),
+            (
+                "predict --ckpt_path best --data.predict_path my_digits.npy",
+                "runs/digits/version_1/checkpoints/best.ckpt",
+            ),
+            ("fit --config my_run.yaml --ckpt_path last", "runs/digits/version_3/checkpoints/last.ckpt"),  # the stopped
+        ],
+    ),
+    "docs/reliability.md": (
+        None,
+        [
+            (
+                "fit --config configs/digits.yaml --trainer.max_epochs 20 --ckpt_path last",
+                "runs/digits/version_0/checkpoints/last.ckpt",
+            )
+        ],
+    ),
+}
+
+
 @pytest.mark.slow
-def test_the_readme_runs_in_the_order_written_and_best_and_last_pick_the_run_each_command_describes(
-    in_tmp, monkeypatch
+@pytest.mark.parametrize("document", IN_ORDER)
+def test_the_commands_run_in_the_order_written_and_best_and_last_pick_the_run_each_describes(
+    document, in_tmp, monkeypatch
 ):
     """As a new user follows it: `make train` as its Makefile recipe, every fit and evaluation told the same short
-    schedule (the recipe they describe), the fit the README says was stopped crashed after its first epoch; targets
+    schedule (the recipe they describe), a fit the document says was stopped crashed after its first epoch; targets
     that serve or run the tests left out. The user's own files are those the README names."""
     write_documented_files(in_tmp)
     monkeypatch.syspath_prepend(str(in_tmp))  # my_models.TinyNet, as a class path
@@ -262,7 +289,8 @@ def test_the_readme_runs_in_the_order_written_and_best_and_last_pick_the_run_eac
     np.savez("my_digits.npz", images=images.numpy(), labels=labels.numpy())  # a labelled file to train on
     short = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2", *QUIET]
     picked = []  # (command, the checkpoint `--ckpt_path best|last` chose)
-    for words, comment in readme_steps():
+    until, expected = IN_ORDER[document]
+    for words, comment in steps(document, until):
         if words[:2] == ["make", "train"]:
             words = ["python", "-m", PACKAGE, *make_recipe("train")]
         if words[:3] != ["python", "-m", PACKAGE]:
@@ -278,9 +306,4 @@ def test_the_readme_runs_in_the_order_written_and_best_and_last_pick_the_run_eac
             assert cli.trainer.state.finished, args
             if "--ckpt_path" in args and args[args.index("--ckpt_path") + 1] in ("best", "last"):
                 picked.append((shlex.join(args), cli.trainer.ckpt_path))
-    assert picked == [
-        ("test --config my_run.yaml --ckpt_path best", "runs/digits/version_2/checkpoints/best.ckpt"),  # my_run's
-        ("predict --ckpt_path best", "runs/digits/version_1/checkpoints/best.ckpt"),  # the default recipe's newest
-        ("predict --ckpt_path best --data.predict_path my_digits.npy", "runs/digits/version_1/checkpoints/best.ckpt"),
-        ("fit --config my_run.yaml --ckpt_path last", "runs/digits/version_3/checkpoints/last.ckpt"),  # the stopped
-    ]
+    assert picked == expected
