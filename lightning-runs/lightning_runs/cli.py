@@ -26,6 +26,7 @@ from lightning_runs.monitors import LossMonitor, SampleRateMonitor
 from lightning_runs.parser import ProjectParser, own_defaults
 from lightning_runs.predictions import PredictionWriter
 from lightning_runs.provenance import SaveConfigInRun
+from lightning_runs.recipes import keys_in_configs
 from lightning_runs.report import report_fit
 from lightning_runs.resume import TrainingLength, keys_given, with_checkpoint_data
 from lightning_runs.summary import RunSummary
@@ -151,10 +152,9 @@ class RunsCLI(LightningCLI):
         )
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
-        given = keys_given(sys.argv[1:] if args is None else args)  # what the user typed, before the line below
-        super().parse_arguments(
-            parser, with_checkpoint_data(list(sys.argv[1:] if args is None else args), self.default_data)
-        )
+        args = list(sys.argv[1:] if args is None else args)
+        given = keys_given(args) | keys_in_configs(args)  # what the user typed or wrote, before the line below
+        super().parse_arguments(parser, with_checkpoint_data(args, self.default_data))
         # Before LightningCLI reads the checkpoint's hyperparameters, so `last`/`best` are real paths by then.
         if self.config.get("subcommand"):
             subcommand = self.config.subcommand
@@ -163,8 +163,8 @@ class RunsCLI(LightningCLI):
             preflight.check_options(config)
             launchers.check_launch(config.trainer)
             placement.name_run(config, self.default_network)
-            chosen = placement.resolve_checkpoint(subcommand, config)
             own_defaults(config.get("data"), self.default_data, given, "data")  # jsonargparse #460
+            chosen = placement.resolve_checkpoint(subcommand, config, given)  # compared as its fit saved it
             placement.adopt_checkpoint_run(subcommand, config, given, self.model_class, chosen)
 
     def before_instantiate_classes(self) -> None:

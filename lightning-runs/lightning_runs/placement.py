@@ -1,5 +1,6 @@
 """Which run folder a command writes into: a new `runs/<name>/version_N` for a fresh fit, the checkpoint's own run
-for a resume or an evaluation, and `--ckpt_path last|best` resolved to a file before anything reads it.
+for a resume or an evaluation, and `--ckpt_path last|best` resolved to a file of this recipe's run (recipes.py)
+before anything reads it.
 
 Lightning's default would start a new version folder, look for `last` there, find nothing and train from step 0
 without complaint; and it would reuse a folder a finished run still owns.
@@ -19,12 +20,12 @@ from lightning_runs.distributed import launched_as_rank_zero
 from lightning_runs.errors import UsageError
 from lightning_runs.loggers import CSVRunLogger, RunFolder
 from lightning_runs.naming import check_names, run_name
+from lightning_runs.recipes import choose
 from lightning_runs.resume import reconcile
 from lightning_runs.runs import (
     claim_version,
     free_path,
     lock_run,
-    newest_checkpoint,
     run_dir,
     run_of_checkpoint,
     unlock_run,
@@ -64,9 +65,10 @@ def name_run(config, default_network: str) -> None:
     check_names(config)
 
 
-def resolve_checkpoint(subcommand: str, config) -> str | None:
-    """`--ckpt_path last|best` becomes the newest such file among this config's runs (or None: a fresh fit).
-    Returns how the file was chosen, for the line that says which checkpoint the command uses."""
+def resolve_checkpoint(subcommand: str, config, given: set[str]) -> str | None:
+    """`--ckpt_path last|best` becomes that file of the newest run of this config's recipe (recipes.py), or None: a
+    first fit. `given`: the settings typed or in a --config file. Returns how the file was chosen, for the line that
+    says which checkpoint the command uses."""
     logger, ckpt_path = config.trainer.logger, config.get("ckpt_path")
     if ckpt_path not in ("last", "best"):
         return None
@@ -75,16 +77,16 @@ def resolve_checkpoint(subcommand: str, config) -> str | None:
     if logger.init_args.version is not None:
         return resolve_in_given_run(subcommand, config, ckpt_path)
     experiment = Path(logger.init_args.save_dir) / logger.init_args.name
-    found = newest_checkpoint(experiment, ckpt_path)
+    found = choose(experiment, ckpt_path, config, subcommand, given)
     if found is None and subcommand != "fit":
         raise UsageError(
             f"--ckpt_path {ckpt_path}: no {experiment}/version_*/checkpoints/{ckpt_path}.ckpt;"
             " train first (make train) or give a checkpoint file"
         )
     if found is None:
-        say(f"No {experiment}/version_*/checkpoints/last.ckpt yet: starting from step 0.")
-    config.ckpt_path = None if found is None else str(found)
-    return f"--ckpt_path {ckpt_path}: the newest run of {experiment} with one"
+        say(f"No {experiment}/version_*/checkpoints/{ckpt_path}.ckpt yet: starting from step 0.")
+    config.ckpt_path = None if found is None else str(found.checkpoint)
+    return f"--ckpt_path {ckpt_path}: the newest run of {experiment} with this recipe"
 
 
 def resolve_in_given_run(subcommand: str, config, ckpt_path: str) -> str:

@@ -1,12 +1,10 @@
 """Resuming and evaluating from a checkpoint: its model, data and schedule settings win over the config, loudly."""
 
 import json
-import sys
 from pathlib import Path
 
 from jsonargparse import Namespace
 from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.utilities import rank_zero_only
 
 from lightning_runs.checkpoints import load_plain
 from lightning_runs.class_paths import names_class
@@ -45,11 +43,11 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
     """The checkpoint's model and data settings win over the config (Lightning merges the model's after this), and
     for a resumed fit its schedule settings too.
 
-    A resumed fit must continue the saved run: a setting typed on this command line that the checkpoint
-    contradicts is refused. An evaluation scores the data the model was trained against unless told otherwise: a
-    data setting typed on the command line (`--data other.DataModule`, `--data.<argument>`) wins and is
-    said; a model setting cannot change the saved weights and is ignored with a warning. A run that
-    already finished is not resumed: it would do nothing.
+    `given`: the settings typed on the command line or written in a --config file. A resumed fit must continue the
+    saved run: a given setting that the checkpoint contradicts is refused. An evaluation scores the data the model
+    was trained against unless told otherwise: a given data setting (`--data other.DataModule`, `--data.<argument>`)
+    wins and is said; a given model setting cannot change the saved weights and is refused. A run that already
+    finished is not resumed: it would do nothing.
     """
     resuming = subcommand == "fit"
     saved = {"model": checkpoint.get("hyper_parameters", {}), "data": checkpoint.get("datamodule_hyper_parameters", {})}
@@ -89,8 +87,11 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
             f"{'; '.join(conflicts)}: a resumed run keeps its checkpoint's settings (its LR schedule was fixed when it"
             " started); drop --ckpt_path to start a new run with these"
         )
-    if conflicts and rank_zero_only.rank == 0:
-        print(f"warning: ignoring {'; '.join(conflicts)}: the checkpoint's settings are used", file=sys.stderr)
+    if conflicts:  # the weights were trained with the checkpoint's model settings: another value would be a lie
+        raise UsageError(
+            f"{'; '.join(conflicts)}: an evaluation uses the checkpoint's model as it was trained; drop these"
+            " options, or give a checkpoint trained with them"
+        )
     if adopted:
         say(f"Using the checkpoint's {', '.join(adopted)}")
     if evaluated_on:

@@ -53,14 +53,14 @@ def unlock_run(fd: int | None) -> None:
         os.close(fd)  # closing the only descriptor of the lock releases it
 
 
-def newest_checkpoint(experiment: Path, name: str) -> Path | None:
-    """`<experiment>/version_N/checkpoints/<name>.ckpt` with the highest N that has one."""
+def runs_with_checkpoint(experiment: Path, name: str) -> list[tuple[Path, Path]]:
+    """(`<experiment>/version_N`, its `checkpoints/<name>.ckpt`) for every N that has one, the highest N first."""
     found = [
-        (int(m.group(1)), path / "checkpoints" / f"{name}.ckpt")
+        (int(m.group(1)), path, path / "checkpoints" / f"{name}.ckpt")
         for path in experiment.glob("version_*")
         if (m := _VERSION.fullmatch(path.name)) and (path / "checkpoints" / f"{name}.ckpt").is_file()
     ]
-    return max(found)[1] if found else None
+    return [(folder, checkpoint) for _, folder, checkpoint in sorted(found, reverse=True)]
 
 
 def run_of_checkpoint(ckpt_path: Path) -> tuple[str, str, int | str] | None:

@@ -12,6 +12,9 @@ from lightning_runs.checkpoints import RunCheckpoint
 from support import assert_kept, load, refusal, run, scalars, snapshot, working_directory
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
+# No epoch improves val/loss by 100: early stopping ends the run after its second.
+EARLY = ["--trainer.max_epochs=5", "--trainer.limit_train_batches=2", "--early_stopping.patience=0"]
+EARLY += ["--early_stopping.min_delta=100"]
 CRASH = ["--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=2"]  # as the second epoch begins
 RUN = Path("runs/digits/version_0")
 LAST = RUN / "checkpoints/last.ckpt"
@@ -27,9 +30,8 @@ def made(tmp_path_factory) -> dict[str, Path]:
         run("fit", *SHORT, *CRASH)
     with working_directory(homes["finished"]):
         run("fit", *SHORT)
-    with working_directory(homes["early"]):  # no epoch improves val/loss by 100: stops after the second
-        run("fit", "--trainer.max_epochs=5", "--trainer.limit_train_batches=2", "--early_stopping.patience=0",
-            "--early_stopping.min_delta=100")  # fmt: skip
+    with working_directory(homes["early"]):
+        run("fit", *EARLY)
     return {name: home / "runs" for name, home in homes.items()}
 
 
@@ -37,20 +39,20 @@ def copy(made, name: str) -> None:
     shutil.copytree(made[name], "runs")
 
 
-REFUSED = [
+REFUSED = [  # `last` is the run of this command's recipe: other settings find none, or a finished one
     (
         "finished",
         ["--trainer.max_epochs=4", "--trainer.limit_train_batches=2"],
-        "--trainer.max_epochs 4 (checkpoint: 2)",
+        "version_0 (trainer.max_epochs 2, this command 4)",
     ),
     ("finished", SHORT, "its run already finished (all its 2 epochs), there is nothing to resume; to train longer"),
-    ("early", ["--trainer.limit_train_batches=2"], "its run already finished (early stopping at epoch 1)"),
-    ("stopped", [*SHORT, "--data.batch_size=32"], "--data.batch_size 32 (checkpoint: 64)"),
-    ("stopped", [*SHORT, "--trainer.accumulate_grad_batches=2"], "--trainer.accumulate_grad_batches 2 (checkpoint: 1)"),
+    ("early", EARLY, "its run already finished (early stopping at epoch 1)"),
+    ("stopped", [*SHORT, "--data.batch_size=32"], "version_0 (data.batch_size 64, this command 32)"),
+    ("stopped", [*SHORT, "--trainer.accumulate_grad_batches=2"], "(trainer.accumulate_grad_batches 1, this command 2)"),
     (
         "stopped",
         ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"],
-        "--trainer.limit_train_batches 3 (checkpoint: 2)",
+        "version_0 (trainer.limit_train_batches 2.0, this command 3.0)",
     ),
 ]
 
@@ -62,7 +64,7 @@ def test_a_resume_that_would_change_the_step_count_or_extend_a_finished_run_is_r
     copy(made, made_run)
     before = snapshot()
     error = refusal(capsys, lambda: run("fit", *args, "--ckpt_path=last"))
-    assert expected in error and ("a resumed run keeps" in error or "start a new run" in error)
+    assert expected in error and ("a resumed run keeps" in error or "start a new run" in error), error
     assert not assert_kept(before, snapshot()), "the run is untouched"
 
 
@@ -85,7 +87,7 @@ def test_fit_from_a_best_checkpoint_never_trains_over_its_run(made, made_run, ca
 
 def test_a_resume_takes_the_schedule_settings_it_is_not_given_from_the_checkpoint_and_ends_at_min_lr(made, capsys):
     copy(made, "stopped")
-    resumed = run("fit", "--ckpt_path=last")  # neither max_epochs 2 nor limit_train_batches 2 repeated
+    resumed = run("fit", f"--ckpt_path={LAST}")  # neither max_epochs 2 nor limit_train_batches 2 repeated
     said = capsys.readouterr().out
     assert "trainer.max_epochs=2" in said and "trainer.limit_train_batches=2" in said
     assert resumed.trainer.global_step == 4

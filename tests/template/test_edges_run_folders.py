@@ -195,3 +195,80 @@ def test_own_data_trains_in_its_own_folder_where_the_same_options_find_it_again(
     run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=1", *three)
     assert [p.name for p in Path("runs").iterdir()] == ["three"]
     assert run("test", "--ckpt_path=best", *three).trainer.ckpt_path == "runs/three/version_0/checkpoints/best.ckpt"
+
+
+# 4. `--ckpt_path best|last` means the run this command describes: the newest run of its recipe, not of its name.
+A = "model:\n  lr: 0.003\ntrainer:\n  max_epochs: 1\n  limit_train_batches: 2\n"  # a.yaml: the user's own recipe
+B = "trainer:\n  max_epochs: 2\n  limit_train_batches: 2\n"  # b.yaml: the default one, shortened
+D = "model:\n  lr: 0.005\ntrainer:\n  max_epochs: 2\n  limit_train_batches: 2\n"  # d.yaml: never trained
+
+
+def with_configs() -> None:
+    for name, text in (("a.yaml", A), ("b.yaml", B), ("d.yaml", D)):
+        Path(name).write_text(text)
+
+
+@pytest.fixture(scope="module")
+def recipes(tmp_path_factory) -> Path:
+    """runs/digits: version_0 of b.yaml stopped after its first epoch, version_1 of a.yaml finished, version_2 a
+    default fit of one batch, finished: the newest, of neither config."""
+    home = tmp_path_factory.mktemp("recipes")
+    with working_directory(home):
+        with_configs()
+        with pytest.raises(RuntimeError, match="crash"):
+            run("fit", "--config=b.yaml", "--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=2")
+        run("fit", "--config=a.yaml")
+        run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=1")
+    return home / "runs"
+
+
+@pytest.fixture
+def three_recipes(recipes) -> Path:
+    shutil.copytree(recipes, "runs")
+    with_configs()
+    return Path("runs/digits")
+
+
+def test_best_is_the_best_checkpoint_of_the_run_the_config_trained(three_recipes, capsys):
+    tested = run("test", "--config=a.yaml", "--ckpt_path=best")
+    assert tested.trainer.ckpt_path == str(three_recipes / "version_1/checkpoints/best.ckpt")
+    assert tested.model.hparams.lr == 0.003 and "Using the checkpoint's model.lr" not in capsys.readouterr().out
+
+
+def test_last_resumes_the_unfinished_run_of_the_config_not_a_newer_finished_one(three_recipes):
+    resumed = run("fit", "--config=b.yaml", "--ckpt_path=last")
+    assert resumed.trainer.ckpt_path == str(three_recipes / "version_0/checkpoints/last.ckpt")
+    assert resumed.trainer.current_epoch == 2 and sorted(p.name for p in three_recipes.iterdir()) == [
+        "version_0",
+        "version_1",
+        "version_2",
+    ], "resumed in its own folder, none added"
+
+
+@pytest.mark.parametrize("subcommand,name", [("test", "best"), ("fit", "last")])
+def test_no_run_of_the_recipe_is_one_line_listing_the_runs_there_are(three_recipes, subcommand, name, capsys):
+    before = snapshot()
+    error = refusal(capsys, lambda: run(subcommand, "--config=d.yaml", f"--ckpt_path={name}"))
+    assert error.startswith(f"error: --ckpt_path {name}: no run of {three_recipes} has the recipe this command")
+    # Newest first, each with what differs from this command.
+    assert "version_2 (model.lr 0.01, this command 0.005; trainer.max_epochs 1, this command 2" in error
+    assert "version_1 (model.lr 0.003, this command 0.005" in error and "version_0 (model.lr 0.01" in error
+    assert f"name one (--ckpt_path {three_recipes}/version_2/checkpoints/{name}.ckpt)" in error
+    assert not assert_kept(before, snapshot()), "nothing written, not even in runs/"
+
+
+@pytest.mark.parametrize(
+    "subcommand,version,expected",
+    [
+        ("test", 2, "--model.lr 0.003 (checkpoint: 0.01): an evaluation uses the checkpoint's model as it was"),
+        ("fit", 0, "--model.lr 0.005 (checkpoint: 0.01): a resumed run keeps its checkpoint's settings"),
+    ],
+)
+def test_a_config_value_that_a_named_checkpoint_contradicts_is_refused(
+    three_recipes, subcommand, version, expected, capsys
+):
+    before, config = snapshot(), "a.yaml" if subcommand == "test" else "d.yaml"
+    checkpoint = three_recipes / f"version_{version}/checkpoints/last.ckpt"
+    error = refusal(capsys, lambda: run(subcommand, f"--config={config}", f"--ckpt_path={checkpoint}"))
+    assert error.startswith(f"error: {expected}"), error
+    assert not assert_kept(before, snapshot()), "nothing written, not even in runs/"

@@ -60,7 +60,7 @@ def test_evaluations_say_which_checkpoint_they_use_and_which_run_best_and_last_c
     saved = load(newest / "checkpoints/best.ckpt")
     run("test", "--ckpt_path=best", "--quiet")
     assert project_lines(capsys.readouterr().out)[0] == (
-        f"test from {newest}/checkpoints/best.ckpt (--ckpt_path best: the newest run of runs/digits with one;"
+        f"test from {newest}/checkpoints/best.ckpt (--ckpt_path best: the newest run of runs/digits with this recipe;"
         f" epoch {saved['epoch'] + 1}, step {saved['global_step']}); outputs go to {newest}"
     )
     run("validate", f"--ckpt_path={RUN}/checkpoints/last.ckpt", "--quiet")
