@@ -84,15 +84,16 @@ class CheckpointOnSignal(Callback):
 
     Lightning's own SIGTERM handling raises at points where a checkpoint would not resume cleanly (mid-validation,
     or between validation and the epoch's end) and exits 0; its Ctrl-C saves nothing and exits 1. This stops only at
-    the end of a training batch, where Lightning's step checkpoints are taken and resume exactly, or, for an epoch's
-    last batch, at the end of that epoch after its validation and checkpoints; all ranks agree on which batch.
+    the end of a training batch, where Lightning's step checkpoints are taken and resume exactly, or, asked for during
+    an epoch's last batch or its validation, at the end of that epoch after its validation and checkpoints (the final
+    epoch's too); all ranks agree on which batch. Outside the training loop: `terminated_outside_training`.
     """
 
     SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
     def on_train_start(self, trainer, pl_module) -> None:
         self._requested: int | None = None
-        self._deferred = 0  # a stop asked for at an epoch's last training batch, carried out at the epoch's end
+        self._deferred = 0  # a stop asked for in an epoch's last training batch or its validation: at the epoch's end
         self._launcher = trainer.strategy.launcher
         # SIGTERM: installed after Lightning's handler (Trainer.fit registers it). Both restored at teardown.
         self._previous = {signum: signal.signal(signum, self._on_signal) for signum in self.SIGNALS}
@@ -104,9 +105,7 @@ class CheckpointOnSignal(Callback):
         signal_launched_ranks(self._launcher, signum)  # the ranks Lightning started itself have not seen the signal
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        requested = self._requested or 0
-        if trainer.world_size > 1:  # the same decision on every rank, or the others would wait in a collective
-            requested = int(trainer.strategy.reduce(torch.tensor(requested, device=pl_module.device), reduce_op="max"))
+        requested = self._agreed(trainer, pl_module)
         if not requested:
             return
         # At an epoch's last training batch the epoch's validation has not run: a checkpoint taken here resumed past
@@ -121,8 +120,15 @@ class CheckpointOnSignal(Callback):
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         # Asked for during this epoch's validation: the stop comes at the epoch's end, as for its last batch (this
         # hook runs before the checkpoints' own). A checkpoint taken mid-validation would resume with part of it.
-        if self._requested and not self._deferred:
-            self._deferred, trainer.should_stop = self._requested, True
+        requested = self._agreed(trainer, pl_module)
+        if requested and not self._deferred:
+            self._deferred, trainer.should_stop = requested, True
+
+    def _agreed(self, trainer, pl_module) -> int:
+        requested = self._requested or 0
+        if trainer.world_size > 1:  # the same decision on every rank, or the others would wait in a collective
+            requested = int(trainer.strategy.reduce(torch.tensor(requested, device=pl_module.device), reduce_op="max"))
+        return requested
 
     def on_train_end(self, trainer, pl_module) -> None:
         if self._deferred:  # the epoch's validation and checkpoints have run: resumable from its end
@@ -137,9 +143,9 @@ class CheckpointOnSignal(Callback):
         finished = (trainer.max_epochs is not None and trainer.current_epoch >= trainer.max_epochs) or (
             trainer.max_steps not in (None, -1) and trainer.global_step >= trainer.max_steps
         )
-        # Said and exited as any stop (a scheduler reads 143), though the last epoch had run out and nothing is left.
-        raise Stopped(requested, f"{said}; the run had finished its last epoch" if finished else f"{said}; resume with"
-                      " --ckpt_path last")  # fmt: skip
+        # Exited as any stop (a scheduler reads 143) even when the last epoch had run out: there is nothing to resume.
+        then = "the run had finished its last epoch" if finished else "resume with --ckpt_path last"
+        raise Stopped(requested, f"{said}; {then}")
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
         for signum, handler in getattr(self, "_previous", {}).items():

@@ -114,11 +114,9 @@ class RunSummary(Callback):
             _log_scores(trainer, {hparams_tag(test): trainer.callback_metrics[test]})
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
-        # Stopped: SIGTERM or Ctrl-C after a checkpoint (faults.py); Terminated: SIGTERM outside training;
-        # KeyboardInterrupt: a second Ctrl-C, or one outside training.
-        status = (
-            "interrupted" if isinstance(exception, KeyboardInterrupt | SystemExit | Stopped | Terminated) else "failed"
-        )
+        # Stopped: SIGTERM or Ctrl-C after a checkpoint (faults.py); Terminated: SIGTERM outside training; Ctrl-C.
+        stop = isinstance(exception, KeyboardInterrupt | SystemExit | Stopped | Terminated)
+        status = "interrupted" if stop else "failed"
         message = str(exception) or {KeyboardInterrupt: "Ctrl+C", Terminated: "SIGTERM"}.get(type(exception), "")
         error = {"type": type(exception).__name__, "message": message}
         try:
