@@ -15,7 +15,7 @@ from lightning.pytorch.plugins.io import AsyncCheckpointIO, TorchCheckpointIO
 from lightning_runs.atomic import write_atomically
 from lightning_runs.class_paths import imported_class, names_class, plain_parameters
 from lightning_runs.errors import Diverged, Failed, UsageError
-from lightning_runs.private import CLASS_PATH_KEY, INSTANTIATOR_KEY, saved_class_path
+from lightning_runs.private import CLASS_PATH_KEY, INSTANTIATOR_KEY, save_now, saved_class_path, steps_between_saves
 
 # The only instantiator Lightning should ever call when it rebuilds a model from a checkpoint's hparams.
 LIGHTNING_INSTANTIATOR = "lightning.pytorch.cli.instantiate_module"
@@ -85,6 +85,21 @@ class RunCheckpoint(ModelCheckpoint):
             state_dict = {**state_dict, "dirpath": current, **{k: respell(state_dict.get(k, "")) for k in self.PATHS}}
             state_dict["best_k_models"] = {respell(p): v for p, v in state_dict.get("best_k_models", {}).items()}
         super().load_state_dict(state_dict)
+
+    # A step checkpoint of an epoch's last training batch would be taken before that epoch's validation, and a run
+    # resumed from it went on without that validation: no best.ckpt for the epoch, early stopping without its metric
+    # (kill -9 loops ended with more steps than an uninterrupted run, other weights). It is taken at the epoch's end,
+    # after validation, where the epoch's own checkpoints are; a checkpoint of any other batch resumes exactly.
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if batch_idx + 1 < trainer.num_training_batches:
+            super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        super().on_train_epoch_end(trainer, pl_module)  # Lightning's epoch-interval save, if it has one
+        # Saved on a step interval, Lightning's own trigger never fires at an epoch's end: saved here instead. A fit
+        # ending at this epoch (early stopping, a signal) leaves `last` at its end, whatever the interval.
+        if steps_between_saves(self) or (self.monitor is None and trainer.should_stop):
+            save_now(self, trainer)
 
 
 class BestCheckpoint(RunCheckpoint):

@@ -19,8 +19,14 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning_runs import launchers, placement, preflight, stores
 from lightning_runs.checkpoints import BestCheckpoint, RandomState, RunCheckpoint
 from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
-from lightning_runs.errors import UsageError
-from lightning_runs.faults import CheckpointOnSignal, GradientCheck
+from lightning_runs.errors import Terminated, UsageError
+from lightning_runs.faults import (
+    CheckpointOnSignal,
+    GradientCheck,
+    sigterm_held,
+    terminated_line,
+    terminated_outside_training,
+)
 from lightning_runs.figures import Figures, Histograms
 from lightning_runs.monitors import LossMonitor, SampleRateMonitor
 from lightning_runs.parser import ProjectParser, own_defaults
@@ -98,7 +104,8 @@ class RunsCLI(LightningCLI):
         # `usage: python -m my_exp fit ...` rather than `__main__.py`; the subcommands' usage lines follow the main one.
         kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", tools_help())
         kwargs["parser_kwargs"].setdefault("prog", program())
-        with library_noise_silenced():
+        self._testing_best = None  # the best checkpoint while --test_best tests it
+        with library_noise_silenced(), terminated_outside_training():
             try:
                 super().__init__(
                     model_class,
@@ -111,6 +118,11 @@ class RunsCLI(LightningCLI):
                     args=args,
                     **kwargs,
                 )
+            except Terminated:  # said with what it stopped: the subcommand is known by now, if it got that far
+                trainer = getattr(self, "trainer", None)
+                raise Terminated(
+                    terminated_line(getattr(self, "subcommand", None), trainer, self._testing_best)
+                ) from None
             finally:  # LightningCLI runs the subcommand inside __init__: it ends here, however it ends
                 placement.release_run_folder(self._claimed)
 
@@ -170,7 +182,8 @@ class RunsCLI(LightningCLI):
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand]
         stores.open_before_run(config)  # a store that cannot open is said before any run folder exists
-        self._claimed = placement.claim_run_folder(self.subcommand, config)
+        with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
+            self._claimed = placement.claim_run_folder(self.subcommand, config)
         filename = placement.config_filename(self.subcommand, config)
         if filename is not None:
             self.save_config_kwargs["config_filename"] = filename
@@ -198,5 +211,7 @@ class RunsCLI(LightningCLI):
         best = self.trainer.checkpoint_callback
         tested = bool(self.config.fit.test_best and best is not None and best.best_model_path)
         if tested:
+            self._testing_best = best.best_model_path
             self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best.best_model_path)
+            self._testing_best = None
         report_fit(self.trainer, tested)  # last, so that it is what the terminal ends with

@@ -38,6 +38,12 @@ class Stopped(Exception):
         return 128 + self.signum  # what shells report for a process ended by that signal: 143, 130
 
 
+class Terminated(BaseException):
+    """SIGTERM outside the training loop (parsing, setting up, validate, test, predict): raised wherever the program
+    is, as Ctrl-C raises KeyboardInterrupt, and like it not an Exception, so that no `except Exception` on the way
+    takes it for an error of its own. The message says what was saved. Exit 143."""
+
+
 def main(command: Callable[[], T]) -> T:
     """Run `command`; on failure exit as a scheduler or a shell script expects: 1 failed, 2 bad input, 130/143."""
     try:
@@ -51,6 +57,8 @@ def main(command: Callable[[], T]) -> T:
         _exit(f"error: {error}", 1)
     except Stopped as error:
         _exit(str(error), error.exit_code)
+    except Terminated as error:
+        _exit(str(error) or "stopped by SIGTERM", 128 + signal.SIGTERM)
     except KeyboardInterrupt:  # Ctrl-C outside training (parsing, test, predict): nothing to save
         _exit("stopped by Ctrl-C", 128 + signal.SIGINT)
     except SystemExit as exit:  # Lightning ends a Ctrl-C it caught itself with sys.exit(1)

@@ -87,6 +87,24 @@ def epochs_processed(checkpoint: dict) -> int:
     return progress.get("current", {}).get("processed", 0)
 
 
+def steps_between_saves(callback) -> int:
+    """A ModelCheckpoint's `every_n_train_steps` (0: it saves on no step interval). Kept only as the private
+    `_every_n_train_steps`, with no public reader. Lightning 2.6.6."""
+    return callback._every_n_train_steps
+
+
+def save_now(callback, trainer) -> None:
+    """Has a ModelCheckpoint save as its own triggers do (its file, its state, its `save_last` copy), unless it
+    already saved at this step or the run saves nothing (sanity check, fast_dev_run, not fitting). Lightning's
+    triggers are fixed at `__init__` (steps, epochs and time mutually exclusive) and the methods they call are private
+    (`_should_skip_saving_checkpoint`, `_monitor_candidates`, `_save_topk_checkpoint`, `_save_last_checkpoint`).
+    Lightning 2.6.6."""
+    if not callback._should_skip_saving_checkpoint(trainer):
+        candidates = callback._monitor_candidates(trainer)
+        callback._save_topk_checkpoint(trainer, candidates)
+        callback._save_last_checkpoint(trainer, candidates)
+
+
 def signal_launched_ranks(launcher, signum: signal.Signals) -> None:
     """Sends `signum` to the ranks Lightning's own launcher started (they do not see a signal sent to this process).
     `trainer.strategy.launcher` is public, but its type and `kill` are the private `_Launcher`'s; Lightning's own

@@ -25,7 +25,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.data import extract_batch_size
 
 from lightning_runs import contract, provenance
-from lightning_runs.errors import Stopped
+from lightning_runs.errors import Stopped, Terminated
 from lightning_runs.naming import data_label
 from lightning_runs.parameters import log_parameters
 from lightning_runs.pictures import picture_writers
@@ -108,9 +108,10 @@ class RunSummary(Callback):
             _log_scores(trainer, {hparams_tag(test): trainer.callback_metrics[test]})
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
-        # Stopped: SIGTERM or Ctrl-C after a checkpoint (faults.py); KeyboardInterrupt: a second Ctrl-C.
-        status = "interrupted" if isinstance(exception, KeyboardInterrupt | SystemExit | Stopped) else "failed"
-        message = str(exception) or {KeyboardInterrupt: "Ctrl+C"}.get(type(exception), "")
+        # Stopped: SIGTERM or Ctrl-C after a checkpoint (faults.py); Terminated: SIGTERM outside training; Ctrl-C.
+        stop = isinstance(exception, KeyboardInterrupt | SystemExit | Stopped | Terminated)
+        status = "interrupted" if stop else "failed"
+        message = str(exception) or {KeyboardInterrupt: "Ctrl+C", Terminated: "SIGTERM"}.get(type(exception), "")
         error = {"type": type(exception).__name__, "message": message}
         try:
             if trainer.state.fn == "fit":

@@ -12,7 +12,8 @@ import pytest
 import torch
 from jsonargparse import ArgumentParser, Namespace
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
-from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
+from lightning.pytorch.demos.boring_classes import BoringModel
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.loggers.mlflow import _MLFLOW_AVAILABLE
@@ -27,10 +28,12 @@ from lightning_runs.private import (
     early_stopping_states,
     epochs_processed,
     option_strings,
+    save_now,
     saved_arguments,
     saved_class_path,
     saved_monitors,
     signal_launched_ranks,
+    steps_between_saves,
     tensorboard_file_writer,
 )
 from tiny_tasks import TinyDataModule, cli_main
@@ -71,6 +74,22 @@ def test_early_stopping_files_its_state_under_its_class_name(saved):
 def test_the_fit_loop_counts_the_epochs_a_run_finished(saved):
     assert epochs_processed(saved) == 2
     assert saved["epoch"] == 1, "the index of the epoch it was saved in, which does not tell a finished one"
+
+
+def test_a_model_checkpoint_names_its_step_interval_and_saves_when_told_once_a_step(tmp_path):
+    checkpoint = ModelCheckpoint(dirpath=tmp_path, filename="kept", every_n_train_steps=100)
+    assert steps_between_saves(checkpoint) == 100 and steps_between_saves(ModelCheckpoint()) == 0
+
+    class SaveAtTheEnd(Callback):
+        def on_train_end(self, trainer, pl_module) -> None:
+            for _ in range(2):  # the second: already saved at this step, nothing more
+                save_now(checkpoint, trainer)
+
+    quiet = {"logger": False, "enable_progress_bar": False, "enable_model_summary": False}
+    trainer = L.Trainer(max_steps=3, limit_val_batches=0, callbacks=[checkpoint, SaveAtTheEnd()], **quiet)
+    trainer.fit(BoringModel())
+    assert [p.name for p in tmp_path.iterdir()] == ["kept.ckpt"] and checkpoint.best_model_path.endswith("kept.ckpt")
+    assert torch.load(tmp_path / "kept.ckpt", weights_only=True)["global_step"] == 3
 
 
 def test_lightnings_launcher_passes_a_signal_on_to_the_ranks_it_started():

@@ -6,6 +6,7 @@ import functools
 import hashlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -111,14 +112,31 @@ def load(path: Path) -> dict:
 
 class SignalAt(Callback):
     """A test helper: sends this process a signal (SIGTERM by default) as the given global step begins, as a
-    scheduler would."""
+    scheduler would; with `phase` validation, test or predict, as that phase's first batch begins at that global step
+    (None: at any; the sanity check does not count). A SIGKILL first waits for the background checkpoint writer
+    (~20 ms a file): what is on disk is then everything saved before this point, the hardest case to resume."""
 
-    def __init__(self, step: int, signum: int = 15) -> None:
-        self.step, self.signum = step, signum
+    def __init__(self, step: int | None, signum: int = 15, phase: str = "train") -> None:
+        self.step, self.signum, self.phase = step, signum, phase
+
+    def _at(self, trainer, phase: str, batch_idx: int) -> None:
+        first = phase == "train" or batch_idx == 0
+        if phase == self.phase and first and not trainer.sanity_checking and self.step in (None, trainer.global_step):
+            if self.signum == signal.SIGKILL:
+                time.sleep(0.3)
+            os.kill(os.getpid(), self.signum)
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        if trainer.global_step == self.step:
-            os.kill(os.getpid(), self.signum)
+        self._at(trainer, "train", batch_idx)
+
+    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        self._at(trainer, "validation", batch_idx)
+
+    def on_test_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        self._at(trainer, "test", batch_idx)
+
+    def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        self._at(trainer, "predict", batch_idx)
 
 
 class NaNAfter(DigitsCNN):

@@ -28,7 +28,7 @@ from optuna_integration import PyTorchLightningPruningCallback
 
 from lightning_runs import errors
 from lightning_runs.console import program
-from lightning_runs.errors import Diverged, Failed, Stopped, UsageError
+from lightning_runs.errors import Diverged, Failed, Stopped, Terminated, UsageError
 from lightning_runs.naming import is_component
 from lightning_runs.runs import run_folder
 from lightning_runs.tools import function_cli
@@ -124,7 +124,7 @@ def sweep(
         pruning = PyTorchLightningPruningCallback(trial, monitor=metric)  # trial.report after every validation
         try:
             cli_main(command, callbacks=[pruning, RecordRun(trial)])
-        except (Stopped, KeyboardInterrupt) as stop:  # SIGTERM or Ctrl-C: the user stops the sweep, not the trial
+        except (Stopped, Terminated, KeyboardInterrupt) as stop:  # SIGTERM or Ctrl-C: the user stops the sweep
             trial.set_user_attr("interrupted", True)
             raise KeyboardInterrupt from stop  # Optuna records the trial as failed, then the sweep stops
         except SystemExit as exit:  # Lightning ends a Ctrl-C it caught itself with sys.exit(1)
