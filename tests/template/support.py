@@ -89,7 +89,8 @@ def ddp_environment(**extra: str) -> dict[str, str]:
         if not k.startswith(("SLURM_", "TORCHELASTIC_")) and k not in LAUNCHER_VARIABLES
     }
     # One thread per process: the ranks share the cores (torchrun sets this too).
-    paths = os.pathsep.join(map(str, [ROOT, ROOT / "tests", ROOT / "tests/template"]))  # helpers, support
+    # The library beside the project first: a checkout's own lightning_runs, not the one installed from another.
+    paths = os.pathsep.join(map(str, [ROOT, ROOT / "lightning-runs", ROOT / "tests", ROOT / "tests/template"]))
     return {**clean, "PYTHONPATH": paths, "OMP_NUM_THREADS": "1", **extra}
 
 
