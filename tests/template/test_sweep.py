@@ -238,3 +238,34 @@ def test_a_sweep_scores_trials_as_their_best_checkpoint_is_chosen_unless_told():
         "val/loss",
         "min",
     )
+
+
+# Stands in for srun in a one-task step: records the command it was given, then runs it with a task's variables.
+FAKE_SRUN = """#!/bin/bash
+echo "$@" >> srun.log
+SLURM_PROCID=0 SLURM_LOCALID=0 SLURM_NODEID=0 exec "$@"
+"""
+ON_CPU = ["--trainer.accelerator=cpu", "--trainer.precision=32", "--trainer.sync_batchnorm=false"]  # for gpu.yaml
+
+
+@pytest.mark.slow
+def test_the_slurm_array_script_starts_a_worker_whose_trials_are_srun_steps():
+    Path("bin").mkdir()
+    Path("bin/srun").write_text(FAKE_SRUN)
+    Path("bin/srun").chmod(0o755)
+    for name in ("configs", "sweeps"):  # the script is submitted from the repository root
+        Path(name).symlink_to(ROOT / name)
+    task = {
+        "SLURM_JOB_ID": "4242", "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_NAME": "digits-sweep", "SLURM_NTASKS": "1",
+        "SLURM_NTASKS_PER_NODE": "1", "SLURM_NNODES": "1", "SLURM_JOB_NUM_NODES": "1", "SLURM_NODELIST": "127.0.0.1",
+        "SLURM_CPUS_PER_TASK": "1",
+    }  # fmt: skip
+    task["PATH"] = f"{Path('bin').resolve()}:{Path(sys.executable).parent}:{os.environ['PATH']}"
+    args = ["--args", json.dumps([*ON_CPU, "--trainer.max_epochs=1", "--trainer.limit_train_batches=2", *QUIET])]
+    script = ["bash", str(ROOT / "scripts/sweep-array.sh"), "--n_trials=1", *args]
+    result = subprocess.run(script, capture_output=True, text=True, timeout=600, env=ddp_environment(**task))
+    assert result.returncode == 0, result.stderr[-3000:]
+    (trial,) = open_study("digits").trials
+    assert trial.state == TrialState.COMPLETE
+    (step,) = Path("srun.log").read_text().splitlines()
+    assert " -m project fit --config=configs/digits.yaml --config=configs/gpu.yaml " in step
