@@ -125,6 +125,8 @@ def sweep(
 
     def objective(trial: optuna.Trial) -> float:
         mine.append(trial.number)
+        if trial.user_attrs.get("pruned_at_epoch") is not None:  # a retried trial inherits the user attributes
+            trial.set_user_attr("pruned_at_epoch", None)
         # Seeded by the trial's number, unique in the study: workers that start together sample different values,
         # and one worker's study is the same on every re-run.
         optuna_study.sampler = optuna.samplers.TPESampler(seed=seed + trial.number)
@@ -153,7 +155,7 @@ def sweep(
             return math.nan  # Optuna records a NaN score as failed, without a traceback of its own
         # What the fit reported, read back from the storage (this worker's cache holds only finished trials).
         reported = next(t for t in optuna_study.get_trials(deepcopy=False) if t.number == trial.number)
-        if "pruned_at_epoch" in reported.user_attrs:
+        if reported.user_attrs.get("pruned_at_epoch") is not None:
             raise optuna.TrialPruned(f"pruned after epoch {reported.user_attrs['pruned_at_epoch']}")
         values = reported.intermediate_values.values()
         if not values:
