@@ -46,7 +46,7 @@ def work(study: optuna.Study, objective: Callable, n_trials: int, attempts: int,
             return
         if done + running >= n_trials:
             if not said_waiting:
-                print(f"Waiting for {running} trials of other workers, which would finish the study", flush=True)
+                print(f"Waiting: the {running} running trial(s) of other workers would finish the study", flush=True)
                 said_waiting = True
             time.sleep(wait)
             continue
