@@ -63,7 +63,9 @@ def open_study(url, name, direction, pruner, save_dir, heartbeat_interval, grace
         fcntl.flock(folder, fcntl.LOCK_EX)
         for attempt in range(OPEN_ATTEMPTS):
             try:
-                storage = open_storage(url, **_heartbeat(heartbeat_interval, grace_period))
+                with warnings.catch_warnings():  # Optuna calls the heartbeat experimental: nothing a user can act on
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                    storage = open_storage(url, **_heartbeat(heartbeat_interval, grace_period))
                 return optuna.create_study(
                     storage=storage, study_name=name, direction=direction, pruner=pruner, load_if_exists=True
                 )
