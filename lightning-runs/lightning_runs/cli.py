@@ -36,6 +36,7 @@ from lightning_runs.recipes import keys_in_configs
 from lightning_runs.report import report_fit
 from lightning_runs.resume import TrainingLength, keys_given, with_checkpoint_data
 from lightning_runs.summary import RunSummary
+from lightning_runs.trial import callbacks_from_environment
 
 TRAINER_DEFAULTS = {
     # Checkpoints written next to their target, fsynced and renamed (a kill never leaves a torn file), in a
@@ -99,8 +100,9 @@ class RunsCLI(LightningCLI):
         self._claimed = None  # the run folder, once before_instantiate_classes claims it
         set_program(model_class)  # for a cli_main called without lightning_runs.main (a test, a notebook)
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
-        # The callbacks are appended to those of the config.
-        defaults = {**TRAINER_DEFAULTS, **(trainer_defaults or {}), "callbacks": list(callbacks)}
+        # The callbacks are appended to those of the config; a sweep's trial adds the one that reports to its study.
+        added = [*callbacks, *callbacks_from_environment()]
+        defaults = {**TRAINER_DEFAULTS, **(trainer_defaults or {}), "callbacks": added}
         # `usage: python -m my_exp fit ...` rather than `__main__.py`; the subcommands' usage lines follow the main one.
         kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", tools_help())
         kwargs["parser_kwargs"].setdefault("prog", program())

@@ -1,19 +1,23 @@
-"""`python -m project sweep`: trials as normal runs, a resumable study in runs/, failures and pruning recorded."""
+"""`python -m project sweep`: trials as normal runs, each its own process, a resumable study in runs/ that many
+workers share, failures, killed workers and pruning recorded."""
 
+import itertools
 import json
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import optuna
 import pytest
 import yaml
-from lightning.pytorch.callbacks import Callback
 from optuna.trial import TrialState
 
 import lightning_runs.tools.sweep
 from lightning_runs.tools.sweep import main
 from project.cli import cli_main
-from support import DEFAULT, QUIET, ROOT, load, working_directory
+from support import DEFAULT, QUIET, ROOT, ddp_environment, load, wait_for, working_directory
 
 SWEEPS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "sweeps").glob("*.yaml"))
 # The shipped space, with tiny trials: 2 epochs of 5 batches, and pruning from the second trial on.
@@ -22,6 +26,16 @@ TINY = [
     "--args", json.dumps(["--trainer.max_epochs=2", "--trainer.limit_train_batches=5", *QUIET]),
     "--pruning_startup_trials=1", "--pruning_warmup_epochs=0",
 ]  # fmt: skip
+
+
+@pytest.fixture(scope="module", autouse=True)
+def trials_see_this_checkout():
+    """Each trial is a `python -m project fit` process: it imports this checkout and the tests' class paths
+    (`support.NaNAfter`), one thread each, as the workers started below as processes do."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("PYTHONPATH", "OMP_NUM_THREADS"):
+            patch.setenv(name, ddp_environment()[name])
+        yield
 
 
 def sweep(*args: str) -> optuna.Study:
@@ -105,7 +119,7 @@ NO_PRUNING = ["--pruning_startup_trials=5"]
 
 
 @pytest.mark.slow
-def test_a_diverging_trial_fails_alone_instead_of_stopping_the_sweep(capsys):
+def test_a_diverging_trial_fails_alone_instead_of_stopping_the_sweep(capfd):
     # The network turns its outputs to NaN at step 2: the run stops with exit code 1, the code Ctrl-C also gets.
     space = {"model.lr": {"low": 0.01, "high": 0.1}}
     args = ["--trainer.max_epochs=1", "--model.network=support.NaNAfter", "--model.network.step=2", *QUIET]
@@ -116,30 +130,46 @@ def test_a_diverging_trial_fails_alone_instead_of_stopping_the_sweep(capsys):
     study = open_study("diverging")
     assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
     assert not any(t.user_attrs.get("interrupted") for t in study.trials)
-    assert capsys.readouterr().err.count("step 2: the loss or its gradients are NaN/Inf") == 2
+    assert capfd.readouterr().err.count("step 2: the loss or its gradients are NaN/Inf") == 2  # the trials' own
 
 
-class CtrlC(Callback):
-    def on_train_batch_end(self, *args) -> None:
-        raise KeyboardInterrupt
+def start_worker(*args: str) -> subprocess.Popen:
+    """`python -m project sweep --config sweeps/digits.yaml <args>` with tiny trials, as a process of its own."""
+    command = [sys.executable, "-m", "project", "sweep", "--config", str(ROOT / "sweeps/digits.yaml"), *TINY, *args]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ddp_environment())
+
+
+def trial_processes(worker: int) -> list[int]:
+    """The processes a worker started (its running trial's `python -m project fit`)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()  # after the command name, which may hold spaces
+        except OSError:  # ended meanwhile
+            continue
+        if int(fields[1]) == worker:  # the parent's pid
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"  # ended, not yet reaped
+    except OSError:
+        return True
 
 
 @pytest.mark.slow
 def test_an_interrupted_sweep_continues_when_the_same_command_runs_again():
-    calls = []
-
-    def press_ctrl_c_in_the_second_trial(command, callbacks=()):
-        if "--print_config" not in command:  # the sweep reads the trials' metric that way first
-            calls.append(command)
-        return cli_main(command, callbacks=[*callbacks, *([CtrlC()] if len(calls) == 2 else [])])
-
-    handler = signal.getsignal(signal.SIGINT)
-    try:
-        with pytest.raises(SystemExit) as exit:
-            sweep_with(press_ctrl_c_in_the_second_trial, "--study=resumable", "--n_trials=2", *NO_PRUNING)
-    finally:
-        signal.signal(signal.SIGINT, handler)  # Lightning ignores further Ctrl-C once it has handled one
-    assert exit.value.code == 130
+    worker = start_worker("--study=resumable", "--n_trials=2", *NO_PRUNING)
+    wait_for(lambda: Path("runs/sweeps/resumable/version_1/checkpoints/last.ckpt").exists(), what="the second trial")
+    trial = trial_processes(worker.pid)
+    worker.send_signal(signal.SIGINT)  # Ctrl-C: the worker passes it on to the trial it runs
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 130, err[-3000:]
+    assert err.strip().splitlines()[-1] == "Interrupted: run the same command again to continue the study."
+    assert "stopped by Ctrl-C at step" in err, "the trial saved its last checkpoint and said so"
+    assert all(gone(pid) for pid in trial)
     states = [t.state for t in open_study("resumable").trials]
     assert states == [TrialState.COMPLETE, TrialState.FAIL]
 
@@ -152,6 +182,54 @@ def test_an_interrupted_sweep_continues_when_the_same_command_runs_again():
     assert len(list(Path("runs/sweeps/resumable").iterdir())) == 3
 
 
+def finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    return study.get_trials(states=(TrialState.COMPLETE, TrialState.PRUNED))
+
+
+@pytest.mark.slow
+def test_two_workers_on_one_study_run_distinct_trials_in_parallel_until_it_holds_n_trials():
+    workers = [start_worker("--study=shared", "--n_trials=4", *NO_PRUNING) for _ in range(2)]
+    outputs = [worker.communicate(timeout=600) for worker in workers]
+    for worker, (_, err) in zip(workers, outputs, strict=True):
+        assert worker.returncode == 0, err[-3000:]
+    study = open_study("shared")
+    assert len(finished(study)) == len(study.trials) == 4, "all finished, none beyond n_trials"
+    assert len({json.dumps(t.params, sort_keys=True) for t in study.trials}) == 4, "no values tried twice"
+    assert len({t.user_attrs["run"] for t in study.trials}) == 4, "a run folder each"
+    ran = [
+        {int(line.split()[1].rstrip(":")) for line in out.splitlines() if line.startswith("Trial ")}
+        for out, _ in outputs
+    ]
+    assert ran[0] and ran[1] and not ran[0] & ran[1], f"each worker took trials of its own: {ran}"
+    spans = sorted((t.datetime_start, t.datetime_complete) for t in study.trials)
+    assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans)), "two trials ran at once"
+
+
+@pytest.mark.slow
+def test_a_worker_killed_with_minus_9_takes_its_trial_along_and_another_worker_retries_its_values():
+    heartbeat = ["--heartbeat_interval=1", "--grace_period=3"]  # a dead worker is noticed 3 s on, not 30
+    # The first worker's trials are long, so that it dies in the middle of one; the second's are tiny.
+    long = ["--args", json.dumps(["--trainer.max_epochs=50", "--trainer.limit_train_batches=5", *QUIET])]
+    first = start_worker("--study=killed", "--n_trials=3", *NO_PRUNING, *heartbeat, *long)
+    wait_for(lambda: Path("runs/sweeps/killed/version_0/checkpoints/last.ckpt").exists(), what="the first epoch")
+    trial = trial_processes(first.pid)
+    second = start_worker("--study=killed", "--n_trials=3", *NO_PRUNING, *heartbeat)
+    os.kill(first.pid, signal.SIGKILL)
+    first.communicate(timeout=60)
+    wait_for(lambda: all(gone(pid) for pid in trial), timeout=60, what="the killed worker's trial to end")
+    _, err = second.communicate(timeout=600)
+    assert second.returncode == 0, err[-3000:]
+
+    study = open_study("killed")
+    killed = study.trials[0]
+    assert killed.state == TrialState.FAIL, "not RUNNING forever"
+    retried = [t for t in study.trials if optuna.storages.RetryHeartbeatStaleTrialCallback.retried_trial_number(t) == 0]
+    assert len(retried) == 1 and retried[0].params == killed.params and retried[0].state == TrialState.COMPLETE
+    assert len(finished(study)) == 3 and len(study.trials) == 4
+    summary = json.loads((Path(killed.user_attrs["run"]) / "summary.json").read_text())
+    assert summary["status"] == "interrupted", "SIGTERM from its dying worker: it saved last.ckpt and stopped"
+
+
 def test_a_sweep_scores_trials_as_their_best_checkpoint_is_chosen_unless_told():
     assert lightning_runs.tools.sweep._monitored(cli_main, (DEFAULT,), ()) == ("val/acc", "max"), "the shipped recipe's"
     assert lightning_runs.tools.sweep._monitored(
@@ -160,3 +238,34 @@ def test_a_sweep_scores_trials_as_their_best_checkpoint_is_chosen_unless_told():
         "val/loss",
         "min",
     )
+
+
+# Stands in for srun in a one-task step: records the command it was given, then runs it with a task's variables.
+FAKE_SRUN = """#!/bin/bash
+echo "$@" >> srun.log
+SLURM_PROCID=0 SLURM_LOCALID=0 SLURM_NODEID=0 exec "$@"
+"""
+ON_CPU = ["--trainer.accelerator=cpu", "--trainer.precision=32", "--trainer.sync_batchnorm=false"]  # for gpu.yaml
+
+
+@pytest.mark.slow
+def test_the_slurm_array_script_starts_a_worker_whose_trials_are_srun_steps():
+    Path("bin").mkdir()
+    Path("bin/srun").write_text(FAKE_SRUN)
+    Path("bin/srun").chmod(0o755)
+    for name in ("configs", "sweeps"):  # the script is submitted from the repository root
+        Path(name).symlink_to(ROOT / name)
+    task = {
+        "SLURM_JOB_ID": "4242", "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_NAME": "digits-sweep", "SLURM_NTASKS": "1",
+        "SLURM_NTASKS_PER_NODE": "1", "SLURM_NNODES": "1", "SLURM_JOB_NUM_NODES": "1", "SLURM_NODELIST": "127.0.0.1",
+        "SLURM_CPUS_PER_TASK": "1",
+    }  # fmt: skip
+    task["PATH"] = f"{Path('bin').resolve()}:{Path(sys.executable).parent}:{os.environ['PATH']}"
+    args = ["--args", json.dumps([*ON_CPU, "--trainer.max_epochs=1", "--trainer.limit_train_batches=2", *QUIET])]
+    script = ["bash", str(ROOT / "scripts/sweep-array.sh"), "--n_trials=1", *args]
+    result = subprocess.run(script, capture_output=True, text=True, timeout=600, env=ddp_environment(**task))
+    assert result.returncode == 0, result.stderr[-3000:]
+    (trial,) = open_study("digits").trials
+    assert trial.state == TrialState.COMPLETE
+    (step,) = Path("srun.log").read_text().splitlines()
+    assert " -m project fit --config=configs/digits.yaml --config=configs/gpu.yaml " in step

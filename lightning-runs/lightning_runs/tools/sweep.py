@@ -1,17 +1,23 @@
 """`python -m <package> sweep --config sweeps/<study>.yaml`: an Optuna search over ranges declared in a YAML file.
 
-Each trial is an ordinary `python -m <package> fit` run, in runs/sweeps/<study>/version_N, with the sampled values
-as command-line overrides. The study is a SQLite file, runs/sweeps/<study>.db, so running the same command again
-continues it, retrying failed trials. TPE samples; trials whose validation metric trails the median of earlier
-trials are pruned. A sweep whose every trial failed exits 1. Unless told otherwise, a trial is scored as its best
-checkpoint is chosen: on the metric `--checkpoint.monitor` names, in its `--checkpoint.mode`, as the trials' configs
-set them.
+Each trial is an ordinary `python -m <package> fit` run, a process of its own (behind `--launcher`, if given, so a
+trial may use several devices as `fit` does), in runs/sweeps/<study>/version_N, with the sampled values as command-line
+overrides. The study lives in Optuna's storage: by default a SQLite file, runs/sweeps/<study>.db, or any SQLAlchemy URL
+(`--storage postgresql://...`). Running the same command again, or N times at once on one machine or many, works on
+the same study: each worker takes the next trial from the storage, a trial whose worker died is failed and retried
+with its values, and the workers stop together once the study holds `n_trials` finished trials. TPE samples; trials
+whose validation metric trails the median of earlier trials are pruned. A worker whose every trial failed exits 1.
+Unless told otherwise, a trial is scored as its best checkpoint is chosen: on the metric `--checkpoint.monitor`
+names, in its `--checkpoint.mode`, as the trials' configs set them.
 """
 
 import contextlib
 import io
+import json
 import math
+import os
 import shlex
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,18 +25,15 @@ from pathlib import Path
 from typing import Literal
 
 import optuna
-import sqlalchemy.exc
 import yaml
 from jsonargparse.typing import NonNegativeInt, PositiveInt
-from lightning.pytorch.callbacks import Callback
 from optuna.trial import TrialState
-from optuna_integration import PyTorchLightningPruningCallback
 
-from lightning_runs import errors
+from lightning_runs import errors, study_storage
+from lightning_runs import trial as trials
 from lightning_runs.console import program
-from lightning_runs.errors import Diverged, Failed, Stopped, Terminated, UsageError
+from lightning_runs.errors import Failed, Stopped, UsageError
 from lightning_runs.naming import is_component
-from lightning_runs.runs import run_folder
 from lightning_runs.tools import function_cli
 
 
@@ -50,16 +53,6 @@ class Choice:
     choices: list[str | int | float | bool]
 
 
-class RecordRun(Callback):
-    """Stores the trial's run folder in the study, so that every trial, pruned or failed too, can be looked up."""
-
-    def __init__(self, trial: optuna.Trial) -> None:
-        self.trial = trial
-
-    def on_fit_start(self, trainer, pl_module) -> None:
-        self.trial.set_user_attr("run", str(run_folder(trainer) or trainer.default_root_dir))
-
-
 def sweep(
     cli_main: Callable,
     study: str,
@@ -73,11 +66,16 @@ def sweep(
     pruning_warmup_epochs: NonNegativeInt = 3,
     seed: int = 0,
     save_dir: str = "runs/sweeps",
+    storage: str | None = None,
+    launcher: tuple[str, ...] = (),
+    threads: PositiveInt | None = None,
+    heartbeat_interval: PositiveInt = 10,
+    grace_period: PositiveInt = 30,
 ) -> optuna.Study:
     """Run trials until the study holds `n_trials` finished ones (complete or pruned; failed ones are retried).
 
     Args:
-        cli_main: the project's CLI, `cli_main(args, callbacks)`, which runs each trial
+        cli_main: the project's CLI, `cli_main(args, callbacks)`; each trial runs it as `python -m <its package> fit`
         study: the study's name, which is also its file and its runs' folder name
         space: option of `python -m <package> fit` (such as `model.lr`) -> the values to sample it from
         n_trials: finished trials the study should hold; a failed trial, or one cut short by Ctrl-C, does not count
@@ -88,62 +86,96 @@ def sweep(
         direction: whether a higher or a lower `metric` is better (by default the best checkpoint's mode)
         pruning_startup_trials: trials that always run to the end, to learn what a median epoch looks like
         pruning_warmup_epochs: epochs of every trial that are never pruned
-        seed: the sampler's seed (offset by the trials already run, so a resumed study samples new values)
+        seed: the sampler's seed, offset by each trial's number (workers sharing a study sample different values)
         save_dir: the folder of studies: <save_dir>/<study>.db and the trials' runs in <save_dir>/<study>/
+        storage: the study's storage as an SQLAlchemy URL, such as postgresql://user:password@host/db for workers on
+            many machines (default: the SQLite file <save_dir>/<study>.db, for workers on one machine)
+        launcher: the command each trial's `python -m <package> fit ...` is started behind, such as
+            [torchrun, --standalone, --nproc_per_node=2, --no-python] (default: none, one process)
+        threads: OMP_NUM_THREADS of each trial, so that workers sharing a machine do not oversubscribe its cores
+            (default: this worker's environment's)
+        heartbeat_interval: seconds between a worker's signs of life for its running trial
+        grace_period: seconds without one after which another worker fails that trial and retries its values
     """
     if not is_component(study):  # it names a file and a folder in save_dir: never a path that leads out of it
         raise UsageError(f"--study {study!r}: must be one file name (no '/', not '..' or empty)")
+    if grace_period <= heartbeat_interval:
+        raise UsageError(
+            f"--grace_period {grace_period}: must be longer than --heartbeat_interval {heartbeat_interval}"
+        )
     if metric is None or direction is None:
         monitor, mode = _monitored(cli_main, configs, args)
         metric = metric or monitor
         direction = direction or ("maximize" if mode == "max" else "minimize")
     Path(save_dir).mkdir(parents=True, exist_ok=True)
     database = Path(save_dir, f"{study}.db")
-    storage = f"sqlite:///{database.resolve()}"
-    pruner = optuna.pruners.MedianPruner(pruning_startup_trials, pruning_warmup_epochs)
-    try:
-        optuna_study = optuna.create_study(
-            storage=storage, study_name=study, direction=direction, pruner=pruner, load_if_exists=True
-        )
-    except (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError) as error:
-        reason = str(error.orig if getattr(error, "orig", None) else error).splitlines()[0]
-        raise UsageError(
-            f"{database}: not a readable study database ({reason}); move it away to start afresh"
-        ) from None
-    optuna_study.sampler = optuna.samplers.TPESampler(seed=seed + len(optuna_study.trials))
-    remaining = n_trials - _finished(optuna_study)
-    print(f"Study {study!r} in {storage}: {n_trials - remaining} of {n_trials} trials finished", flush=True)
+    url = storage or f"sqlite:///{database.resolve()}"
+    pruning = {"n_startup_trials": pruning_startup_trials, "n_warmup_steps": pruning_warmup_epochs}
+    pruner = optuna.pruners.MedianPruner(**pruning)  # decides in the trials' processes (trial.py), rebuilt there
+    optuna_study = study_storage.open_study(
+        url, study, direction, pruner, save_dir, heartbeat_interval, grace_period, where=storage or database
+    )
+    remaining = n_trials - study_storage.finished(optuna_study)
+    print(f"Study {study!r} in {url}: {n_trials - remaining} of {n_trials} trials finished", flush=True)
+    package = cli_main.__module__.partition(".")[0]
+    # `python -m <package>`, as the user starts it; a project run as a script (`python train.py`) is started that way.
+    python = [sys.executable, "-m", package] if package != "__main__" else [sys.executable, sys.argv[0]]
+    stopped: list[int] = []  # the signal that stopped a trial, which then stops this worker
+    mine: list[int] = []  # the numbers of the trials this worker ran
 
     def objective(trial: optuna.Trial) -> float:
+        mine.append(trial.number)
+        if trial.user_attrs.get("pruned_at_epoch") is not None:  # a retried trial inherits the user attributes
+            trial.set_user_attr("pruned_at_epoch", None)
+        # Seeded by the trial's number, unique in the study: workers that start together sample different values,
+        # and one worker's study is the same on every re-run.
+        optuna_study.sampler = optuna.samplers.TPESampler(seed=seed + trial.number)
         overrides = [f"--{key}={_suggest(trial, key, values)}" for key, values in space.items()]
         place = [f"--trainer.logger.init_args.save_dir={save_dir}", f"--trainer.logger.init_args.name={study}"]
         # The same network every trial: its summary table once per trial is noise (args may turn it back on).
         command = ["fit", *(f"--config={config}" for config in configs), "--trainer.enable_model_summary=false"]
         command += [*args, *overrides, *place]
-        print(f"Trial {trial.number}: {program()} {shlex.join(command)}", flush=True)
-        pruning = PyTorchLightningPruningCallback(trial, monitor=metric)  # trial.report after every validation
-        try:
-            cli_main(command, callbacks=[pruning, RecordRun(trial)])
-        except (Stopped, Terminated, KeyboardInterrupt) as stop:  # SIGTERM or Ctrl-C: the user stops the sweep
+        print(f"Trial {trial.number}: {shlex.join([*launcher, *program().split(), *command])}", flush=True)
+        # The trial's id in the storage, which optuna.trial.Trial(study, id) takes; Optuna's own callbacks read it so.
+        reporting = {"storage": url, "study": study, "trial_id": trial._trial_id, "metric": metric}
+        reporting["pruner"] = pruning
+        env = {
+            **os.environ,
+            trials.VARIABLE: json.dumps(reporting),
+            **({"OMP_NUM_THREADS": str(threads)} if threads else {}),
+        }
+        code, received = trials.run_process([*launcher, *python, *command], env)
+        signum = received or trials.stop_signal(code)
+        if signum is not None:  # SIGTERM or Ctrl-C: the sweep is stopped, not the trial's values bad
             trial.set_user_attr("interrupted", True)
-            raise KeyboardInterrupt from stop  # Optuna records the trial as failed, then the sweep stops
-        except SystemExit as exit:  # Lightning ends a Ctrl-C it caught itself with sys.exit(1)
-            trial.set_user_attr("interrupted", True)
-            raise KeyboardInterrupt from exit
-        except (UsageError, Diverged) as error:  # this trial's values are bad: the trial fails, the sweep goes on
-            print(f"Trial {trial.number} failed: {error}", file=sys.stderr, flush=True)
-            return math.nan  # Optuna records a NaN score as failed, without re-printing the error as a traceback
-        # Trials are numbered 0, 1, 2, ... within a study: the number is the index.
-        values = optuna_study.get_trials(deepcopy=False)[trial.number].intermediate_values.values()
+            stopped.append(signum)
+            raise KeyboardInterrupt  # Optuna records the trial as failed, then the worker stops
+        if code != 0:  # a refused option (2), a divergence or an exception (1): the sweep goes on
+            print(f"Trial {trial.number} failed: its fit exited with {code} (its error is above)", file=sys.stderr)
+            return math.nan  # Optuna records a NaN score as failed, without a traceback of its own
+        # What the fit reported, read back from the storage (this worker's cache holds only finished trials).
+        reported = next(t for t in optuna_study.get_trials(deepcopy=False) if t.number == trial.number)
+        if reported.user_attrs.get("pruned_at_epoch") is not None:
+            raise optuna.TrialPruned(f"pruned after epoch {reported.user_attrs['pruned_at_epoch']}")
+        values = reported.intermediate_values.values()
         if not values:
             raise ValueError(f"{metric} was never logged; the sweep's metric must be one the model logs")
         return max(values) if direction == "maximize" else min(values)
 
-    ran_before = len(optuna_study.trials)
-    if remaining > 0:
-        optuna_study.optimize(objective, n_trials=remaining, catch=(Exception,))
+    def stop_between_trials(signum, frame) -> None:  # during a trial, trial.py passes the signal on instead
+        stopped.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop_between_trials)  # Ctrl-C raises KeyboardInterrupt by itself
+    try:
+        study_storage.work(optuna_study, objective, n_trials, attempts=remaining, wait=heartbeat_interval)
+    except KeyboardInterrupt:
+        signum = stopped[0] if stopped else signal.SIGINT
+        raise Stopped(signum, "Interrupted: run the same command again to continue the study.") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     _summarize(optuna_study)
-    ran = optuna_study.trials[ran_before:]
+    ran = [t for t in optuna_study.trials if t.number in mine]
     if ran and all(trial.state == TrialState.FAIL for trial in ran):
         raise Failed(
             f"all {len(ran)} trials failed (their errors are above); once the cause is fixed, the same command"
@@ -176,10 +208,6 @@ def _suggest(trial: optuna.Trial, name: str, values: Range | Choice):
     return trial.suggest_float(name, values.low, values.high, log=values.log)
 
 
-def _finished(study: optuna.Study) -> int:
-    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
-
-
 def _summarize(study: optuna.Study) -> None:
     for trial in study.trials:
         value = "" if trial.value is None or math.isnan(trial.value) else f"{trial.value:.4f}"
@@ -191,12 +219,4 @@ def _summarize(study: optuna.Study) -> None:
 
 
 def main(cli_main: Callable, args: list[str] | None = None) -> optuna.Study:
-    return errors.main(lambda: _sweep_command(cli_main, args))
-
-
-def _sweep_command(cli_main: Callable, args: list[str] | None) -> optuna.Study:
-    try:
-        return function_cli(sweep, args, cli_main=cli_main)
-    except KeyboardInterrupt:
-        print("Interrupted: run the same command again to continue the study.", file=sys.stderr)
-        sys.exit(130)
+    return errors.main(lambda: function_cli(sweep, args, cli_main=cli_main))
