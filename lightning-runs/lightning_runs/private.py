@@ -120,6 +120,13 @@ def tensorboard_file_writer(writer):
     return writer._get_file_writer()
 
 
+def trial_id(trial) -> int:
+    """An Optuna trial's id in its storage, which `optuna.trial.Trial(study, trial_id)` takes to rebuild the trial in
+    another process (a sweep's trial runs as its own fit). Optuna has no public accessor; its own callbacks
+    (RetryFailedTrialCallback, the integrations) read `_trial_id` so. Optuna 4.x."""
+    return trial._trial_id
+
+
 def option_strings(parser: argparse.ArgumentParser) -> list[str]:
     """Every option string the parser accepts (`--trainer.max_epochs`, ...), for the closest match to a misspelt one.
     argparse keeps them in `_option_string_actions` and has no public listing (jsonargparse reads its `_actions` too).

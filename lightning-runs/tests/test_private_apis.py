@@ -35,6 +35,7 @@ from lightning_runs.private import (
     signal_launched_ranks,
     steps_between_saves,
     tensorboard_file_writer,
+    trial_id,
 )
 from tiny_tasks import TinyDataModule, cli_main
 
@@ -198,6 +199,18 @@ def test_wandb_logger_opens_its_run_with_the_init_arguments_loggers_py_edits(tmp
     monkeypatch.setattr(wandb, "init", lambda **settings: opened.update(settings) or run)
     assert logger.experiment is run is logger._experiment
     assert opened["id"] == "stored-id" and opened["mode"] == "offline"
+
+
+def test_an_optuna_trial_is_rebuilt_in_another_process_from_its_storage_id(tmp_path):
+    optuna = pytest.importorskip("optuna")
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(storage=storage, study_name="s")
+    study.ask()
+    asked = study.ask()
+    again = optuna.trial.Trial(optuna.load_study(study_name="s", storage=storage), trial_id(asked))
+    again.report(0.5, step=1)
+    assert again.number == asked.number == 1
+    assert study.trials[1].intermediate_values == {1: 0.5}
 
 
 def test_runs_cli_overrides_only_public_lightningcli_hooks():

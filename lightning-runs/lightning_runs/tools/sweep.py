@@ -34,6 +34,7 @@ from lightning_runs import trial as trials
 from lightning_runs.console import program
 from lightning_runs.errors import Failed, Stopped, UsageError
 from lightning_runs.naming import is_component
+from lightning_runs.private import trial_id
 from lightning_runs.tools import function_cli
 
 
@@ -136,8 +137,7 @@ def sweep(
         command = ["fit", *(f"--config={config}" for config in configs), "--trainer.enable_model_summary=false"]
         command += [*args, *overrides, *place]
         print(f"Trial {trial.number}: {shlex.join([*launcher, *program().split(), *command])}", flush=True)
-        # The trial's id in the storage, which optuna.trial.Trial(study, id) takes; Optuna's own callbacks read it so.
-        reporting = {"storage": url, "study": study, "trial_id": trial._trial_id, "metric": metric}
+        reporting = {"storage": url, "study": study, "trial_id": trial_id(trial), "metric": metric}
         reporting["pruner"] = pruning
         env = {
             **os.environ,
