@@ -17,11 +17,13 @@ from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMon
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from lightning_runs import placement, preflight
+from lightning_runs.bounded import bounded_tensors, check_config_files
 from lightning_runs.checkpoints import BestCheckpoint, RandomState, RunCheckpoint
 from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
 from lightning_runs.errors import UsageError
 from lightning_runs.faults import CheckpointOnSignal, GradientCheck
 from lightning_runs.figures import Figures, Histograms
+from lightning_runs.monitored import MonitoredMetrics
 from lightning_runs.monitors import LossMonitor, SampleRateMonitor
 from lightning_runs.parser import ProjectParser, own_defaults
 from lightning_runs.predictions import PredictionWriter
@@ -92,11 +94,12 @@ class RunsCLI(LightningCLI):
         self._claimed = None  # the run folder, once before_instantiate_classes claims it
         set_program(model_class)  # for a cli_main called without lightning_runs.main (a test, a notebook)
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
-        # The callbacks are appended to those of the config.
-        defaults = {**TRAINER_DEFAULTS, **(trainer_defaults or {}), "callbacks": list(callbacks)}
+        # The callbacks are appended to those of the config; MonitoredMetrics checks the names the others watch.
+        defaults = {**TRAINER_DEFAULTS, **(trainer_defaults or {}), "callbacks": [MonitoredMetrics(), *callbacks]}
         # `usage: python -m my_exp fit ...` rather than `__main__.py`; the subcommands' usage lines follow the main one.
         kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", tools_help())
         kwargs["parser_kwargs"].setdefault("prog", program())
+        refused = False
         with library_noise_silenced():
             try:
                 super().__init__(
@@ -110,8 +113,11 @@ class RunsCLI(LightningCLI):
                     args=args,
                     **kwargs,
                 )
+            except UsageError:  # a refusal leaves no run folder, even one the command had begun to write
+                refused = True
+                raise
             finally:  # LightningCLI runs the subcommand inside __init__: it ends here, however it ends
-                placement.release_run_folder(self._claimed)
+                placement.release_run_folder(self._claimed, refused)
 
     def init_parser(self, **kwargs) -> ProjectParser:
         parser = super().init_parser(**kwargs)
@@ -152,6 +158,7 @@ class RunsCLI(LightningCLI):
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
         given = keys_given(sys.argv[1:] if args is None else args)  # what the user typed, before the line below
+        check_config_files(list(sys.argv[1:] if args is None else args))
         super().parse_arguments(
             parser, with_checkpoint_data(list(sys.argv[1:] if args is None else args), self.default_data)
         )
@@ -175,7 +182,8 @@ class RunsCLI(LightningCLI):
 
     def instantiate_classes(self) -> None:
         try:
-            super().instantiate_classes()
+            with bounded_tensors(self.config[self.subcommand]):  # channels of 1e9 refused before they are allocated
+                super().instantiate_classes()
             preflight.check_data(self.subcommand, self.trainer, self.datamodule, self.model)
             preflight.check_checkpoint_fits(self.model, self.config[self.subcommand].get("ckpt_path"))
         # An argument check in an __init__ (split fractions summing past 1, a bad data file), the Trainer's own

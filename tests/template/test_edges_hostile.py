@@ -2,8 +2,10 @@
 summary.json, a corrupt sweep database (issue 13, item 7)."""
 
 import json
+import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,46 @@ def test_a_yaml_alias_bomb_is_refused_before_it_expands(yaml_text, expected, cap
     before = snapshot()
     assert expected in refusal(capsys, lambda: run("fit", "--config", "bomb.yaml"))
     assert not assert_kept(before, snapshot())
+
+
+def config_file(kind: str) -> str:
+    """A --config that is not a config of ordinary size: its path."""
+    path = Path(f"{kind}.yaml")
+    if kind == "fifo":  # reading it would wait for a writer forever
+        os.mkfifo(path)
+    elif kind == "huge":  # 4.6 MB: jsonargparse took more than 200 s over 300,000 keys
+        path.write_text("".join(f"k{i}: {i}\n" for i in range(300_000)))
+    elif kind == "many_keys":  # under the byte limit, past the key limit
+        path.write_text("".join(f"k{i}: 1\n" for i in range(12_000)))
+    elif kind == "twice":
+        path.write_text("trainer:\n  max_epochs: 1\nmodel:\n  lr: 0.1\ntrainer:\n  max_epochs: 2\n")
+    elif kind == "binary":
+        path.write_bytes(bytes(range(256)) * 4)
+    return str(path)
+
+
+CONFIG_FILES = [
+    ("fifo", "--config fifo.yaml: not a regular file (a pipe or a device); give a YAML file"),
+    ("huge", "--config huge.yaml: 4,577,780 bytes, more than the 1,000,000 a config may hold"),
+    ("many_keys", "--config many_keys.yaml: refusing YAML of more than 10,000 keys"),
+    ("twice", "--config twice.yaml: refusing YAML that gives the key 'trainer' twice (lines 1 and 5)"),
+    ("binary", "--config binary.yaml: not a YAML text file (byte 128 is not UTF-8)"),
+]
+
+
+@pytest.mark.parametrize("kind,expected", CONFIG_FILES, ids=[case[0] for case in CONFIG_FILES])
+def test_a_config_file_that_is_no_file_too_large_or_ambiguous_is_refused_before_it_is_parsed(kind, expected, capsys):
+    path = config_file(kind)
+    before = snapshot()
+    started = time.monotonic()
+    assert expected in refusal(capsys, lambda: run("fit", *SHORT, "--config", path))
+    assert time.monotonic() - started < 30, "bounded work: refused before jsonargparse reads it"
+    assert not assert_kept(before, snapshot()) and not Path("runs").exists()
+
+
+def test_a_key_given_twice_inline_is_refused_too(capsys):
+    error = refusal(capsys, lambda: run("fit", *SHORT, "--trainer", "{max_epochs: 1, max_epochs: 2}"))
+    assert "refusing YAML that gives the key 'max_epochs' twice" in error
 
 
 def test_aliases_of_ordinary_size_still_work():
