@@ -185,7 +185,8 @@ class RunsCLI(LightningCLI):
             with bounded_tensors(self.config[self.subcommand]):  # channels of 1e9 refused before they are allocated
                 super().instantiate_classes()
             preflight.check_data(self.subcommand, self.trainer, self.datamodule, self.model)
-            preflight.check_checkpoint_fits(self.model, self.config[self.subcommand].get("ckpt_path"))
+            ckpt_path = self.config[self.subcommand].get("ckpt_path")
+            preflight.check_checkpoint_fits(self.model, ckpt_path, evaluating=self.subcommand != "fit")
         # An argument check in an __init__ (split fractions summing past 1, a bad data file), the Trainer's own
         # (an accelerator this machine lacks), or a split too small: nothing ran, and __init__ releases the folder.
         except (ValueError, MisconfigurationException) as error:

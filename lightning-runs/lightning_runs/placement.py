@@ -43,6 +43,12 @@ def name_run(config, default_network: str) -> None:
     """Every run writes through a logger into its own folder under the runs root, named for what it trains
     (naming.py) unless given a name; names that lead out of their folder are refused."""
     logger = config.trainer.logger
+    if isinstance(logger, list) and len(logger) != 1:  # each would choose its own version_N: one run, two folders
+        raise UsageError(
+            f"--trainer.logger: a list of {len(logger)} loggers would split one run across as many folders; give one"
+            " (docs/loggers.md)"
+        )
+    logger = config.trainer.logger = logger[0] if isinstance(logger, list) else logger
     if not logger:
         # Lightning would write config.yaml and checkpoints into the working directory (False) or start its own
         # lightning_logs/ there (null); the LR monitor, summary.json and the figures need a logger anyway.

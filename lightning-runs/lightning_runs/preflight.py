@@ -39,6 +39,11 @@ def check_options(config) -> None:
     if trainer.accumulate_grad_batches is not None and trainer.accumulate_grad_batches < 1:
         raise UsageError(f"--trainer.accumulate_grad_batches {trainer.accumulate_grad_batches}: must be at least 1")
     check_devices(trainer.devices)
+    if trainer.sync_batchnorm and (trainer.accelerator == "cpu" or not torch.cuda.is_available()):
+        raise UsageError(  # on one process it syncs nothing; under DDP on CPUs, a traceback at the first batch
+            "--trainer.sync_batchnorm true: SyncBatchNorm needs CUDA devices (DDP on CPUs fails at the first"
+            " batch); give false on this machine"
+        )
     if trainer.num_nodes is not None and trainer.num_nodes > 1 and not launched_on_nodes():
         raise UsageError(
             f"--trainer.num_nodes {trainer.num_nodes}: no launcher set up the nodes (SLURM's srun, torchrun, or"
@@ -110,9 +115,10 @@ def check_data(subcommand: str, trainer, datamodule, model) -> None:
             )
 
 
-def check_checkpoint_fits(model, ckpt_path: str | None) -> None:
+def check_checkpoint_fits(model, ckpt_path: str | None, evaluating: bool = True) -> None:
     """The checkpoint's weights have the shapes of the model built for this data: evaluating on data of other classes
-    or sample shape is refused in one line, not a traceback from load_state_dict."""
+    or sample shape is refused in one line, not a traceback from load_state_dict; and, `evaluating` (not a resume,
+    which faults.py answers), they are finite."""
     if ckpt_path is None:
         return
     saved = load_plain(Path(ckpt_path)).get("state_dict", {})  # read and checked at parse time: cached
@@ -126,6 +132,13 @@ def check_checkpoint_fits(model, ckpt_path: str | None) -> None:
     missing = [name for name in built if name not in saved]
     if missing:
         raise UsageError(f"--ckpt_path {ckpt_path}: not a checkpoint of this model (no {missing[0]})")
+    # NaN or infinite weights evaluate to a NaN score (test), or predict NaN for every sample: nothing to learn from.
+    broken = next((name for name, t in saved.items() if _floating(t) and not t.isfinite().all()), None)
+    if broken is not None and evaluating:
+        raise UsageError(
+            f"--ckpt_path {ckpt_path}: its weights hold NaN or infinite values ({broken}), so every score and"
+            " prediction would be NaN; evaluate a checkpoint saved before the run diverged"
+        )
 
 
 def check_validation_runs(trainer, datamodule) -> None:
@@ -140,6 +153,10 @@ def check_validation_runs(trainer, datamodule) -> None:
                 f"--trainer.limit_val_batches {limit}: no validation runs, so {option} {metric} is never logged;"
                 " keep validation, or watch a training metric"
             )
+
+
+def _floating(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
 
 
 def _named(datamodule) -> str:

@@ -48,6 +48,7 @@ CASES = [
     ("fit", ["--trainer.devices=foo"], "--trainer.devices foo: give a count of at least 1, -1 for all, auto"),
     ("fit", ["--trainer.devices=-2"], "--trainer.devices -2: give a count of at least 1"),
     ("fit", ["--trainer.num_nodes=2"], "--trainer.num_nodes 2: no launcher set up the nodes"),
+    pytest.param("fit", ["--trainer.sync_batchnorm=true"], "SyncBatchNorm needs CUDA devices", marks=NO_GPU),
     # Sizes of a network: refused before the tensor is allocated (lightning_runs/limits.py), naming the option.
     (
         "fit",

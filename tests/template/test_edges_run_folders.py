@@ -102,6 +102,10 @@ OUTSIDE = [
     (["--last_checkpoint.dirpath=runs/digits/version_0/checkpoints"], "a run's checkpoints go in its own folder"),
     (["--trainer.logger=false"], "every run writes into runs/<name>/version_N"),
     (["--trainer.logger=null"], "every run writes into runs/<name>/version_N"),
+    (
+        ["--trainer.logger=[{class_path: TensorBoardLogger}, {class_path: CSVLogger}]"],
+        "a list of 2 loggers would split",
+    ),
     (["--trainer.logger.init_args.name=" + "a" * 300], "300 bytes, more than the 255 a folder name may have"),
     (["--trainer.logger.init_args.save_dir="], "--trainer.logger.init_args.save_dir '': must name the runs root"),
     (["--trainer.logger.init_args.save_dir=notes.txt/runs"], "notes.txt is a file, not a folder"),
