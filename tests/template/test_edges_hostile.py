@@ -128,6 +128,46 @@ def test_a_checkpoint_naming_a_module_is_refused_before_that_module_is_imported(
     assert not assert_kept(before, snapshot())
 
 
+def edited(checkpoint: dict, field: str):
+    """Give `field` of the checkpoint a value of another type, as a hand edit might."""
+    random_state = next(key for key in checkpoint["callbacks"] if key.startswith("RandomState"))
+    edits = {
+        "epoch": lambda: checkpoint.update(epoch="3"),
+        "hyper_parameters": lambda: checkpoint.update(hyper_parameters=["lr", 0.01]),
+        "callbacks": lambda: checkpoint.update(callbacks=list(checkpoint["callbacks"])),
+        "loops": lambda: checkpoint.update(loops=None),
+        "optimizer": lambda: checkpoint["optimizer_states"][0].update(param_groups={"lr": 0.01}),
+        "rng": lambda: checkpoint["callbacks"][random_state].update(torch=[1, 2, 3]),
+        "weights": lambda: checkpoint["state_dict"].update({next(iter(checkpoint["state_dict"])): [0.0]}),
+    }
+    edits[field]()
+    return checkpoint
+
+
+EDITS = {
+    "epoch": "its epoch is str, not int",
+    "hyper_parameters": "its hyper_parameters is list, not dict",
+    "callbacks": "its callbacks is list, not dict",
+    "loops": "its loops is NoneType, not dict",
+    "optimizer": "its optimizer_states[0]['param_groups'] is dict, not list",
+    "rng": "['torch'] is list, not Tensor",
+    "weights": "is list, not Tensor",
+}
+
+
+@pytest.mark.parametrize("field,expected", EDITS.items(), ids=list(EDITS))
+@pytest.mark.parametrize("subcommand", ["fit", "test"])
+def test_a_checkpoint_edited_to_hold_a_field_of_the_wrong_type_is_refused_where_it_is_read(
+    runs, subcommand, field, expected, capsys
+):
+    torch.save(edited(load(RUN / "checkpoints/last.ckpt"), field), "edited.ckpt")
+    before = snapshot()
+    error = refusal(capsys, lambda: run(subcommand, "--ckpt_path=edited.ckpt"))
+    assert error.startswith("error: --ckpt_path edited.ckpt: its ") and expected in error
+    assert error.endswith(", so it cannot be restored")
+    assert not assert_kept(before, snapshot())
+
+
 def test_dotted_strings_of_plain_parameters_are_data_and_real_classes_are_accepted(runs, capsys):
     checkpoint = load(RUN / "checkpoints/last.ckpt")
     # A file named like a module attribute ("test" is a standard-library package) is a path, not a reference.
