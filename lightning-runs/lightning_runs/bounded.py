@@ -24,6 +24,7 @@ from lightning_runs.limits import MAX_CONFIG_BYTES, MAX_TENSOR_VALUES
 from lightning_runs.parser import check_keys
 
 CONFIG_OPTIONS = ("--config",)  # LightningCLI's ActionConfigFile
+SECTIONS = ("model", "data")  # where the options that size a network are
 # The constructors whose first arguments are a size (or which take `size=`): what nn.Module initializers call.
 CONSTRUCTORS = {torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch.randn, torch.empty_strided}
 
@@ -108,15 +109,18 @@ def _size(args: tuple, kwargs: dict) -> tuple[int, ...]:
 
 
 class _Refusal:
-    """Raises the one line: what was asked, and the model options holding the offending size (None found: --model)."""
+    """Raises the one line: what was asked, and the model and data options holding the offending size (a class count
+    is the data's); none found: --model."""
 
     def __init__(self, config) -> None:
-        self.model = config.get("model") if config is not None else None
+        self.sections = {key: config.get(key) for key in SECTIONS} if config is not None else {}
 
     def __call__(self, what: str, size) -> None:
-        culprit = min(size, default=0) if min(size, default=0) <= 0 else max(size)
-        found = _holding(self.model, int(culprit))
-        options = [f"--model.{key} {list(v) if isinstance(v, tuple) else v}" for key, v in found] or ["--model"]
+        culprit = int(min(size, default=0) if min(size, default=0) <= 0 else max(size))
+        # A zero or negative size is a typo in the network's options; a huge one may be the data's (1e9 classes).
+        sections = {k: v for k, v in self.sections.items() if culprit > 0 or k == "model"}
+        found = [(f"{k}.{option}", v) for k, section in sections.items() for option, v in _holding(section, culprit)]
+        options = [f"--{key} {list(v) if isinstance(v, tuple) else v}" for key, v in found] or ["--model"]
         raise UsageError(f"{', '.join(options)}: {what}; give sizes of at least 1 and below the limit")
 
 

@@ -1,5 +1,5 @@
-"""The metrics early stopping and the best checkpoint watch exist: a misspelt `--early_stopping.monitor val/los` or
-`--checkpoint.monitor val/accc` is one line as soon as its stage has logged, not Lightning's traceback after a whole
+"""The metrics early stopping and the best checkpoint watch exist: a misspelt `--early_stopping.monitor val/f` or
+`--checkpoint.monitor val/f11` is one line as soon as its stage has logged, not Lightning's traceback after a whole
 epoch of training.
 
 Metrics are named `stage/name` (docs/contract.md), so a watched name can be checked once its stage has logged once:
