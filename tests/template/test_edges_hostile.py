@@ -168,6 +168,24 @@ def test_a_checkpoint_edited_to_hold_a_field_of_the_wrong_type_is_refused_where_
     assert not assert_kept(before, snapshot())
 
 
+@pytest.mark.parametrize("change", ["shape", "missing"])
+def test_a_checkpoint_with_weights_of_another_shape_or_missing_ones_is_refused_before_it_is_loaded(
+    runs, change, capsys
+):
+    checkpoint = load(RUN / "checkpoints/last.ckpt")
+    name = next(name for name in checkpoint["state_dict"] if name.endswith("weight"))
+    if change == "shape":
+        checkpoint["state_dict"][name] = torch.zeros(3, 3)
+    else:
+        del checkpoint["state_dict"][name]
+    torch.save(checkpoint, "changed.ckpt")
+    before = snapshot()
+    error = refusal(capsys, lambda: run("test", "--ckpt_path=changed.ckpt"))
+    said = f"its model does not fit this data ({name} is (3, 3) there" if change == "shape" else f"(no {name})"
+    assert error.startswith("error: --ckpt_path changed.ckpt: ") and said in error
+    assert not assert_kept(before, snapshot())
+
+
 def test_dotted_strings_of_plain_parameters_are_data_and_real_classes_are_accepted(runs, capsys):
     checkpoint = load(RUN / "checkpoints/last.ckpt")
     # A file named like a module attribute ("test" is a standard-library package) is a path, not a reference.
