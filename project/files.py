@@ -5,6 +5,7 @@ shape, no numbers, NaN or infinite values, labels that are not class numbers. No
 from garbage.
 """
 
+import itertools
 import math
 import warnings
 import zipfile
@@ -14,6 +15,7 @@ import numpy as np
 import torch
 
 from lightning_runs.errors import UsageError
+from lightning_runs.limits import MAX_CLASSES, MAX_ROWS
 
 # The array names a .npz holds: `samples` (or `images`, the name the first version of this template read) and `labels`.
 SAMPLES, OLD_SAMPLES, LABELS = "samples", "images", "labels"
@@ -39,8 +41,8 @@ def load_samples(path: Path, shape: tuple[int, ...] | None = None) -> torch.Tens
 def load_labelled(path: Path, shape: tuple[int, ...] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Samples and labels from .npz (arrays `samples` and `labels`) or .csv (a sample's values, then its label).
 
-    A CSV may start with a header row; its width gives the feature count. Labels are the integers 0 to
-    num_classes - 1. `shape`: as for `load_samples`.
+    A CSV may start with a header row (one with a cell that is not a number); its width gives the feature count.
+    Labels are the integers 0 to num_classes - 1. `shape`: as for `load_samples`.
     """
     path = _existing(path)
     if path.suffix == ".npz":
@@ -92,23 +94,38 @@ def _samples_of(arrays: dict[str, np.ndarray], path: Path) -> np.ndarray:
 
 
 def _csv(path: Path, meaning: str = "one sample a row") -> np.ndarray:
-    """Rows of numbers, all of one width, after an optional header row."""
+    """Rows of numbers, all of one width, after an optional header row (`_is_header`), at most MAX_ROWS of them."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numpy warns "input contained no data": said below, in one line
-        rows = _read(path, lambda: np.loadtxt(path, delimiter=",", ndmin=2, skiprows=int(_has_header(path))))
+        rows = _read(path, lambda: _rows(path))
     if rows.size == 0:
         raise UsageError(f"{path}: no rows of numbers in the file ({meaning})")
+    if len(rows) > MAX_ROWS:
+        raise UsageError(f"{path}: more than {MAX_ROWS:,} rows, the most a file may hold (lightning_runs/limits.py)")
     return rows
 
 
-def _has_header(path: Path) -> bool:
-    with path.open(errors="replace") as file:
-        first = file.readline().split(",")[0]
+def _rows(path: Path) -> np.ndarray:
+    # utf-8-sig: a byte order mark (Excel writes one) is not part of the first cell.
+    with path.open(encoding="utf-8-sig", newline="") as file:
+        first = file.readline()
+        lines = itertools.chain([] if _is_header(first) else [first], file)
+        return np.loadtxt(lines, delimiter=",", ndmin=2, max_rows=MAX_ROWS + 1)
+
+
+def _is_header(line: str) -> bool:
+    """A header names its columns: some cell is text, not a number. A first row of numbers with an empty cell is
+    data (and refused as such, naming the cell), never skipped as a header: that lost a sample silently."""
+    cells = [cell.strip() for cell in line.split(",")]
+    return any(cell and not _is_number(cell) for cell in cells)
+
+
+def _is_number(cell: str) -> bool:
     try:
-        float(first)
+        float(cell)
     except ValueError:
-        return True
-    return False
+        return False
+    return True
 
 
 def _as_samples(array: np.ndarray, path: Path, shape: tuple[int, ...] | None) -> torch.Tensor:
@@ -145,6 +162,11 @@ def _as_labels(labels: np.ndarray, path: Path, n_samples: int) -> torch.Tensor:
         raise UsageError(
             f"{path}: label {labels.max():.0f} would make {labels.max() + 1:.0f} classes for {n_samples} samples;"
             " labels must number the classes 0, 1, 2, ..."
+        )
+    if labels.max() >= MAX_CLASSES:
+        raise UsageError(
+            f"{path}: label {labels.max():.0f} would make more than {MAX_CLASSES:,} classes, the most accepted"
+            " (lightning_runs/limits.py)"
         )
     return torch.as_tensor(labels.astype(np.int64))
 

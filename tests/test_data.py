@@ -1,12 +1,15 @@
 """The split, the normalization statistics and the in-memory batches, for the digits and for your own files."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
 
 from lightning_runs.batches import ShardSampler, TensorBatches
+from project import files
 from project.data import DigitsDataModule, FileDataModule, statistics
-from project.files import load_samples
+from project.files import load_labelled, load_samples
 
 
 def prepared(**kwargs) -> DigitsDataModule:
@@ -174,6 +177,55 @@ def test_a_csv_is_features_then_a_label_and_its_width_gives_the_feature_count(tm
     np.savetxt(tmp_path / "bad.csv", np.zeros((3, 1)), delimiter=",")
     with pytest.raises(ValueError, match="a sample's values, then its label"):
         FileDataModule(str(tmp_path / "bad.csv"))
+
+
+# A CSV's first line and whether it is a header: one is only if a cell is text. Rows 2 and 3 are "3,4,1" and "5,6,0".
+FIRST_LINES = [
+    ("x1,x2,label", "header"),
+    ('"x1","x2","label"', "header"),
+    (",x2,label", "header"),  # pandas' to_csv: an unnamed index column
+    ("\ufeffx1,x2,label", "header"),  # a byte order mark (Excel's "CSV UTF-8") before the header
+    ("\ufeff1,2,1", "a row"),  # ... or before the first row: it is no text of the cell
+    ("1,2,1", "a row"),
+    (" 1 , 2 ,1", "a row"),
+    ("1e3,-2.5,1", "a row"),
+    ("nan,2,1", "a row"),  # read, then refused as NaN
+]
+
+
+@pytest.mark.parametrize("first,kind", FIRST_LINES, ids=[line for line, _ in FIRST_LINES])
+def test_a_csvs_first_line_is_a_header_only_if_a_cell_is_text_and_every_other_row_is_read(tmp_path, first, kind):
+    path = tmp_path / "table.csv"
+    path.write_bytes(f"{first}\n3,4,1\n5,6,0\n".encode())
+    if first.startswith("nan"):
+        with pytest.raises(ValueError, match="NaN or infinite values"):
+            load_labelled(path)
+        return
+    samples, labels = load_labelled(path)
+    assert len(samples) == (2 if kind == "header" else 3)
+    torch.testing.assert_close(samples[-2:], torch.tensor([[3.0, 4.0], [5.0, 6.0]]))
+    assert labels.tolist()[-2:] == [1, 0]
+
+
+def test_a_first_row_of_numbers_with_an_empty_cell_is_refused_not_skipped_as_a_header(tmp_path):
+    (tmp_path / "gap.csv").write_text(",2,1\n3,4,1\n")
+    with pytest.raises(
+        ValueError, match=re.escape("gap.csv: not a readable .csv file (could not convert string '' to float")
+    ):
+        load_labelled(tmp_path / "gap.csv")
+
+
+def test_a_csv_of_more_rows_or_classes_than_the_limits_is_refused_without_reading_the_rest(tmp_path, monkeypatch):
+    monkeypatch.setattr(files, "MAX_ROWS", 3)  # lightning_runs/limits.py: 10 million
+    (tmp_path / "long.csv").write_text("1,0\n" * 4 + "oops\n")  # the fifth row is never parsed
+    with pytest.raises(ValueError, match=re.escape("long.csv: more than 3 rows, the most a file may hold")):
+        load_samples(tmp_path / "long.csv")
+    monkeypatch.setattr(files, "MAX_CLASSES", 2)
+    (tmp_path / "many.csv").write_text("1,0\n2,1\n3,2\n")
+    with pytest.raises(
+        ValueError, match=re.escape("many.csv: label 2 would make more than 2 classes, the most accepted")
+    ):
+        load_labelled(tmp_path / "many.csv")
 
 
 def test_samples_shaped_like_a_signals_channels_are_taken_for_images_and_it_says_how_to_tell(tmp_path, capsys):

@@ -13,6 +13,7 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.plugins.io import AsyncCheckpointIO, TorchCheckpointIO
 
 from lightning_runs.atomic import write_atomically
+from lightning_runs.checkpoint_types import wrong_type
 from lightning_runs.class_paths import imported_class, names_class, plain_parameters
 from lightning_runs.errors import Diverged, Failed, UsageError
 from lightning_runs.private import CLASS_PATH_KEY, INSTANTIATOR_KEY, save_now, saved_class_path, steps_between_saves
@@ -179,6 +180,8 @@ def read_checkpoint(path: Path, model_class: type | None = None) -> dict:
         raise UsageError(f"--ckpt_path {path}: not a readable checkpoint ({reason})") from None
     if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
         raise UsageError(f"--ckpt_path {path}: not a Lightning checkpoint (no state_dict)")
+    if problem := wrong_type(checkpoint):  # edited by hand: refused here, not inside Lightning's restore
+        raise UsageError(f"--ckpt_path {path}: {problem}, so it cannot be restored")
     data = checkpoint.get("datamodule_hyper_parameters", {})
     data_class = imported_class(saved_class_path(data))
     for key, owner in (("hyper_parameters", model_class), ("datamodule_hyper_parameters", data_class)):

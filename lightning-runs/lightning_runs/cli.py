@@ -17,6 +17,7 @@ from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMon
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from lightning_runs import launchers, placement, preflight, stores
+from lightning_runs.bounded import bounded_tensors, check_config_files
 from lightning_runs.checkpoints import BestCheckpoint, RandomState, RunCheckpoint
 from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
 from lightning_runs.errors import Terminated, UsageError
@@ -28,6 +29,7 @@ from lightning_runs.faults import (
     terminated_outside_training,
 )
 from lightning_runs.figures import Figures, Histograms
+from lightning_runs.monitored import MonitoredMetrics
 from lightning_runs.monitors import LossMonitor, SampleRateMonitor
 from lightning_runs.parser import ProjectParser, own_defaults
 from lightning_runs.predictions import PredictionWriter
@@ -100,13 +102,15 @@ class RunsCLI(LightningCLI):
         self._claimed = None  # the run folder, once before_instantiate_classes claims it
         set_program(model_class)  # for a cli_main called without lightning_runs.main (a test, a notebook)
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
-        # The callbacks are appended to those of the config; a sweep's trial adds the one that reports to its study.
-        added = [*callbacks, *callbacks_from_environment()]
+        # The callbacks are appended to those of the config; MonitoredMetrics checks the names the others watch, and
+        # a sweep's trial adds the one that reports to its study.
+        added = [MonitoredMetrics(), *callbacks, *callbacks_from_environment()]
         defaults = {**TRAINER_DEFAULTS, **(trainer_defaults or {}), "callbacks": added}
         # `usage: python -m my_exp fit ...` rather than `__main__.py`; the subcommands' usage lines follow the main one.
         kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", tools_help())
         kwargs["parser_kwargs"].setdefault("prog", program())
         self._testing_best = None  # the best checkpoint while --test_best tests it
+        refused = False
         with library_noise_silenced(), terminated_outside_training():
             try:
                 super().__init__(
@@ -125,8 +129,11 @@ class RunsCLI(LightningCLI):
                 raise Terminated(
                     terminated_line(getattr(self, "subcommand", None), trainer, self._testing_best)
                 ) from None
+            except UsageError:  # a refusal leaves no run folder, even one the command had begun to write
+                refused = True
+                raise
             finally:  # LightningCLI runs the subcommand inside __init__: it ends here, however it ends
-                placement.release_run_folder(self._claimed)
+                placement.release_run_folder(self._claimed, refused)
 
     def init_parser(self, **kwargs) -> ProjectParser:
         parser = super().init_parser(**kwargs)
@@ -167,6 +174,7 @@ class RunsCLI(LightningCLI):
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
         args = list(sys.argv[1:] if args is None else args)
+        check_config_files(args)  # before anything reads them: a FIFO, a huge or a binary file is one line
         given = keys_given(args) | keys_in_configs(args)  # what the user typed or wrote, before the line below
         super().parse_arguments(parser, with_checkpoint_data(args, self.default_data))
         # Before LightningCLI reads the checkpoint's hyperparameters, so `last`/`best` are real paths by then.
@@ -192,9 +200,11 @@ class RunsCLI(LightningCLI):
 
     def instantiate_classes(self) -> None:
         try:
-            super().instantiate_classes()
+            with bounded_tensors(self.config[self.subcommand]):  # channels of 1e9 refused before they are allocated
+                super().instantiate_classes()
             preflight.check_data(self.subcommand, self.trainer, self.datamodule, self.model)
-            preflight.check_checkpoint_fits(self.model, self.config[self.subcommand].get("ckpt_path"))
+            ckpt_path = self.config[self.subcommand].get("ckpt_path")
+            preflight.check_checkpoint_fits(self.model, ckpt_path, evaluating=self.subcommand != "fit")
         # An argument check in an __init__ (split fractions summing past 1, a bad data file), the Trainer's own
         # (an accelerator this machine lacks), or a split too small: nothing ran, and __init__ releases the folder.
         except (ValueError, MisconfigurationException) as error:

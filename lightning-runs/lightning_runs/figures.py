@@ -8,9 +8,11 @@ from lightning.pytorch.callbacks import Callback
 from matplotlib.figure import Figure
 from torchmetrics.classification import MulticlassConfusionMatrix
 
+from lightning_runs.console import say
 from lightning_runs.contract import sample_kind
 from lightning_runs.distributed import gather_rows
 from lightning_runs.drawings import COLUMNS, MISCLASSIFIED, drawable, image_grid, signal_plots
+from lightning_runs.limits import MAX_FIGURE_CLASSES
 from lightning_runs.pictures import picture_writers
 
 MAX_ANNOTATED = 20  # classes: a confusion matrix with more gets no count in each cell (100x100 texts take seconds)
@@ -43,6 +45,7 @@ class Figures(Callback):
         # labels, predictions) where its samples are drawn. Every rank sees the same shapes, so every rank decides
         # alike: compute() and gather_rows are collective.
         self._confusion: dict[str, MulticlassConfusionMatrix | None] = {}
+        self._skipped: set[str] = set()  # stages whose confusion matrix has too many classes to draw: said once
         self._classes: dict[str, int] = {}
         self._empty: dict[str, tuple[torch.Tensor, ...]] = {}
         self._wrong = {s: [] for s in ("val", "test")}  # per batch: (samples, labels, predictions) misclassified
@@ -143,14 +146,22 @@ class Figures(Callback):
         if not writers or drawn is None:
             return
         matrix, wrong, step = drawn
-        figure = Figure(figsize=(5, 4.5), dpi=64)  # ~27 KB a PNG; constrained layout would add 50 ms a figure
-        ax = figure.subplots()
-        self._confusion[stage].plot(val=matrix, ax=ax, add_text=len(matrix) <= MAX_ANNOTATED)
-        ax.set_title(f"{stage}: {int(matrix.sum())} samples, {int(matrix.trace())} right (step {step})")
-        figures = {f"{stage}/confusion_matrix": figure}
+        figures = {}
+        if len(matrix) <= MAX_FIGURE_CLASSES:
+            figure = Figure(figsize=(5, 4.5), dpi=64)  # ~27 KB a PNG; constrained layout would add 50 ms a figure
+            ax = figure.subplots()
+            self._confusion[stage].plot(val=matrix, ax=ax, add_text=len(matrix) <= MAX_ANNOTATED)
+            ax.set_title(f"{stage}: {int(matrix.sum())} samples, {int(matrix.trace())} right (step {step})")
+            figures[f"{stage}/confusion_matrix"] = figure
+        elif stage not in self._skipped:
+            self._skipped.add(stage)
+            say(
+                f"{stage}/confusion_matrix: {len(matrix)} classes, more than the {MAX_FIGURE_CLASSES} a figure shows"
+                " (lightning_runs/limits.py); not drawn"
+            )
         if wrong is not None:
             figures[f"{stage}/misclassified"] = MISCLASSIFIED[self.kind](*wrong)
-        for writer in writers:
+        for writer in writers if figures else ():
             writer.figures(figures, step)
 
 

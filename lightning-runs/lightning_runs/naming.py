@@ -24,6 +24,7 @@ from pathlib import Path, PurePath
 import yaml
 
 from lightning_runs.errors import UsageError
+from lightning_runs.limits import MAX_NAME_BYTES
 
 # Logger settings that name one folder inside the runs root (or the run): never a path that leads elsewhere.
 COMPONENTS = ("name", "version", "sub_dir")
@@ -135,10 +136,31 @@ def check_names(config) -> None:
             raise UsageError(
                 f"--trainer.logger.init_args.{key} {value!r}: must be one folder name (no '/', not '..' or empty)"
             )
+        if value is not None and len(str(value).encode()) > MAX_NAME_BYTES:
+            raise UsageError(
+                f"--trainer.logger.init_args.{key}: {len(str(value).encode())} bytes, more than the"
+                f" {MAX_NAME_BYTES} a folder name may have (lightning_runs/limits.py)"
+            )
+    if init_args is not None and "save_dir" in init_args:
+        check_runs_root(init_args.save_dir)
     for key in FILENAMES:
         value = config.get(key)
         if value is not None and (PurePath(value).is_absolute() or ".." in PurePath(value).parts):
             raise UsageError(f"--{key} {value!r}: must be a file name inside the run folder")
+
+
+def check_runs_root(save_dir) -> None:
+    """The runs root is a folder this user may write in (or will be created): an empty one would write into the
+    working directory itself, a file or a read-only folder failed with a traceback once the run had started."""
+    option = "--trainer.logger.init_args.save_dir"
+    if save_dir is None or not str(save_dir).strip():
+        raise UsageError(f"{option} {save_dir!r}: must name the runs root, a folder (runs by default)")
+    root = Path(save_dir)
+    existing = next(p for p in (root, *root.absolute().parents) if p.exists())  # the root, or what it is made in
+    if not existing.is_dir():
+        raise UsageError(f"{option} {save_dir}: {existing} is a file, not a folder; give another runs root")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {save_dir}: {existing} is not writable by you; give another runs root")
 
 
 def is_component(name: str) -> bool:

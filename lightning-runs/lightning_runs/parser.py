@@ -1,6 +1,6 @@
 """The CLI's argument parser: a bad option is one short line naming it (with the closest real option for a
 typo), raised as a UsageError, instead of jsonargparse's usage dump of 100+ lines; and YAML whose aliases would
-expand past a bound is refused before anything is built from it."""
+expand past a bound, that holds too many keys or a key twice, is refused before anything is built from it."""
 
 import difflib
 import importlib
@@ -12,11 +12,8 @@ from lightning.pytorch.cli import LightningArgumentParser
 
 from lightning_runs.console import program
 from lightning_runs.errors import UsageError
+from lightning_runs.limits import MAX_CONFIG_KEYS, MAX_YAML_NODES
 from lightning_runs.private import option_strings
-
-# Values a YAML document may expand to. The resolved default config has about 150; a 1 KB "billion laughs" file of
-# nested aliases expands to billions, which jsonargparse then copies into its error message (6 GB, no end).
-MAX_YAML_NODES = 100_000
 
 
 class ParseError(ArgumentError, UsageError):
@@ -174,12 +171,42 @@ def _one_line(text: str) -> str:
 
 
 def bounded_yaml_load(stream):
-    """jsonargparse's YAML loader, after counting what the document's aliases expand to (linear in its size)."""
-    if isinstance(stream, str) and "*" in stream:  # without an alias nothing can blow up: the usual case is free
+    """jsonargparse's YAML loader, after checking the document as composed (linear in its size): no aliases that
+    expand past MAX_YAML_NODES, at most MAX_CONFIG_KEYS keys, and no key given twice in one mapping."""
+    if isinstance(stream, str) and (":" in stream or "*" in stream):  # a plain value (`2`, `[1, 2]`) is free
         root = yaml.compose(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         if root is not None:
+            check_keys(root)
             _expanded_size(root, {}, set())
     return _YAML_LOAD(stream)
+
+
+def check_keys(root: yaml.Node) -> None:
+    """YAML lets the last of two equal keys win without a word: `trainer: {max_epochs: 1}` then another `trainer:`
+    further down dropped the first whole. Refused, naming the key and both lines, as the key count past the limit."""
+    keys, seen, stack = 0, set(), [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:  # an alias: one shared node, checked once
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        keys += len(node.value)
+        if keys > MAX_CONFIG_KEYS:
+            raise yaml.YAMLError(f"refusing YAML of more than {MAX_CONFIG_KEYS:,} keys (lightning_runs/limits.py)")
+        lines: dict[str, int] = {}
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value != "<<":  # `<<: *base` merges; it is no key
+                if key.value in lines:
+                    raise yaml.YAMLError(
+                        f"refusing YAML that gives the key {key.value!r} twice (lines {lines[key.value]} and"
+                        f" {key.start_mark.line + 1}), where the last would silently win; keep one"
+                    )
+                lines[key.value] = key.start_mark.line + 1
+            stack.append(value)
 
 
 def _expanded_size(node: yaml.Node, sizes: dict[int, int], open_nodes: set[int]) -> int:

@@ -8,7 +8,7 @@ without complaint; and it would reuse a folder a finished run still owns.
 
 import contextlib
 import importlib
-import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +48,12 @@ def name_run(config, default_network: str) -> None:
     """Every run writes through a logger into its own folder under the runs root, named for what it trains
     (naming.py) unless given a name; names that lead out of their folder are refused."""
     logger = config.trainer.logger
+    if isinstance(logger, list) and len(logger) != 1:  # each would choose its own version_N: one run, two folders
+        raise UsageError(
+            f"--trainer.logger: a list of {len(logger)} loggers would split one run across as many folders; give one"
+            " (docs/loggers.md)"
+        )
+    logger = config.trainer.logger = logger[0] if isinstance(logger, list) else logger
     if not logger:
         # Lightning would write config.yaml and checkpoints into the working directory (False) or start its own
         # lightning_logs/ there (null); the LR monitor, summary.json and the figures need a logger anyway.
@@ -135,11 +141,12 @@ def adopt_checkpoint_run(
 @dataclass
 class Claim:
     """The run folder a command writes into, locked for it; `created`: made by this command, which removes it again
-    if it fails before writing anything."""
+    if it fails before writing anything, with the empty parents it made up to `kept`, which existed before."""
 
     folder: Path
     lock: int
     created: bool
+    kept: Path
 
 
 def claim_run_folder(subcommand: str, config) -> Claim | None:
@@ -151,6 +158,7 @@ def claim_run_folder(subcommand: str, config) -> Claim | None:
     if not keeps_run_folder(logger) or config.trainer.fast_dev_run or not launched_as_rank_zero():
         return None
     log_args = logger.init_args
+    kept = _existing_ancestor(Path(log_args.save_dir) / log_args.name)
     if log_args.version is None:
         log_args.version = claim_version(Path(log_args.save_dir) / log_args.name)
         folder, created = run_dir(log_args.save_dir, log_args.name, log_args.version), True
@@ -167,7 +175,15 @@ def claim_run_folder(subcommand: str, config) -> Claim | None:
                     f" (--ckpt_path {folder / 'checkpoints' / 'last.ckpt'}); drop --trainer.logger.init_args.version"
                     " for a new folder"
                 ) from None
-    return Claim(folder, lock_run(folder), created)
+    return Claim(folder, lock_run(folder), created, kept)
+
+
+def _existing_ancestor(path: Path) -> Path:
+    """The nearest folder at or above `path` that exists already: the user's (an empty runs/ of their own too)."""
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def config_filename(subcommand: str, config) -> str | None:
@@ -182,12 +198,20 @@ def config_filename(subcommand: str, config) -> str | None:
     return None
 
 
-def release_run_folder(claim: Claim | None) -> None:
-    """Let go of the folder; one this command made and left empty (nothing ran) is removed again, with the empty
-    parents it created."""
+def release_run_folder(claim: Claim | None, refused: bool = False) -> None:
+    """Let go of the folder; one this command made and left empty (nothing ran), or wrote only its start into (no
+    checkpoint) before the command was `refused` (a UsageError: a watched metric is not logged), is removed again,
+    with the empty parents it created."""
     if claim is None:
         return
     unlock_run(claim.lock)
-    if claim.created:
-        with contextlib.suppress(OSError):  # something was written: keep it
-            os.removedirs(claim.folder)
+    if not claim.created:
+        return
+    folder, kept = claim.folder.absolute(), claim.kept
+    if refused and not any(folder.rglob("*.ckpt")):  # never a run that trained (test_best refused after its fit)
+        shutil.rmtree(folder, ignore_errors=True)  # made by this command: everything in it is its own
+        folder = folder.parent
+    with contextlib.suppress(OSError):  # something was written: keep it
+        while folder != kept and folder.is_relative_to(kept):
+            folder.rmdir()
+            folder = folder.parent

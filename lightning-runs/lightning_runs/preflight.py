@@ -5,15 +5,25 @@ infinite) and `accumulate_grad_batches 0` (a division by zero in the schedule); 
 trains nothing either, and data of another shape than a checkpoint's model crashes inside the Trainer.
 """
 
+import os
+import re
 from pathlib import Path
 
 import torch
+from lightning.fabric.plugins.environments import (
+    LSFEnvironment,
+    MPIEnvironment,
+    SLURMEnvironment,
+    TorchElasticEnvironment,
+)
 
 from lightning_runs.checkpoints import load_plain
 from lightning_runs.contract import example_input
 from lightning_runs.errors import UsageError
+from lightning_runs.monitored import watched
 
 SEED_RANGE = (0, 2**32 - 1)  # what NumPy's seeding, and so Lightning's seed_everything, accepts
+DEVICES = re.compile(r"-1|\d+|(\d+,)+\d*")  # a count, -1, or indices: "0,1", "1," (Lightning's device parsing)
 STAGES = {"fit": "fit", "validate": "validate", "test": "test", "predict": "predict"}  # subcommand -> setup(stage)
 
 
@@ -28,6 +38,18 @@ def check_options(config) -> None:
         raise UsageError(f"--trainer.max_steps {trainer.max_steps}: must be at least 1, or -1 for no limit")
     if trainer.accumulate_grad_batches is not None and trainer.accumulate_grad_batches < 1:
         raise UsageError(f"--trainer.accumulate_grad_batches {trainer.accumulate_grad_batches}: must be at least 1")
+    check_devices(trainer.devices)
+    if trainer.sync_batchnorm and (trainer.accelerator == "cpu" or not torch.cuda.is_available()):
+        raise UsageError(  # on one process it syncs nothing; under DDP on CPUs, a traceback at the first batch
+            "--trainer.sync_batchnorm true: SyncBatchNorm needs CUDA devices (DDP on CPUs fails at the first"
+            " batch); give false on this machine"
+        )
+    if trainer.num_nodes is not None and trainer.num_nodes > 1 and not launched_on_nodes():
+        raise UsageError(
+            f"--trainer.num_nodes {trainer.num_nodes}: no launcher set up the nodes (SLURM's srun, torchrun, or"
+            " MASTER_ADDR and NODE_RANK on each node), so this process would wait for the others forever;"
+            " start it through one (scripts/slurm.sh) or give 1"
+        )
     for group in ("checkpoint", "last_checkpoint"):  # Lightning writes into any folder given, over what is there
         dirpath = (config.get(group) or {}).get("dirpath")
         if dirpath is not None:
@@ -40,6 +62,27 @@ def check_options(config) -> None:
         raise UsageError(
             f"--seed_everything {seed}: must be in {SEED_RANGE[0]}..{SEED_RANGE[1]}, or true for a random one"
         )
+
+
+def check_devices(devices) -> None:
+    """What Lightning's parsing of `devices` accepts: a count of at least 1, -1 (all), "auto", or device indices
+    ("0,1", [0, 1]). Anything else (`foo`, -2) was a TypeError traceback from inside the accelerator."""
+    text = str(devices).strip()
+    if isinstance(devices, list | tuple):
+        valid = all(isinstance(d, int) and d >= 0 for d in devices) and len(devices) > 0
+    else:
+        valid = text == "auto" or (DEVICES.fullmatch(text) is not None and text != "0")
+    if not valid:
+        raise UsageError(
+            f"--trainer.devices {devices}: give a count of at least 1, -1 for all, auto, or device indices (0,1)"
+        )
+
+
+def launched_on_nodes() -> bool:
+    """Whether a cluster launcher (or the user, by hand) set up several nodes, as Lightning detects them."""
+    environments = (SLURMEnvironment, TorchElasticEnvironment, LSFEnvironment, MPIEnvironment)
+    by_hand = {"MASTER_ADDR", "NODE_RANK"} <= set(os.environ)  # Lightning's LightningEnvironment
+    return by_hand or any(environment.detect() for environment in environments)
 
 
 def check_data(subcommand: str, trainer, datamodule, model) -> None:
@@ -61,6 +104,7 @@ def check_data(subcommand: str, trainer, datamodule, model) -> None:
                 f"--trainer.limit_train_batches {limit}: 0 of the {len(loader)} training batches an epoch, so nothing"
                 " would train; raise it"
             )
+        check_validation_runs(trainer, datamodule)
     if subcommand == "predict" and (example := example_input(model)) is not None:
         batch = next(iter(datamodule.predict_dataloader()), None)
         samples = batch[0] if isinstance(batch, tuple | list) else batch
@@ -71,9 +115,10 @@ def check_data(subcommand: str, trainer, datamodule, model) -> None:
             )
 
 
-def check_checkpoint_fits(model, ckpt_path: str | None) -> None:
+def check_checkpoint_fits(model, ckpt_path: str | None, evaluating: bool = True) -> None:
     """The checkpoint's weights have the shapes of the model built for this data: evaluating on data of other classes
-    or sample shape is refused in one line, not a traceback from load_state_dict."""
+    or sample shape is refused in one line, not a traceback from load_state_dict; and, `evaluating` (not a resume,
+    which faults.py answers), they are finite."""
     if ckpt_path is None:
         return
     saved = load_plain(Path(ckpt_path)).get("state_dict", {})  # read and checked at parse time: cached
@@ -87,6 +132,31 @@ def check_checkpoint_fits(model, ckpt_path: str | None) -> None:
     missing = [name for name in built if name not in saved]
     if missing:
         raise UsageError(f"--ckpt_path {ckpt_path}: not a checkpoint of this model (no {missing[0]})")
+    # NaN or infinite weights evaluate to a NaN score (test), or predict NaN for every sample: nothing to learn from.
+    broken = next((name for name, t in saved.items() if _floating(t) and not t.isfinite().all()), None)
+    if broken is not None and evaluating:
+        raise UsageError(
+            f"--ckpt_path {ckpt_path}: its weights hold NaN or infinite values ({broken}), so every score and"
+            " prediction would be NaN; evaluate a checkpoint saved before the run diverged"
+        )
+
+
+def check_validation_runs(trainer, datamodule) -> None:
+    """A fit whose validation batches are limited to none never logs the `val/...` metrics that early stopping or
+    the best checkpoint watch: Lightning's traceback came after a whole epoch."""
+    limit = trainer.limit_val_batches
+    if limit is None or (limit if isinstance(limit, int) else float(limit)) > 0:
+        return
+    for option, metric in watched(trainer.callbacks):
+        if metric.startswith("val"):  # metrics are named stage/name (docs/contract.md)
+            raise UsageError(
+                f"--trainer.limit_val_batches {limit}: no validation runs, so {option} {metric} is never logged;"
+                " keep validation, or watch a training metric"
+            )
+
+
+def _floating(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
 
 
 def _named(datamodule) -> str:

@@ -223,3 +223,19 @@ def test_the_walk_through_runs_as_written(in_tmp, monkeypatch):
         ("MLP", "BlobsDataModule", 4),
         ("DigitsCNN", "EvenOddDataModule", 2),
     ]
+
+
+def test_every_limit_is_in_the_reliability_docs_with_its_value():
+    """lightning_runs/limits.py holds each limit once; docs/reliability.md's table shows each with that value."""
+    from lightning_runs import limits
+
+    rows = {
+        row[0].strip("` "): row[1]
+        for row in (line.split("|")[1:] for line in (ROOT / "docs/reliability.md").read_text().splitlines())
+        if row and row[0].strip().startswith("`MAX_")
+    }
+    values = {name: value for name, value in vars(limits).items() if name.startswith("MAX_")}
+    assert set(rows) == set(values)
+    for name, value in values.items():
+        shown = "2³⁰" if value == 2**30 else f"{value:,}"
+        assert rows[name].strip().startswith(shown), (name, rows[name])

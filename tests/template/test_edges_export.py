@@ -60,6 +60,15 @@ def test_an_output_that_is_another_checkpoint_or_a_file_of_another_kind_is_refus
     assert not assert_kept(before, snapshot())
 
 
+@pytest.mark.parametrize("output,said", [("exports", "a folder"), ("missing/best.onnx", "no folder missing")])
+def test_an_output_that_is_a_folder_or_inside_none_is_refused(runs, output, said, capsys):
+    Path("exports").mkdir()  # yours, empty: it stays
+    before = snapshot()
+    error = refusal(capsys, lambda: export.main(MODEL, ["--ckpt_path", str(BEST), "--output", output]))
+    assert error.startswith(f"error: --output {output}: {said}") and "give a file name" in error
+    assert not assert_kept(before, snapshot()) and Path("exports").is_dir()
+
+
 def tampered(path: Path) -> Path:
     checkpoint = load(BEST)
     checkpoint["hyper_parameters"]["_instantiator"] = "os.system"

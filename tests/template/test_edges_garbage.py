@@ -6,10 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from project.data import DigitsDataModule
 from support import assert_kept, refusal, run, snapshot, working_directory
 
+PREDICTIONS = ("predictions.csv", "predictions-1.csv")  # the second predict's file: nothing is overwritten
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
 OWN_DATA = ["--data=project.data.FileDataModule", "--data.path=own.npz"]
 
@@ -65,6 +67,8 @@ PREDICT_FILES = [
     ("empty.csv", "", "no rows of numbers in the file"),
     ("header.csv", ",".join(f"p{i}" for i in range(64)) + "\n", "no rows of numbers in the file"),
     ("text.csv", "a,b,c\nd,e,f\n" * 2, "not a readable .csv file"),
+    # A first row of numbers with an empty cell is a row with a gap, not a header to skip (it lost a sample).
+    ("gap.csv", "," + INF_CSV[2:].replace("inf", "2"), "not a readable .csv file (could not convert string ''"),
     ("objects.npy", np.array([{"a": 1}, None], dtype=object), "not a readable .npy file"),
     ("strings.npy", np.array([["1"] * 64] * 2), "expected values as numbers, got <U1"),
     ("complex.npy", np.ones((2, 8, 8), dtype=np.complex64), "expected values as numbers"),
@@ -91,6 +95,32 @@ def test_predicting_a_file_needs_the_checkpoint_but_not_the_training_data(runs):
     rows = (runs / "own/version_0/predictions.csv").read_text().splitlines()
     assert predicted.model.hparams.num_classes == 3 and len(rows) == 1 + len(IMAGES)
     assert {int(row.split(",")[1]) for row in rows[1:]} <= {0, 1, 2}
+
+
+def test_predicting_a_csv_that_starts_with_a_byte_order_mark_writes_one_prediction_per_row_in_its_order(runs):
+    rows = "\n".join(",".join(f"{v:g}" for v in image.reshape(-1)) for image in IMAGES)
+    Path("rows.csv").write_text("\ufeff" + rows + "\n")  # Excel's "CSV UTF-8"; the first row was taken for a header
+    write("rows.npy", IMAGES)
+    run("predict", "--ckpt_path=best", "--data.predict_path=rows.csv")
+    run("predict", "--ckpt_path=best", "--data.predict_path=rows.npy")
+    from_csv, from_npy = ((runs / "digits/version_0" / name).read_text().splitlines() for name in PREDICTIONS)
+    assert len(from_csv) == 1 + len(IMAGES) and from_csv == from_npy  # every row, each index its own
+
+
+@pytest.mark.parametrize("subcommand", ["test", "predict"])
+def test_evaluating_a_checkpoint_with_nan_weights_is_refused_instead_of_a_nan_score(runs, subcommand, capsys):
+    checkpoint = torch.load(runs / "digits/version_0/checkpoints/best.ckpt", weights_only=True)
+    name = next(name for name in checkpoint["state_dict"] if name.endswith("weight"))
+    checkpoint["state_dict"][name][0] = float("nan")
+    torch.save(checkpoint, "nan.ckpt")
+    write("new.npy", IMAGES)
+    before = snapshot()
+    error = refusal(capsys, lambda: run(subcommand, "--ckpt_path=nan.ckpt", "--data.predict_path=new.npy"))
+    assert error == (
+        f"error: --ckpt_path nan.ckpt: its weights hold NaN or infinite values ({name}), so every score and"
+        " prediction would be NaN; evaluate a checkpoint saved before the run diverged"
+    )
+    assert not assert_kept(before, snapshot()), "no run folder, no summary"
 
 
 # Your own data for training: file name, its arrays, what the one line says.

@@ -2,8 +2,10 @@
 summary.json, a corrupt sweep database (issue 13, item 7)."""
 
 import json
+import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,46 @@ def test_a_yaml_alias_bomb_is_refused_before_it_expands(yaml_text, expected, cap
     before = snapshot()
     assert expected in refusal(capsys, lambda: run("fit", "--config", "bomb.yaml"))
     assert not assert_kept(before, snapshot())
+
+
+def config_file(kind: str) -> str:
+    """A --config that is not a config of ordinary size: its path."""
+    path = Path(f"{kind}.yaml")
+    if kind == "fifo":  # reading it would wait for a writer forever
+        os.mkfifo(path)
+    elif kind == "huge":  # 4.6 MB: jsonargparse took more than 200 s over 300,000 keys
+        path.write_text("".join(f"k{i}: {i}\n" for i in range(300_000)))
+    elif kind == "many_keys":  # under the byte limit, past the key limit
+        path.write_text("".join(f"k{i}: 1\n" for i in range(12_000)))
+    elif kind == "twice":
+        path.write_text("trainer:\n  max_epochs: 1\nmodel:\n  lr: 0.1\ntrainer:\n  max_epochs: 2\n")
+    elif kind == "binary":
+        path.write_bytes(bytes(range(256)) * 4)
+    return str(path)
+
+
+CONFIG_FILES = [
+    ("fifo", "--config fifo.yaml: not a regular file (a pipe or a device); give a YAML file"),
+    ("huge", "--config huge.yaml: 4,577,780 bytes, more than the 1,000,000 a config may hold"),
+    ("many_keys", "--config many_keys.yaml: refusing YAML of more than 10,000 keys"),
+    ("twice", "--config twice.yaml: refusing YAML that gives the key 'trainer' twice (lines 1 and 5)"),
+    ("binary", "--config binary.yaml: not a YAML text file (byte 128 is not UTF-8)"),
+]
+
+
+@pytest.mark.parametrize("kind,expected", CONFIG_FILES, ids=[case[0] for case in CONFIG_FILES])
+def test_a_config_file_that_is_no_file_too_large_or_ambiguous_is_refused_before_it_is_parsed(kind, expected, capsys):
+    path = config_file(kind)
+    before = snapshot()
+    started = time.monotonic()
+    assert expected in refusal(capsys, lambda: run("fit", *SHORT, "--config", path))
+    assert time.monotonic() - started < 30, "bounded work: refused before jsonargparse reads it"
+    assert not assert_kept(before, snapshot()) and not Path("runs").exists()
+
+
+def test_a_key_given_twice_inline_is_refused_too(capsys):
+    error = refusal(capsys, lambda: run("fit", *SHORT, "--trainer", "{max_epochs: 1, max_epochs: 2}"))
+    assert "refusing YAML that gives the key 'max_epochs' twice" in error
 
 
 def test_aliases_of_ordinary_size_still_work():
@@ -83,6 +125,64 @@ def test_a_checkpoint_naming_a_module_is_refused_before_that_module_is_imported(
     assert "refusing to load" in error and expected in error
     assert "this" not in sys.modules and "antigravity" not in sys.modules, "imported before being refused"
     assert "Beautiful is better than ugly" not in capsys.readouterr().out
+    assert not assert_kept(before, snapshot())
+
+
+def edited(checkpoint: dict, field: str):
+    """Give `field` of the checkpoint a value of another type, as a hand edit might."""
+    random_state = next(key for key in checkpoint["callbacks"] if key.startswith("RandomState"))
+    edits = {
+        "epoch": lambda: checkpoint.update(epoch="3"),
+        "hyper_parameters": lambda: checkpoint.update(hyper_parameters=["lr", 0.01]),
+        "callbacks": lambda: checkpoint.update(callbacks=list(checkpoint["callbacks"])),
+        "loops": lambda: checkpoint.update(loops=None),
+        "optimizer": lambda: checkpoint["optimizer_states"][0].update(param_groups={"lr": 0.01}),
+        "rng": lambda: checkpoint["callbacks"][random_state].update(torch=[1, 2, 3]),
+        "weights": lambda: checkpoint["state_dict"].update({next(iter(checkpoint["state_dict"])): [0.0]}),
+    }
+    edits[field]()
+    return checkpoint
+
+
+EDITS = {
+    "epoch": "its epoch is str, not int",
+    "hyper_parameters": "its hyper_parameters is list, not dict",
+    "callbacks": "its callbacks is list, not dict",
+    "loops": "its loops is NoneType, not dict",
+    "optimizer": "its optimizer_states[0]['param_groups'] is dict, not list",
+    "rng": "['torch'] is list, not Tensor",
+    "weights": "is list, not Tensor",
+}
+
+
+@pytest.mark.parametrize("field,expected", EDITS.items(), ids=list(EDITS))
+@pytest.mark.parametrize("subcommand", ["fit", "test"])
+def test_a_checkpoint_edited_to_hold_a_field_of_the_wrong_type_is_refused_where_it_is_read(
+    runs, subcommand, field, expected, capsys
+):
+    torch.save(edited(load(RUN / "checkpoints/last.ckpt"), field), "edited.ckpt")
+    before = snapshot()
+    error = refusal(capsys, lambda: run(subcommand, "--ckpt_path=edited.ckpt"))
+    assert error.startswith("error: --ckpt_path edited.ckpt: its ") and expected in error
+    assert error.endswith(", so it cannot be restored")
+    assert not assert_kept(before, snapshot())
+
+
+@pytest.mark.parametrize("change", ["shape", "missing"])
+def test_a_checkpoint_with_weights_of_another_shape_or_missing_ones_is_refused_before_it_is_loaded(
+    runs, change, capsys
+):
+    checkpoint = load(RUN / "checkpoints/last.ckpt")
+    name = next(name for name in checkpoint["state_dict"] if name.endswith("weight"))
+    if change == "shape":
+        checkpoint["state_dict"][name] = torch.zeros(3, 3)
+    else:
+        del checkpoint["state_dict"][name]
+    torch.save(checkpoint, "changed.ckpt")
+    before = snapshot()
+    error = refusal(capsys, lambda: run("test", "--ckpt_path=changed.ckpt"))
+    said = f"its model does not fit this data ({name} is (3, 3) there" if change == "shape" else f"(no {name})"
+    assert error.startswith("error: --ckpt_path changed.ckpt: ") and said in error
     assert not assert_kept(before, snapshot())
 
 

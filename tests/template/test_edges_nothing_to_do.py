@@ -11,6 +11,8 @@ from project.data import DigitsDataModule
 from support import assert_kept, refusal, run, snapshot, steps_per_epoch
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
+CNN, MLP = ["--model.network=project.networks.DigitsCNN"], ["--model.network=project.networks.MLP"]
+CHANNELS = "--model.network.init_args.channels "
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the run would start")
 
 CASES = [
@@ -28,6 +30,48 @@ CASES = [
     ("fit", ["--seed_everything=5000000000"], "--seed_everything 5000000000: must be in 0..4294967295"),
     ("fit", ["--data.seed=5000000000000000"], "--data.seed: expected Seed"),
     pytest.param("fit", ["--trainer.accelerator=gpu"], "gpu", marks=NO_GPU),
+    # A misspelt metric to watch: refused once the sanity check has logged the val metrics, before any training.
+    (
+        "fit",
+        ["--early_stopping.monitor=val/los"],
+        "--early_stopping.monitor val/los: no such metric is logged; the"
+        " val metrics are val/acc, val/loss (did you mean val/loss?)",
+    ),
+    ("fit", ["--checkpoint.monitor=val/accc"], "--checkpoint.monitor val/accc: no such metric is logged"),
+    # No validation batch: the metric early stopping and best.ckpt watch would never be logged.
+    (
+        "fit",
+        ["--trainer.limit_val_batches=0"],
+        "--trainer.limit_val_batches 0.0: no validation runs, so --early_stopping.monitor val/loss is never logged",
+    ),
+    # Devices Lightning cannot parse, and nodes no launcher set up (rank 0 would wait for the others forever).
+    ("fit", ["--trainer.devices=foo"], "--trainer.devices foo: give a count of at least 1, -1 for all, auto"),
+    ("fit", ["--trainer.devices=-2"], "--trainer.devices -2: give a count of at least 1"),
+    ("fit", ["--trainer.num_nodes=2"], "--trainer.num_nodes 2: no launcher set up the nodes"),
+    pytest.param("fit", ["--trainer.sync_batchnorm=true"], "SyncBatchNorm needs CUDA devices", marks=NO_GPU),
+    # Sizes of a network: refused before the tensor is allocated (lightning_runs/limits.py), naming the option.
+    (
+        "fit",
+        [*CNN, "--model.network.init_args.channels=[1000000000, 64]"],
+        CHANNELS + "[1000000000, 64]: a tensor"
+        " of shape (1000000000, 1, 3, 3) would hold 9,000,000,000 values, more than the 1,073,741,824 accepted",
+    ),
+    (
+        "fit",
+        [*CNN, "--model.network.init_args.channels=[-1, 5]"],
+        CHANNELS + "[-1, 5]: a tensor of shape (-1, 1, 3, 3) has a negative size",
+    ),
+    (
+        "fit",
+        [*CNN, "--model.network.init_args.channels=[0, 0]"],
+        CHANNELS + "[0, 0]: Conv2d.weight of shape (0, 1, 3, 3) holds no value",
+    ),
+    (
+        "fit",
+        [*MLP, "--model.network.init_args.hidden=[100000, 100000]"],
+        "--model.network.init_args.hidden"
+        " [100000, 100000]: a tensor of shape (100000, 100000) would hold 10,000,000,000 values",
+    ),
 ]
 
 

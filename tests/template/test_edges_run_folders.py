@@ -1,6 +1,7 @@
 """A run folder is written only by the run that owns it, nothing is written outside the runs root, and a run's
 folder says what it trained (issue 13, items 1 and 2; issue 15, item 6)."""
 
+import os
 import shutil
 from pathlib import Path
 
@@ -115,15 +116,38 @@ OUTSIDE = [
     (["--last_checkpoint.dirpath=runs/digits/version_0/checkpoints"], "a run's checkpoints go in its own folder"),
     (["--trainer.logger=false"], "every run writes into runs/<name>/version_N"),
     (["--trainer.logger=null"], "every run writes into runs/<name>/version_N"),
+    (
+        ["--trainer.logger=[{class_path: TensorBoardLogger}, {class_path: CSVLogger}]"],
+        "a list of 2 loggers would split",
+    ),
+    (["--trainer.logger.init_args.name=" + "a" * 300], "300 bytes, more than the 255 a folder name may have"),
+    (["--trainer.logger.init_args.save_dir="], "--trainer.logger.init_args.save_dir '': must name the runs root"),
+    (["--trainer.logger.init_args.save_dir=notes.txt/runs"], "notes.txt is a file, not a folder"),
 ]
 
 
 @pytest.mark.parametrize("args,expected", OUTSIDE)
 def test_names_that_lead_out_of_the_runs_root_are_refused_before_anything_is_written(args, expected, capsys):
     args = [arg.replace("ABSOLUTE", str(Path.cwd())) for arg in args]
+    Path("notes.txt").write_text("a file of yours, not a runs root\n")
     before = snapshot()
     assert expected in refusal(capsys, lambda: run("fit", *SHORT, *args))
     assert not assert_kept(before, snapshot()), "nothing written, not even in runs/"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_runs_root_you_cannot_write_in_is_refused_before_anything_is_written(capsys):
+    Path("runs").mkdir(mode=0o555)
+    assert "runs is not writable by you" in refusal(capsys, lambda: run("fit", *SHORT))
+    assert not any(Path("runs").iterdir())
+
+
+@pytest.mark.parametrize("empty", ["runs", "runs/digits"])
+def test_a_refused_command_keeps_the_empty_folders_that_were_yours(empty, capsys):
+    Path(empty).mkdir(parents=True)
+    bad = ["--model.network=project.networks.DigitsCNN", "--model.network.init_args.channels=[0, 0]"]
+    assert "holds no value" in refusal(capsys, lambda: run("fit", *SHORT, *bad))  # refused after the claim
+    assert sorted(map(str, Path(".").rglob("*"))) == sorted(map(str, [Path(empty), *Path(empty).parents][:-1]))
 
 
 def test_evaluating_a_checkpoint_that_lies_outside_the_runs_root_writes_a_new_run_inside_it(runs):

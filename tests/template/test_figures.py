@@ -4,6 +4,7 @@ tables with a confusion matrix only; and weight histograms at the first and the 
 epochs between."""
 
 import math
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import NamedTuple
@@ -305,6 +306,18 @@ def test_the_class_count_is_the_width_of_the_logits(monkeypatch):
     inputs, (labels, logits) = samples((13,), 20), half_wrong(20, classes=5)
     _, callback = validate(monkeypatch, "table", inputs, labels, lambda i, n: logits[i : i + n])
     assert callback.matrices["val"].shape == (5, 5) and int(callback.matrices["val"].sum()) == 20
+
+
+def test_a_confusion_matrix_of_more_classes_than_a_figure_shows_is_computed_but_not_drawn(monkeypatch, capsys):
+    inputs, (labels, logits) = samples((8, 8), 40), half_wrong(40, classes=1500)  # drawing it took minutes
+    started = time.monotonic()
+    pictures, callback = validate(monkeypatch, "image", inputs, labels, lambda i, n: logits[i : i + n])
+    assert time.monotonic() - started < 10 and callback.matrices["val"].shape == (1500, 1500)
+    assert set(pictures) == {"train/inputs", "val/misclassified"}
+    said = capsys.readouterr().out.splitlines()
+    assert said == [
+        "val/confusion_matrix: 1500 classes, more than the 100 a figure shows (lightning_runs/limits.py); not drawn"
+    ]
 
 
 def test_without_a_datamodule_only_the_confusion_matrix(monkeypatch):

@@ -132,6 +132,30 @@ def test_differs_shows_each_runs_values_of_the_settings_that_are_not_the_same_in
         assert [row["differs"] for row in rows] == ["lr=0.003 max_epochs=20", "lr=0.01 max_epochs=2"]
 
 
+GOOD = {"status": "completed", "epochs": 2, "started": "2026-12-01T10:00:00+00:00", "wall_time_s": 9.8,
+        "best_checkpoint": {"monitor": "val/acc", "score": 0.9}, "git": {"commit": "abcdef1234"}}  # fmt: skip
+WRONG_TYPES = [
+    ({"started": 1733000000}, "started has the wrong type (int)"),  # could not sort beside the others' text
+    ({"best_checkpoint": ["val/acc", 0.9]}, "best_checkpoint has the wrong type (list)"),
+    ({"best_checkpoint": {"monitor": "val/acc", "score": "0.9"}}, "best_checkpoint.score has the wrong type (str)"),
+    ({"git": "abcdef1"}, "git has the wrong type (str)"),
+    ({"wall_time_s": "10 s"}, "wall_time_s has the wrong type (str)"),
+    ({"config_hash": 1234}, "config_hash has the wrong type (int)"),
+    ({"metrics": [0.9]}, "metrics has the wrong type (list)"),
+]
+
+
+@pytest.mark.parametrize("edit,said", WRONG_TYPES, ids=[said for _, said in WRONG_TYPES])
+def test_a_summary_with_a_field_of_the_wrong_type_is_skipped_naming_it_and_the_others_still_listed(edit, said, capsys):
+    for version, summary in (("version_0", GOOD), ("version_1", {**GOOD, **edit})):
+        Path("runs/digits", version).mkdir(parents=True)
+        Path("runs/digits", version, "summary.json").write_text(json.dumps(summary))
+    rows = list_runs()
+    output = capsys.readouterr()
+    assert [row["run"] for row in rows] == ["runs/digits/version_0"] and "runs/digits/version_0" in output.out
+    assert output.err == f"skipped runs/digits/version_1/summary.json: its {said}\n"
+
+
 def test_no_runs_says_so(capsys):
     assert list_runs() == []
     assert capsys.readouterr().out == "no runs in runs/\n"

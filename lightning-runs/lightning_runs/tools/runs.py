@@ -22,6 +22,22 @@ from lightning_runs.provenance import VOLATILE, flatten
 COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "differs")
 # Config keys that differ between runs without telling them apart: the run column shows the logger's name already.
 UNCOMPARED = VOLATILE | {"trainer.logger.init_args.name"}
+# The fields the table reads and the types it can show (None: not recorded); a hand-edited file with another type
+# is skipped with a note, and the other runs are still listed.
+NUMBER = (int, float, type(None))
+TEXT = (str, type(None))
+FIELDS = {
+    "started": TEXT,
+    "best_checkpoint": (dict, type(None)),
+    "best_checkpoint.monitor": TEXT,
+    "best_checkpoint.score": NUMBER,
+    "metrics": (dict, type(None)),
+    "git": (dict, type(None)),
+    "git.commit": TEXT,
+    "wall_time_s": NUMBER,
+    "config_hash": TEXT,
+    "config": (dict, type(None)),
+}
 
 
 def list_runs(name: str | None = None, root: Path = Path("runs")) -> list[dict[str, str]]:
@@ -64,7 +80,21 @@ def _read(path: Path) -> dict | None:
     if not isinstance(summary, dict):
         print(f"skipped {path}: not a run summary", file=sys.stderr)
         return None
+    wrong = next((key for key, kinds in FIELDS.items() if not isinstance(_field(summary, key), kinds)), None)
+    if wrong is not None:
+        print(
+            f"skipped {path}: its {wrong} has the wrong type ({type(_field(summary, wrong)).__name__})", file=sys.stderr
+        )
+        return None
     return summary
+
+
+def _field(summary: dict, key: str):
+    """`best_checkpoint.score` -> summary["best_checkpoint"]["score"]; None where a part is missing."""
+    value = summary
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
 def _headers(monitor: str | None) -> dict[str, str]:
