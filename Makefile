@@ -45,10 +45,10 @@ export: install ## export CKPT=<file.ckpt> as FORMAT (onnx, torchscript or pt2),
 update-template: ## in a copy: merge in the template's changes since it was made (docs/updating.md); TEMPLATE=path/URL
 	$(PYTHON) scripts/update_template.py $(if $(TEMPLATE),--template $(TEMPLATE))
 
-test: install ## the everyday suite: every test not marked slow (~100 s on 2 cores); CI adds make test-slow
+test: install ## the everyday suite: every test not marked slow (~135 s on 2 cores); CI adds make test-slow
 	$(PYTEST) -m "not slow" $(ARGS)
 
-test-slow: install ## the slow end-to-end tests only: full fits, DDP, kill -9 resume, copies (~11 min on 2 cores)
+test-slow: install ## the slow end-to-end tests only: full fits, DDP, kill -9 resume, sweeps, copies (~12 min on 2 cores)
 	$(PYTEST) -m slow $(ARGS) || [ $$? -eq 5 ]  # 5: no test is marked slow (a new copy has none yet)
 
 test-all: install ## the whole suite, slow tests included: what .ci/run runs, as make test then make test-slow
