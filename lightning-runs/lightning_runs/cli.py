@@ -37,6 +37,7 @@ from lightning_runs.provenance import SaveConfigInRun
 from lightning_runs.recipes import keys_in_configs
 from lightning_runs.report import report_fit
 from lightning_runs.resume import TrainingLength, keys_given, with_checkpoint_data
+from lightning_runs.runs import deletion_said
 from lightning_runs.summary import RunSummary
 from lightning_runs.trial import callbacks_from_environment
 
@@ -113,17 +114,18 @@ class RunsCLI(LightningCLI):
         refused = False
         with library_noise_silenced(), terminated_outside_training():
             try:
-                super().__init__(
-                    model_class,
-                    L.LightningDataModule,  # any DataModule, chosen with --data (a class path): the contract's door
-                    subclass_mode_data=True,
-                    seed_everything_default=0,
-                    trainer_defaults=defaults,
-                    parser_class=ProjectParser,
-                    save_config_callback=SaveConfigInRun,  # into the run folder of any logger (Lightning #19441)
-                    args=args,
-                    **kwargs,
-                )
+                with deletion_said(self._claimed_folder):
+                    super().__init__(
+                        model_class,
+                        L.LightningDataModule,  # any DataModule, chosen with --data (a class path)
+                        subclass_mode_data=True,
+                        seed_everything_default=0,
+                        trainer_defaults=defaults,
+                        parser_class=ProjectParser,
+                        save_config_callback=SaveConfigInRun,  # into any logger's run folder (Lightning #19441)
+                        args=args,
+                        **kwargs,
+                    )
             except Terminated:  # said with what it stopped: the subcommand is known by now, if it got that far
                 trainer = getattr(self, "trainer", None)
                 raise Terminated(
@@ -134,6 +136,10 @@ class RunsCLI(LightningCLI):
                 raise
             finally:  # LightningCLI runs the subcommand inside __init__: it ends here, however it ends
                 placement.release_run_folder(self._claimed, refused)
+
+    def _claimed_folder(self):
+        """The run folder and the descriptor that locks it, once before_instantiate_classes claimed it."""
+        return None if self._claimed is None else (self._claimed.folder, self._claimed.lock)
 
     def init_parser(self, **kwargs) -> ProjectParser:
         parser = super().init_parser(**kwargs)

@@ -1,13 +1,16 @@
 """Where runs live: runs/<name>/version_N/{config.yaml, events, checkpoints/{best,last}.ckpt, ...}."""
 
+import contextlib
 import fcntl
 import json
 import os
 import re
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from lightning_runs.atomic import write_atomically
-from lightning_runs.errors import UsageError
+from lightning_runs.errors import Failed, UsageError
 
 _VERSION = re.compile(r"version_(\d+)")
 
@@ -101,3 +104,39 @@ def free_path(path: Path) -> Path:
 def write_json(path: Path, data: dict) -> None:
     """`data` as JSON (a path, say, as its text), atomically: readers see the old file or the new one, never half."""
     write_atomically(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def deleted(folder: Path, lock: int) -> bool:
+    """Whether the run folder locked as `lock` (lock_run's descriptor) is no longer at `folder`: removed, or removed and
+    made again (a writer that creates its parents brings back an empty one)."""
+    try:
+        now, locked = folder.stat(), os.fstat(lock)
+    except FileNotFoundError:
+        return True
+    return (now.st_dev, now.st_ino) != (locked.st_dev, locked.st_ino)
+
+
+@contextlib.contextmanager
+def deletion_said(claimed: Callable[[], tuple[Path, int] | None]) -> Iterator[None]:
+    """A run folder deleted while the command writes into it (`rm -r` by hand, a clean-up job) is one line, instead of
+    the tracebacks of each writer that finds its file gone (TensorBoard's writer thread, then Lightning's logging
+    call). `claimed`: the folder and its lock once claimed, else None."""
+
+    def gone() -> Path | None:
+        claim = claimed()
+        return claim[0] if claim is not None and deleted(*claim) else None
+
+    previous = threading.excepthook
+    threading.excepthook = lambda args: None if gone() else previous(args)  # the main thread says it, below
+    try:
+        yield
+    except Exception:
+        folder = gone()
+        if folder is None:
+            raise
+        raise Failed(
+            f"{folder} was deleted while this command wrote into it (with all the run had saved there); run the"
+            " command again for a new run"
+        ) from None
+    finally:
+        threading.excepthook = previous

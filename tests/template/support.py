@@ -53,6 +53,17 @@ def steps_per_epoch(world_size: int = 1, **data) -> int:
     return len(TensorBatches((torch.empty(train),), batch_size, shard, drop_last=True))
 
 
+class DeleteRunAt(Callback):
+    """Deletes the run folder as the given global step ends, as `rm -r runs/...` by hand or a clean-up job would."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_train_batch_end(self, trainer, *args) -> None:
+        if trainer.global_step == self.step:
+            shutil.rmtree(trainer.logger.log_dir)
+
+
 def snapshot(root: Path = Path(".")) -> dict[str, str]:
     """Every file under `root` (relative path -> sha256): taken before and after a command, what it did to them."""
     return {

@@ -296,3 +296,12 @@ def test_a_config_value_that_a_named_checkpoint_contradicts_is_refused(
     error = refusal(capsys, lambda: run(subcommand, f"--config={config}", f"--ckpt_path={checkpoint}"))
     assert error.startswith(f"error: {expected}"), error
     assert not assert_kept(before, snapshot()), "nothing written, not even in runs/"
+
+
+def test_a_run_folder_deleted_while_it_trains_is_one_line_naming_it(capsys):
+    deleting = ["--trainer.callbacks+=support.DeleteRunAt", "--trainer.callbacks.step=2"]
+    line = refusal(
+        capsys, lambda: run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=4", *deleting), code=1
+    )
+    assert line.startswith("error: runs/digits/version_0 was deleted while this command wrote into it")
+    # No writer's traceback either (TensorBoard's thread finds its events file gone first): refusal() checks stderr.
