@@ -78,6 +78,10 @@ def _diverged(step: int) -> str:
     )
 
 
+# What a Python program starts with: Ctrl-C raises KeyboardInterrupt, SIGTERM ends the process.
+PYTHON_DEFAULTS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+
+
 class CheckpointOnSignal(Callback):
     """On SIGTERM (what schedulers send before preempting) or a first Ctrl-C: finish the batch, save the last
     checkpoint, stop with exit code 143 or 130. A second Ctrl-C stops at once.
@@ -147,10 +151,16 @@ class CheckpointOnSignal(Callback):
         then = "the run had finished its last epoch" if finished else "resume with --ckpt_path last"
         raise Stopped(requested, f"{said}; {then}")
 
+    def on_exception(self, trainer, pl_module, exception) -> None:
+        # Lightning skips the teardown hooks when the fit raised (this callback's own Stopped too): left installed,
+        # the handler would swallow the next command's Ctrl-C in the same process (a notebook, a test).
+        self.teardown(trainer, pl_module, "fit")
+
     def teardown(self, trainer, pl_module, stage: str) -> None:
         for signum, handler in getattr(self, "_previous", {}).items():
-            if handler is not None:
-                signal.signal(signum, handler)
+            # None: a handler set outside Python, which cannot be put back. Python's own takes its place: left
+            # installed, this one would swallow a Ctrl-C in the test after the fit (only a flag, nobody reads it).
+            signal.signal(signum, PYTHON_DEFAULTS[signum] if handler is None else handler)
         self._previous = {}
 
 

@@ -16,6 +16,7 @@ import sys
 
 from lightning.pytorch.callbacks import Callback
 
+from lightning_runs.faults import PYTHON_DEFAULTS
 from lightning_runs.runs import run_folder
 
 # JSON: {"storage": URL, "study": name, "trial_id": id, "metric": name, "pruner": MedianPruner's arguments}
@@ -98,8 +99,8 @@ def run_process(command: list[str], env: dict[str, str]) -> tuple[int, int | Non
             child.send_signal(received[0])
         code = child.wait()
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum, handler in previous.items():  # None: set outside Python, not restorable; Python's own instead
+            signal.signal(signum, PYTHON_DEFAULTS[signum] if handler is None else handler)
     return code, (received[0] if received else None)
 
 

@@ -106,3 +106,11 @@ def test_sigterm_right_after_the_run_folder_is_claimed_leaves_no_folder(monkeypa
     said = stopped(capsys, lambda: run("fit", *SHORT), signal.SIGTERM)
     assert said == "stopped by SIGTERM before the run started; nothing was written"
     assert not list(Path(".").iterdir()), "no folder left"
+
+
+@SIGNALS
+def test_a_fit_stopped_by_a_signal_gives_the_process_its_own_handlers_back(signum, capsys):
+    before = {s: signal.getsignal(s) for s in NAMES}
+    stopped(capsys, lambda: run("fit", *SHORT, *signal_in("train", signum, step=1)), signum)
+    # A notebook or a test runs the next command in the same process: its Ctrl-C must raise KeyboardInterrupt again.
+    assert {s: signal.getsignal(s) for s in NAMES} == before
