@@ -13,6 +13,7 @@ from lightning_runs.distributed import gather_rows
 # Rank r holds 3 - r rows of (2,) : unequal counts, as the shards of an odd-sized set.
 GATHER = """
 import json
+import sys
 
 import torch
 import torch.distributed as dist
@@ -23,7 +24,10 @@ dist.init_process_group("gloo")
 rank = dist.get_rank()
 rows = torch.arange(2 * (3 - rank), dtype=torch.float64).view(-1, 2) + 100 * rank
 gathered = gather_rows(rows)
-print(json.dumps({"rank": rank, "dtypes": [str(g.dtype) for g in gathered], "rows": [g.tolist() for g in gathered]}))
+report = {"rank": rank, "dtypes": [str(g.dtype) for g in gathered], "rows": [g.tolist() for g in gathered]}
+# One write of the whole line: both ranks share the pipe, and print's two writes (text, newline) could interleave.
+sys.stdout.write(json.dumps(report) + "\\n")
+sys.stdout.flush()
 dist.destroy_process_group()
 """
 
