@@ -95,7 +95,9 @@ from lightning_runs.figures import Figures
 
 cli = cli_main(sys.argv[1:])
 figures = next(c for c in cli.trainer.callbacks if isinstance(c, Figures))
-print(f"rank {cli.trainer.global_rank}: {int(figures.matrices['val'].sum())} digits in the confusion matrix")
+# One write of the whole line: both ranks share the pipe, and print's two writes (text, newline) could interleave.
+counted = int(figures.matrices["val"].sum())
+sys.stdout.write(f"rank {cli.trainer.global_rank}: {counted} digits in the confusion matrix\\n")
 """
 
 
