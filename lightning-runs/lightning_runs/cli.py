@@ -114,7 +114,7 @@ class RunsCLI(LightningCLI):
         refused = False
         with library_noise_silenced(), terminated_outside_training():
             try:
-                with deletion_said(self._claimed_folder):
+                with deletion_said(lambda: self._claimed):  # claimed in before_instantiate_classes
                     super().__init__(
                         model_class,
                         L.LightningDataModule,  # any DataModule, chosen with --data (a class path)
@@ -136,10 +136,6 @@ class RunsCLI(LightningCLI):
                 raise
             finally:  # LightningCLI runs the subcommand inside __init__: it ends here, however it ends
                 placement.release_run_folder(self._claimed, refused)
-
-    def _claimed_folder(self):
-        """The run folder and the descriptor that locks it, once before_instantiate_classes claimed it."""
-        return None if self._claimed is None else (self._claimed.folder, self._claimed.lock)
 
     def init_parser(self, **kwargs) -> ProjectParser:
         parser = super().init_parser(**kwargs)

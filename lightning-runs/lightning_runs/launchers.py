@@ -1,5 +1,5 @@
-"""Launch mistakes, refused at parse time in one line: rank variables no launcher set, a torchrun world of another
-size than the Trainer's, a MASTER_PORT another process holds.
+"""Launch mistakes, refused at parse time in one line: rank variables no launcher set, several nodes no launcher set
+up, a torchrun world of another size than the Trainer's, a MASTER_PORT another process holds.
 
 Lightning believes RANK, LOCAL_RANK and WORLD_SIZE whoever set them: left over in a shell (or copied from a job
 script) they make a lone process rank 1 of a job that does not exist, which trains, logs nothing and exits 0.
@@ -38,7 +38,14 @@ def check_launch(trainer) -> None:
         return
     if launcher is None:
         _check_no_stray_ranks()
-        if _processes_per_node(trainer.devices) != 1 or (trainer.num_nodes or 1) > 1:
+        nodes = trainer.num_nodes or 1
+        if nodes > 1 and not {"MASTER_ADDR", "NODE_RANK"} <= set(os.environ):  # by hand: Lightning's environment
+            raise UsageError(
+                f"--trainer.num_nodes {nodes}: no launcher set up the nodes (SLURM's srun, torchrun, or"
+                " MASTER_ADDR and NODE_RANK on each node), so this process would wait for the others forever;"
+                " start it through one (scripts/slurm.sh) or give 1"
+            )
+        if _processes_per_node(trainer.devices) != 1 or nodes > 1:
             _check_port_free()
     elif launcher == "torchrun":
         _check_torchrun_world(trainer)

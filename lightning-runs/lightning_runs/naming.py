@@ -21,10 +21,9 @@ import itertools
 import os
 from pathlib import Path, PurePath
 
-import yaml
-
 from lightning_runs.errors import UsageError
 from lightning_runs.limits import MAX_NAME_BYTES
+from lightning_runs.runs import saved_config
 
 # Logger settings that name one folder inside the runs root (or the run): never a path that leads elsewhere.
 COMPONENTS = ("name", "version", "sub_dir")
@@ -63,13 +62,10 @@ def data_names(data):
 def _holds_only(folder: Path, data) -> bool:
     """Whether `folder` has no run yet, or its runs (their config.yaml) read the data `data` names: the same class,
     and the same paths given to its required arguments."""
-    saved = next(iter(sorted(folder.glob("*/config.yaml"))), None)
-    if saved is None:
+    path = next(iter(sorted(folder.glob("*/config.yaml"))), None)
+    if path is None:
         return True
-    try:
-        theirs = (yaml.safe_load(saved.read_text()) or {}).get("data")
-    except (OSError, yaml.YAMLError):  # not a config of this library's: a folder to leave alone
-        return False
+    theirs = (saved_config(path) or {}).get("data")  # no config of this library's: a folder to leave alone
     return isinstance(theirs, dict) and _identity(theirs) == _identity(data)
 
 

@@ -5,17 +5,10 @@ infinite) and `accumulate_grad_batches 0` (a division by zero in the schedule); 
 trains nothing either, and data of another shape than a checkpoint's model crashes inside the Trainer.
 """
 
-import os
 import re
 from pathlib import Path
 
 import torch
-from lightning.fabric.plugins.environments import (
-    LSFEnvironment,
-    MPIEnvironment,
-    SLURMEnvironment,
-    TorchElasticEnvironment,
-)
 
 from lightning_runs.checkpoints import load_plain
 from lightning_runs.contract import example_input
@@ -44,12 +37,6 @@ def check_options(config) -> None:
             "--trainer.sync_batchnorm true: SyncBatchNorm needs CUDA devices (DDP on CPUs fails at the first"
             " batch); give false on this machine"
         )
-    if trainer.num_nodes is not None and trainer.num_nodes > 1 and not launched_on_nodes():
-        raise UsageError(
-            f"--trainer.num_nodes {trainer.num_nodes}: no launcher set up the nodes (SLURM's srun, torchrun, or"
-            " MASTER_ADDR and NODE_RANK on each node), so this process would wait for the others forever;"
-            " start it through one (scripts/slurm.sh) or give 1"
-        )
     for group in ("checkpoint", "last_checkpoint"):  # Lightning writes into any folder given, over what is there
         dirpath = (config.get(group) or {}).get("dirpath")
         if dirpath is not None:
@@ -76,13 +63,6 @@ def check_devices(devices) -> None:
         raise UsageError(
             f"--trainer.devices {devices}: give a count of at least 1, -1 for all, auto, or device indices (0,1)"
         )
-
-
-def launched_on_nodes() -> bool:
-    """Whether a cluster launcher (or the user, by hand) set up several nodes, as Lightning detects them."""
-    environments = (SLURMEnvironment, TorchElasticEnvironment, LSFEnvironment, MPIEnvironment)
-    by_hand = {"MASTER_ADDR", "NODE_RANK"} <= set(os.environ)  # Lightning's LightningEnvironment
-    return by_hand or any(environment.detect() for environment in environments)
 
 
 def check_data(subcommand: str, trainer, datamodule, model) -> None:

@@ -20,7 +20,7 @@ import yaml
 
 from lightning_runs.errors import UsageError
 from lightning_runs.provenance import flatten
-from lightning_runs.runs import runs_with_checkpoint
+from lightning_runs.runs import runs_with_checkpoint, saved_config
 
 RECIPE = ("seed_everything", "model", "data")
 # Trainer settings that fix how long and how a run trains, and when it stops early.
@@ -101,7 +101,7 @@ def candidates(experiment: Path, name: str, wanted: dict, subcommand: str, given
     """Every run of `experiment` with a `<name>.ckpt`, newest (highest version) first."""
     found = []
     for folder, checkpoint in runs_with_checkpoint(experiment, name):
-        saved = _saved_config(folder / "config.yaml")
+        saved = saved_config(folder / "config.yaml")
         differ = None if saved is None else differences(wanted, recipe(saved, subcommand, given))
         found.append(Candidate(folder, checkpoint, differ))
     return found
@@ -130,14 +130,6 @@ def _described(candidate: Candidate) -> list[str]:
         return ["no readable config.yaml"]
     more = len(candidate.differences) - DIFFERENCES_SHOWN
     return candidate.differences[:DIFFERENCES_SHOWN] + ([f"{more} more"] if more > 0 else [])
-
-
-def _saved_config(path: Path) -> dict | None:
-    try:
-        saved = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
-        return None
-    return saved if isinstance(saved, dict) else None
 
 
 def _plain(value):

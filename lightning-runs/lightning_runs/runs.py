@@ -9,6 +9,8 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import yaml
+
 from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import Failed, UsageError
 
@@ -106,6 +108,15 @@ def write_json(path: Path, data: dict) -> None:
     write_atomically(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
+def saved_config(path: Path) -> dict | None:
+    """A run's config.yaml (the resolved config its fit saved), or None where it is missing or not a config."""
+    try:
+        saved = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    return saved if isinstance(saved, dict) else None
+
+
 def deleted(folder: Path, lock: int) -> bool:
     """Whether the run folder locked as `lock` (lock_run's descriptor) is no longer at `folder`: removed, or removed and
     made again (a writer that creates its parents brings back an empty one)."""
@@ -117,14 +128,14 @@ def deleted(folder: Path, lock: int) -> bool:
 
 
 @contextlib.contextmanager
-def deletion_said(claimed: Callable[[], tuple[Path, int] | None]) -> Iterator[None]:
+def deletion_said(claimed: Callable) -> Iterator[None]:
     """A run folder deleted while the command writes into it (`rm -r` by hand, a clean-up job) is one line, instead of
     the tracebacks of each writer that finds its file gone (TensorBoard's writer thread, then Lightning's logging
-    call). `claimed`: the folder and its lock once claimed, else None."""
+    call). `claimed()`: the command's placement.Claim (its folder and lock) once claimed, else None."""
 
     def gone() -> Path | None:
         claim = claimed()
-        return claim[0] if claim is not None and deleted(*claim) else None
+        return claim.folder if claim is not None and deleted(claim.folder, claim.lock) else None
 
     previous = threading.excepthook
     threading.excepthook = lambda args: None if gone() else previous(args)  # the main thread says it, below

@@ -53,6 +53,14 @@ def steps_per_epoch(world_size: int = 1, **data) -> int:
     return len(TensorBatches((torch.empty(train),), batch_size, shard, drop_last=True))
 
 
+def fitted(tmp_path_factory, name: str, *args: str) -> Path:
+    """runs/ of `python -m project fit <args>` run in a fresh folder of its own: a module's shared, finished run."""
+    home = tmp_path_factory.mktemp(name)
+    with working_directory(home):
+        run("fit", *args)
+    return home / "runs"
+
+
 class DeleteRunAt(Callback):
     """Deletes the run folder as the given global step ends, as `rm -r runs/...` by hand or a clean-up job would."""
 

@@ -10,17 +10,14 @@ import torch
 
 from lightning_runs.tools import export
 from project.cli import MODEL
-from support import assert_kept, load, refusal, run, snapshot, working_directory
+from support import assert_kept, fitted, load, refusal, snapshot
 
 BEST = Path("runs/digits/version_0/checkpoints/best.ckpt")
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
-    home = tmp_path_factory.mktemp("export_edges")
-    with working_directory(home):
-        run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
-    return home / "runs"
+    return fitted(tmp_path_factory, "export_edges", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from lightning_runs.errors import UsageError
 from lightning_runs.tools import sweep
 from project.cli import cli_main
 from project.model import DigitsClassifier
-from support import ROOT, assert_kept, load, refusal, run, snapshot, working_directory
+from support import ROOT, assert_kept, fitted, load, refusal, run, snapshot
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
 RUN = Path("runs/digits/version_0")
@@ -92,10 +92,7 @@ def test_aliases_of_ordinary_size_still_work():
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
-    home = tmp_path_factory.mktemp("hostile")
-    with working_directory(home):
-        run("fit", *SHORT)
-    return home / "runs"
+    return fitted(tmp_path_factory, "hostile", *SHORT)
 
 
 @pytest.fixture

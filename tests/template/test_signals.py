@@ -12,7 +12,7 @@ import pytest
 
 from lightning_runs import placement
 from lightning_runs.private import epochs_processed
-from support import load, run, scalars, snapshot, working_directory
+from support import fitted, load, run, scalars, snapshot
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 RUN = Path("runs/digits/version_0")
@@ -41,10 +41,7 @@ def stopped(capsys, command, signum: int) -> str:
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
     """runs/ of a 2-epoch fit that ran to its end."""
-    home = tmp_path_factory.mktemp("finished")
-    with working_directory(home):
-        run("fit", *SHORT)
-    return home / "runs"
+    return fitted(tmp_path_factory, "finished", *SHORT)
 
 
 @SIGNALS
