@@ -8,6 +8,7 @@ printed, before the refusal), and only `*` with an allowlist refuses first; that
 refuse the class paths of the owner's own configs as well as a checkpoint's."""
 
 import ast
+import importlib
 import importlib.machinery
 import importlib.util
 import inspect
@@ -46,6 +47,16 @@ def imported_class(dotted: str | None) -> type | None:
     module_name, _, name = dotted.rpartition(".")
     found = getattr(sys.modules.get(module_name), name, None)
     return found if isinstance(found, type) else None
+
+
+def import_named_class(dotted: str | None, base: type) -> type | None:
+    """The subclass of `base` that `dotted` names, imported only once `names_class` found it a class (a checkpoint's
+    `_class_path`, say); None where it names no such class, nothing having run."""
+    if not isinstance(dotted, str) or names_class(dotted) is not True:
+        return None
+    module_name, _, name = dotted.rpartition(".")
+    found = getattr(importlib.import_module(module_name), name, None)
+    return found if isinstance(found, type) and issubclass(found, base) else None
 
 
 def plain_parameters(cls: type | None) -> frozenset[str]:
