@@ -11,7 +11,6 @@ from lightning.pytorch.callbacks import Callback
 
 import lightning_runs
 from lightning_runs.cli import RunsCLI
-from lightning_runs.contract import required
 from project.data import DigitsDataModule
 from project.model import DigitsClassifier
 
@@ -22,19 +21,20 @@ TRAINER_DEFAULTS = {
     "max_epochs": 50,
     "log_every_n_steps": 1,  # 22 steps an epoch: Lightning's default of 50 would log no training step at all
 }
-MODEL = DigitsClassifier  # the LightningModule every subcommand builds, and the tools load (export)
+# The LightningModule and DataModule a command builds without --model or --data; any other is chosen by class path
+# (`--model my_exp.regression.Regressor`), and gets the data's num_classes and sample shape where its __init__ takes
+# `num_classes` / `input_shape` (docs/contract.md).
+MODEL = DigitsClassifier
 
 
 class DigitsCLI(RunsCLI):
     def add_arguments_to_parser(self, parser) -> None:
         super().add_arguments_to_parser(parser)
-        # What the model needs from the data, whatever the DataModule (docs/contract.md); a part it lacks is one line.
-        parser.link_arguments("data", "model.num_classes", compute_fn=required("num_classes"), apply_on="instantiate")
-        parser.link_arguments("data", "model.input_shape", compute_fn=required("sample_shape"), apply_on="instantiate")
         # Longer than the schedule, as in the recipe studies: at 10 (or 30), val/loss noise in the high-LR phase
         # stopped runs before the low-LR end. It still stops a run whose val/loss turns NaN.
         parser.set_defaults({"early_stopping.monitor": "val/loss", "early_stopping.patience": 100})
         parser.set_defaults({"checkpoint.monitor": "val/acc", "checkpoint.mode": "max"})  # best.ckpt, ties to the later
+        # A model that logs neither watches val/loss, or is refused before it trains (docs/contract.md).
 
 
 def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) -> DigitsCLI:

@@ -22,6 +22,7 @@ from torch.overrides import TorchFunctionMode
 from lightning_runs.errors import UsageError
 from lightning_runs.limits import MAX_CONFIG_BYTES, MAX_TENSOR_VALUES
 from lightning_runs.parser import check_keys
+from lightning_runs.wiring import DERIVED
 
 CONFIG_OPTIONS = ("--config",)  # LightningCLI's ActionConfigFile
 SECTIONS = ("model", "data")  # where the options that size a network are
@@ -113,13 +114,17 @@ class _Refusal:
     is the data's); none found: --model."""
 
     def __init__(self, config) -> None:
-        self.sections = {key: config.get(key) for key in SECTIONS} if config is not None else {}
+        sections = {key: config.get(key) for key in SECTIONS} if config is not None else {}
+        # --model and --data are a class path and its arguments: the options are named without `init_args`
+        self.sections = {k: v.get("init_args") if hasattr(v, "class_path") else v for k, v in sections.items()}
 
     def __call__(self, what: str, size) -> None:
         culprit = int(min(size, default=0) if min(size, default=0) <= 0 else max(size))
         # A zero or negative size is a typo in the network's options; a huge one may be the data's (1e9 classes).
         sections = {k: v for k, v in self.sections.items() if culprit > 0 or k == "model"}
         found = [(f"{k}.{option}", v) for k, section in sections.items() for option, v in _holding(section, culprit)]
+        if any(key.startswith("data.") for key, _ in found):  # the model's copy of it follows from the data
+            found = [(key, v) for key, v in found if key not in DERIVED]
         options = [f"--{key} {list(v) if isinstance(v, tuple) else v}" for key, v in found] or ["--model"]
         raise UsageError(f"{', '.join(options)}: {what}; give sizes of at least 1 and below the limit")
 

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 import lightning as L
+from jsonargparse import Namespace
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor, ProgressBar, TQDMProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
@@ -29,17 +30,19 @@ from lightning_runs.faults import (
     terminated_outside_training,
 )
 from lightning_runs.figures import Figures, Histograms
-from lightning_runs.monitored import MonitoredMetrics
+from lightning_runs.monitored import MonitoredMetrics, stated_early_stopping, stated_monitors
 from lightning_runs.monitors import LossMonitor, SampleRateMonitor
 from lightning_runs.parser import ProjectParser, own_defaults
 from lightning_runs.predictions import PredictionWriter
+from lightning_runs.private import add_configure_optimizers
 from lightning_runs.provenance import SaveConfigInRun
 from lightning_runs.recipes import keys_in_configs
 from lightning_runs.report import report_fit
-from lightning_runs.resume import TrainingLength, keys_given, with_checkpoint_data
+from lightning_runs.resume import TrainingLength, keys_given, with_checkpoint_classes
 from lightning_runs.runs import deletion_said
 from lightning_runs.summary import RunSummary
 from lightning_runs.trial import callbacks_from_environment
+from lightning_runs.wiring import link_data_to_model
 
 TRAINER_DEFAULTS = {
     # Checkpoints written next to their target, fsynced and renamed (a kill never leaves a torn file), in a
@@ -95,7 +98,7 @@ class RunsCLI(LightningCLI):
         args: list[str] | None = None,
         **kwargs,
     ) -> None:
-        self.default_data = class_path(datamodule_class)
+        self.default_model, self.default_data = class_path(model_class), class_path(datamodule_class)
         # Left out of run names: a run of the model's default network is named for its data alone.
         network = inspect.signature(model_class).parameters.get("network")
         default = None if network is None else network.default
@@ -105,19 +108,22 @@ class RunsCLI(LightningCLI):
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
         # The callbacks are appended to those of the config; MonitoredMetrics checks the names the others watch, and
         # a sweep's trial adds the one that reports to its study.
-        added = [MonitoredMetrics(), *callbacks, *callbacks_from_environment()]
+        self._monitored = MonitoredMetrics()
+        added = [self._monitored, *callbacks, *callbacks_from_environment()]
         defaults = {**TRAINER_DEFAULTS, **(trainer_defaults or {}), "callbacks": added}
         # `usage: python -m my_exp fit ...` rather than `__main__.py`; the subcommands' usage lines follow the main one.
         kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", tools_help())
         kwargs["parser_kwargs"].setdefault("prog", program())
         self._testing_best = None  # the best checkpoint while --test_best tests it
+        self._given: set[str] = set()  # the settings typed or in a --config file, once parsed
         refused = False
         with library_noise_silenced(), terminated_outside_training():
             try:
                 with deletion_said(lambda: self._claimed):  # claimed in before_instantiate_classes
                     super().__init__(
-                        model_class,
+                        L.LightningModule,  # any LightningModule, chosen with --model (a class path)
                         L.LightningDataModule,  # any DataModule, chosen with --data (a class path)
+                        subclass_mode_model=True,
                         subclass_mode_data=True,
                         seed_everything_default=0,
                         trainer_defaults=defaults,
@@ -140,10 +146,11 @@ class RunsCLI(LightningCLI):
     def init_parser(self, **kwargs) -> ProjectParser:
         parser = super().init_parser(**kwargs)
         parser.concise = True  # the main and the subcommand parsers: their errors are the ones users read
+        parser.class_defaults = {"model": self.default_model, "data": self.default_data}
         return parser
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
-        parser.set_defaults({"data": {"class_path": self.default_data}})
+        parser.set_defaults({"model": {"class_path": self.default_model}, "data": {"class_path": self.default_data}})
         # The metric it stops on is the project's recipe (--early_stopping.monitor). It stops a run whose metric
         # turns NaN too.
         parser.add_lightning_class_args(EarlyStopping, "early_stopping")
@@ -178,7 +185,8 @@ class RunsCLI(LightningCLI):
         args = list(sys.argv[1:] if args is None else args)
         check_config_files(args)  # before anything reads them: a FIFO, a huge or a binary file is one line
         given = keys_given(args) | keys_in_configs(args)  # what the user typed or wrote, before the line below
-        super().parse_arguments(parser, with_checkpoint_data(args, self.default_data))
+        self._given = given
+        super().parse_arguments(parser, with_checkpoint_classes(args, self.default_model, self.default_data))
         # Before LightningCLI reads the checkpoint's hyperparameters, so `last`/`best` are real paths by then.
         if self.config.get("subcommand"):
             subcommand = self.config.subcommand
@@ -186,10 +194,14 @@ class RunsCLI(LightningCLI):
             apply_quiet(config)
             preflight.check_options(config)
             launchers.check_launch(config.trainer)
-            placement.name_run(config, self.default_network)
-            own_defaults(config.get("data"), self.default_data, given, "data")  # jsonargparse #460
+            own_defaults(config.get("model"), self.default_model, given, "model")  # jsonargparse #460
+            own_defaults(config.get("data"), self.default_data, given, "data")
+            placement.name_run(config, self.default_model, self.default_network)
             chosen = placement.resolve_checkpoint(subcommand, config, given)  # compared as its fit saved it
-            placement.adopt_checkpoint_run(subcommand, config, given, self.model_class, chosen)
+            placement.adopt_checkpoint_run(subcommand, config, given, chosen)
+            # What a watched metric the model does not log becomes: a given one is refused, a default follows.
+            watched = ("checkpoint.monitor", "early_stopping.monitor")
+            self._monitored.strict = {f"--{key}" for key in watched if key in given}
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand]
@@ -203,7 +215,7 @@ class RunsCLI(LightningCLI):
     def instantiate_classes(self) -> None:
         try:
             with bounded_tensors(self.config[self.subcommand]):  # channels of 1e9 refused before they are allocated
-                super().instantiate_classes()
+                self._instantiate()
             preflight.check_data(self.subcommand, self.trainer, self.datamodule, self.model)
             ckpt_path = self.config[self.subcommand].get("ckpt_path")
             preflight.check_checkpoint_fits(self.model, ckpt_path, evaluating=self.subcommand != "fit")
@@ -211,6 +223,38 @@ class RunsCLI(LightningCLI):
         # (an accelerator this machine lacks), or a split too small: nothing ran, and __init__ releases the folder.
         except (ValueError, MisconfigurationException) as error:
             raise UsageError(str(error.__cause__ or error)) from None  # the class's own words, not jsonargparse's
+
+    def _instantiate(self) -> None:
+        """LightningCLI's instantiate_classes, in an order that lets the data decide what the model is built with
+        (wiring.py) and the model what the run's best checkpoint watches (monitored.py)."""
+        config = self.config[self.subcommand]
+        datamodule = self._build("data")
+        link_data_to_model(config, datamodule, self.subcommand, self._given)
+        self.__dict__.pop("config_dump", None)  # LightningCLI's dump of the config, for the model's hparams: again
+        model = self._build("model")
+        stated = stated_monitors(model)
+        if stated and "checkpoint.monitor" not in self._given:
+            config.checkpoint.monitor, config.checkpoint.mode = stated[0]
+        if stated:
+            self._monitored.strict.add("--checkpoint.monitor")
+        if stated_early_stopping(model):  # Lightning puts the model's in place of the run's
+            self._monitored.strict.add("--early_stopping.monitor")
+        built = self.config.clone()
+        built[self.subcommand].data, built[self.subcommand].model = datamodule, model  # built once, not again
+        self.config_init = self.parser.instantiate_classes(built)
+        self.datamodule, self.model = datamodule, model
+        add_configure_optimizers(self, self.subcommand)  # --optimizer / --lr_scheduler, for a model without its own
+        self.trainer = self.instantiate_trainer()
+        # First among the callbacks: a metric it replaces is in place before early stopping or a checkpoint reads it.
+        self.trainer.callbacks.remove(self._monitored)
+        self.trainer.callbacks.insert(0, self._monitored)
+
+    def _build(self, key: str):
+        """The command's `model` or `data`, alone, by the CLI's own parser: with LightningCLI's instantiators, which
+        save the section as the module's hyperparameters (its `_class_path` too)."""
+        section = Namespace(**{key: self.config[self.subcommand][key]})
+        alone = Namespace(subcommand=self.subcommand, **{self.subcommand: section})
+        return self.parser.instantiate_classes(alone, instantiate_groups=False)[self.subcommand][key]
 
     def instantiate_trainer(self, **kwargs) -> L.Trainer:
         # The last hook before the Trainer, which would add Lightning's default bar (refresh_rate 1) itself.

@@ -1,14 +1,17 @@
 """What the machinery reads from the owner's LightningModule and LightningDataModule: nothing else, and never a field
-name of the example. docs/contract.md is the same list for readers.
+name of the example. docs/contract.md is the same list for readers. Every part is optional: a module or DataModule
+without it loses only what reads it.
 
-From the DataModule, for the model the CLI wiring links (`required`): `num_classes` and `sample_shape`. Optional:
+From the DataModule, where the model's __init__ asks for them (wiring.py: model parameter <- attribute):
+- `num_classes` -> `num_classes`; `sample_shape` -> `input_shape` (else read from one batch of the command's loader);
 - `sample_kind`: "image" ((H, W) or (C, H, W) samples), "signal" ((L,) or (C, L)) or "table" ((F,)); decides
-  which pictures a run gets (figures.py). Anything else, or none: no sample pictures.
-From the LightningModule:
-- `validation_step` / `test_step` return (N, C) logits to get confusion matrices and misclassified samples;
-  `predict_step` returns (N, C) class probabilities for predictions.csv (or (N,) values);
+  which sample pictures a run gets (figures.py). Anything else, or none: no sample pictures.
+From the LightningModule (any, chosen with `--model <class path>`):
+- what it logs, named `stage/name`; `configure_callbacks()` returning a ModelCheckpoint or EarlyStopping says what
+  the run's best checkpoint and early stopping watch (monitored.py);
+- what `validation_step` / `test_step` / `predict_step` return, described by its shapes (figures.py, predictions.py);
 - `example_input_array` (Lightning's own attribute), a batch of the sample shape: export and the shape check of
-  `predict` read it.
+  `predict` read it (export falls back to one batch of the data).
 From the callbacks' configuration:
 - the metric the best checkpoint monitors (`--checkpoint.monitor`, named `stage/name`); its test counterpart is
   `test/name`.
@@ -18,8 +21,6 @@ from typing import Literal, get_args
 
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
-
-from lightning_runs.errors import UsageError
 
 SampleKind = Literal["image", "signal", "table"]
 KINDS = get_args(SampleKind)
@@ -55,20 +56,3 @@ def example_input(model) -> torch.Tensor | None:
     if isinstance(example, tuple | list) and example:
         example = example[0]
     return example if isinstance(example, torch.Tensor) else None
-
-
-def required(name: str):
-    """A `link_arguments` compute_fn reading the DataModule's `name` when the model is built, or refusing one that
-    has none in one line."""
-
-    def read(datamodule):
-        value = getattr(datamodule, name, None)
-        if value is None:
-            raise UsageError(
-                f"--data {type(datamodule).__module__}.{type(datamodule).__qualname__} has no {name}, which the model"
-                f" is built with: give the DataModule a `{name}` attribute or property (docs/contract.md)"
-            )
-        # A shape as a list of ints: the model's hyperparameters then stay plain YAML in hparams.yaml.
-        return [int(size) for size in value] if isinstance(value, torch.Size | tuple | list) else value
-
-    return read

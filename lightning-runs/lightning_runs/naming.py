@@ -33,15 +33,18 @@ FILENAMES = ("checkpoint.filename", "last_checkpoint.filename", "prediction_writ
 NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
-def run_name(config, default_network: str, root: Path | None = None) -> str:
-    """The folder name for a run of `config` whose logger was not given a name; `default_network`: the network's
-    class path when no other is chosen, left out of the name. With the runs `root`: the first of the data's names
-    (data_names) whose folder is free or holds runs of this same data, so that other data never shares a folder."""
-    network = config.model.get("network")
+def run_name(config, default_model: str, default_network: str | None, root: Path | None = None) -> str:
+    """The folder name for a run of `config` whose logger was not given a name: its data, then the model's class
+    where it is not `default_model`, then the network's where it is not `default_network` (the default model's).
+    With the runs `root`: the first of the data's names (data_names) whose folder is free or holds runs of this
+    same data, so that other data never shares a folder."""
+    model_path = config.model.get("class_path") or default_model
+    network = (config.model.get("init_args") or {}).get("network")
     class_path = network.get("class_path") if hasattr(network, "get") else None
+    model = _short(model_path) if model_path != default_model else None
     own = _short(class_path) if class_path and class_path != default_network else None
     for label in data_names(config.data):
-        name = "-".join(part for part in (label, own) if part)
+        name = "-".join(part for part in (label, model, own) if part)
         if root is None or _holds_only(root / name, config.data):
             return name
     raise AssertionError("data_names is endless")

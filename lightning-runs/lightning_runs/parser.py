@@ -5,6 +5,7 @@ expand past a bound, that holds too many keys or a key twice, is refused before 
 import difflib
 import importlib
 import re
+from typing import ClassVar
 
 import yaml
 from jsonargparse import ArgumentError, ArgumentParser, get_loader, set_loader
@@ -28,6 +29,8 @@ class ProjectParser(LightningArgumentParser):
     the user; jsonargparse's own nested parsers (one per class argument) keep its wording, which it composes."""
 
     concise = False
+    # group -> the class path it defaults to (`model`, `data`): their options are offered for a misspelt one
+    class_defaults: ClassVar[dict[str, str]] = {}
 
     def __init__(self, *args, **kwargs) -> None:
         # `--trainer.max_epoch 2` must not silently mean --trainer.max_epochs: no prefix matching.
@@ -40,14 +43,21 @@ class ProjectParser(LightningArgumentParser):
             raise ex
         if not self.concise:
             raise ArgumentError(None, message) from ex
-        raise ParseError(concise(message, option_strings(self))) from ex
+        options = option_strings(self)
+        for group, class_path in self.class_defaults.items():
+            options += [f"--{group}.{option}" for option in _class_options(class_path, nested=True)]
+        raise ParseError(concise(message, options)) from ex
 
 
 _UNKNOWN = re.compile(r"unrecognized arguments: (?P<argument>\S+)")
 _KEY = re.compile(r'Parser key "(?P<key>[\w.]+)":')
 # A bad value of a class chosen by class path (--data.batch_size 0) comes back as a failed match against every type
 # --data allows; the reason given for the chosen class is what the user needs.
-_SUBCLASS = re.compile(r"Problem with given class_path '[\w.]+':\s*(?P<reason>.*?)(?:\n\s*- |$)", flags=re.DOTALL)
+_SUBCLASS = re.compile(
+    r"Problem with given class_path '[\w.]+':\s*(?P<reason>.*?)"
+    r"(?:\n\s*- Expected a <class 'NoneType'>|\n\s*Given value|$)",
+    flags=re.DOTALL,
+)
 _RESTRICTED = re.compile(r"Not of type (?P<type>\w+): (?P<value>.*?) does not conform to restriction (?P<rule>.+)")
 _NOT_CONVERTED = re.compile(r"Not of type (?P<type>\w+): .*'(?P<value>.*)'$")
 _GIVEN = re.compile(r"(?:Given|Got) value: (?P<value>.*?)(?:\. Got value: .*)?$", flags=re.MULTILINE)
@@ -70,8 +80,8 @@ def concise(message: str, options: list[str]) -> str:
     if key is None:
         return _one_line(message)
     if rejected := _NOT_ACCEPTED.search(reason):
-        chosen = _CLASS_PATH.search(message)
-        accepted = _class_options(chosen["path"]) if chosen else []
+        chosen = _CLASS_PATH.findall(message)  # the innermost class named, whose option it is
+        accepted = _class_options(chosen[-1]) if chosen else []
         return _unknown(f"--{key}.{rejected['name']}", [f"--{key}.{option}" for option in accepted])
     return f"--{key}: {_reason(reason)}"
 
@@ -92,12 +102,24 @@ def _help() -> str:
     return f"{program()} <subcommand> --help lists the options"
 
 
-def _class_options(class_path: str) -> list[str]:
-    """The arguments a class takes, as jsonargparse sees them (a subclass's **kwargs are its parent's)."""
+def _class_options(class_path: str, nested: bool = False) -> list[str]:
+    """The arguments a class takes, as jsonargparse sees them (a subclass's **kwargs are its parent's); `nested`: with
+    those of a class given as an argument's default (`network.dropout` of a default network class), one level down."""
     parser = _class_parser(class_path)
     if parser is None:  # no suggestion then, the error line still prints
         return []
-    return list(vars(parser.get_defaults()))
+    try:
+        defaults = parser.get_defaults()
+    except Exception:  # a required argument (no default): its name is still an option
+        return [o.removeprefix("--") for o in option_strings(parser) if o.startswith("--") and o != "--help"]
+    options = list(vars(defaults))
+    for name in list(options) if nested else []:
+        default = defaults[name]
+        inner = default.class_path if hasattr(default, "class_path") else None
+        if isinstance(default, type):
+            inner = f"{default.__module__}.{default.__qualname__}"
+        options += [f"{name}.{option}" for option in _class_options(inner)] if inner else []
+    return options
 
 
 def _class_parser(class_path: str) -> ArgumentParser | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from lightning_runs.checkpoints import read_checkpoint
+from lightning_runs.class_paths import imported_class
 from lightning_runs.console import say
 from lightning_runs.distributed import launched_as_rank_zero
 from lightning_runs.errors import UsageError
@@ -44,7 +45,7 @@ def logger_class(logger) -> type | None:
     return getattr(importlib.import_module(module), name, None) if module else None  # already imported by the parser
 
 
-def name_run(config, default_network: str) -> None:
+def name_run(config, default_model: str, default_network: str | None) -> None:
     """Every run writes through a logger into its own folder under the runs root, named for what it trains
     (naming.py) unless given a name; names that lead out of their folder are refused."""
     logger = config.trainer.logger
@@ -67,7 +68,7 @@ def name_run(config, default_network: str) -> None:
         # fit's rows. The library's appends, and takes the same arguments.
         logger.class_path = f"{CSVRunLogger.__module__}.{CSVRunLogger.__qualname__}"
     if keeps_run_folder(logger) and logger.init_args.name is None:
-        logger.init_args.name = run_name(config, default_network, Path(logger.init_args.save_dir))
+        logger.init_args.name = run_name(config, default_model, default_network, Path(logger.init_args.save_dir))
     check_names(config)
 
 
@@ -87,7 +88,7 @@ def resolve_checkpoint(subcommand: str, config, given: set[str]) -> str | None:
     if found is None and subcommand != "fit":
         raise UsageError(
             f"--ckpt_path {ckpt_path}: no {experiment}/version_*/checkpoints/{ckpt_path}.ckpt;"
-            " train first (make train) or give a checkpoint file"
+            " train first, or give a checkpoint file"
         )
     if found is None:
         say(f"No {experiment}/version_*/checkpoints/{ckpt_path}.ckpt yet: starting from step 0.")
@@ -102,16 +103,14 @@ def resolve_in_given_run(subcommand: str, config, ckpt_path: str) -> str:
     folder = run_dir(log_args.save_dir, log_args.name, log_args.version)
     wanted = folder / "checkpoints" / f"{ckpt_path}.ckpt"
     if not wanted.is_file() and subcommand != "fit":
-        raise UsageError(f"--ckpt_path {ckpt_path}: no {wanted}; train first (make train) or give a checkpoint file")
+        raise UsageError(f"--ckpt_path {ckpt_path}: no {wanted}; train first, or give a checkpoint file")
     if not wanted.is_file():
         say(f"No {wanted} yet: starting from step 0.")
     config.ckpt_path = str(wanted) if wanted.is_file() else None
     return f"--ckpt_path {ckpt_path}: that of {folder}"
 
 
-def adopt_checkpoint_run(
-    subcommand: str, config, given: set[str], model_class: type, chosen: str | None = None
-) -> None:
+def adopt_checkpoint_run(subcommand: str, config, given: set[str], chosen: str | None = None) -> None:
     """The checkpoint's settings win (see resume.py), and the command writes into the run that saved it, when that
     run lies under the runs root (a checkpoint from elsewhere gets a new run folder, never its own parent). Says
     which checkpoint it is (`chosen`: how --ckpt_path picked it) and where the outputs go."""
@@ -119,7 +118,7 @@ def adopt_checkpoint_run(
         if subcommand != "fit":
             say(f"{subcommand} without --ckpt_path: the model's initial, untrained weights")
         return
-    checkpoint = read_checkpoint(Path(config.ckpt_path), model_class)
+    checkpoint = read_checkpoint(Path(config.ckpt_path), imported_class(config.model.class_path))
     reconcile(subcommand, config, checkpoint, given)
     # Lightning's `epoch` is the index of the epoch it was saved in; counted from 1, as summary.json's epochs are.
     saved = f"epoch {checkpoint.get('epoch', -1) + 1}, step {checkpoint.get('global_step')}"

@@ -132,3 +132,10 @@ def option_strings(parser: argparse.ArgumentParser) -> list[str]:
     argparse keeps them in `_option_string_actions` and has no public listing (jsonargparse reads its `_actions` too).
     Python 3.11; argparse has kept it since 3.2."""
     return list(parser._option_string_actions)
+
+
+def add_configure_optimizers(cli, subcommand: str) -> None:
+    """LightningCLI's `--optimizer` / `--lr_scheduler` (the model's `configure_optimizers` replaced by the ones given),
+    for a model RunsCLI builds itself, in its own order (cli.py): LightningCLI.instantiate_classes calls the private
+    `_add_configure_optimizers_method_to_model`, and no public method does the same. Lightning 2.6.6."""
+    cli._add_configure_optimizers_method_to_model(subcommand)

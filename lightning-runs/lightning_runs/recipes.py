@@ -21,6 +21,7 @@ import yaml
 from lightning_runs.errors import UsageError
 from lightning_runs.provenance import flatten
 from lightning_runs.runs import runs_with_checkpoint, saved_config
+from lightning_runs.wiring import DERIVED
 
 RECIPE = ("seed_everything", "model", "data")
 # Trainer settings that fix how long and how a run trains, and when it stops early.
@@ -59,8 +60,8 @@ def keys_in_configs(args: list[str]) -> set[str]:
             if not isinstance(section, dict):
                 keys.add(group)
                 continue
-            if group == "data" and "class_path" in section:
-                keys.add("data.class_path")
+            if group in ("model", "data") and "class_path" in section:
+                keys.add(f"{group}.class_path")
                 section = section.get("init_args") or {}
             keys |= {f"{group}.{key}" for key in section}
     return keys
@@ -75,6 +76,8 @@ def recipe(config: dict, subcommand: str, given: set[str]) -> dict:
 
 
 def _compared(key: str, subcommand: str, given: set[str]) -> bool:
+    if key in DERIVED and key not in given:  # follows from the data, which is compared (wiring.py)
+        return False
     if subcommand != "fit" and _under(key, TRAINING):
         return _under(key, given)
     if subcommand != "fit" and _under(key, ("data",)):

@@ -52,9 +52,13 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
     resuming = subcommand == "fit"
     saved = {"model": checkpoint.get("hyper_parameters", {}), "data": checkpoint.get("datamodule_hyper_parameters", {})}
     conflicts, adopted = [], []
+    _check_model_class(subcommand, config, saved["model"])
     _reconcile_data_class(subcommand, config, saved["data"], given, conflicts, adopted)
     _adopt_monitor(config, checkpoint, given, adopted)
-    sections = {"model": config.model, "data": config.data.init_args}  # --data is a class path plus its arguments
+    if config.model.get("init_args") is None:
+        config.model.init_args = Namespace()
+    # --model and --data are each a class path plus its arguments
+    sections = {"model": config.model.init_args, "data": config.data.init_args}
     if resuming:
         saved["trainer"] = checkpoint.get("callbacks", {}).get(TrainingLength().state_key, {})
         sections["trainer"] = config.trainer
@@ -157,14 +161,15 @@ def _reconcile_data_class(
 def keys_given(args: list[str]) -> set[str]:
     """`model.lr` for `--model.lr 0.1` or `--model.lr=0.1`; `model.network` for `--model.network.dropout`;
     `data.class_path` for `--data my_data.MyDataModule`; `trainer.max_epochs` for `--trainer.max_epochs 4`;
-    `checkpoint.monitor` for `--checkpoint.monitor val/f1`."""
+    `model.class_path` for `--model my_exp.Regressor`; `checkpoint.monitor` for `--checkpoint.monitor val/f1`,
+    `early_stopping.monitor` likewise."""
     keys = set()
     for arg in args:
-        if arg.startswith(("--model.", "--data.", "--trainer.", "--checkpoint.")):
+        if arg.startswith(("--model.", "--data.", "--trainer.", "--checkpoint.", "--early_stopping.")):
             group, key = arg[2:].split("=")[0].split(".")[:2]
             keys.add(f"{group}.{key}")
-        elif arg.split("=")[0] == "--data":
-            keys.add("data.class_path")
+        elif arg.split("=")[0] in ("--data", "--model"):
+            keys.add(f"{arg.split('=')[0][2:]}.class_path")
     return keys
 
 
@@ -200,30 +205,49 @@ def _plain(value):
     return json.loads(json.dumps(value, default=str))
 
 
-def with_checkpoint_data(args: list[str], default_data: str) -> list[str]:
-    """`args` with the checkpoint's DataModule and its arguments first, when `--ckpt_path` names a file trained on
-    another DataModule than `default_data`, `--data.<argument>` options are given and no `--data` class is: they are
-    then read against that class's signature (`--data.path` of a file's checkpoint), not the default's, which lacks
-    them or types them otherwise, and win over the checkpoint's values as typed. A `--config` that names a class
-    still wins (it comes later). `last`/`best` are found by the data options given, so they keep the default."""
-    if any(arg == "--data" or arg.startswith("--data=") for arg in args) or not any(
-        arg.startswith("--data.") for arg in args
-    ):
-        return args
+def with_checkpoint_classes(args: list[str], default_model: str, default_data: str) -> list[str]:
+    """`args` with the checkpoint's model and DataModule first, where `--ckpt_path` names a file: `test --ckpt_path
+    <file>` alone rebuilds the module it saved, whatever its class (LightningCLI saves it as `_class_path` for a
+    model chosen by class path), unless a `--model` class is typed. Its DataModule comes first where it is not the
+    default, `--data.<argument>` options are given and no `--data` class is: they are then read against that class's
+    signature (`--data.path` of a file's checkpoint), not the default's, and win over the checkpoint's values as
+    typed. A `--config` that names a class still wins (it comes later), and resume.reconcile says what then differs.
+    `last`/`best` are found by the options given, so they keep the defaults. A class path that is no class is left
+    for read_checkpoint to refuse, with its reason; nothing is imported here."""
     path = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--ckpt_path"), None)
     path = path or next((arg.split("=", 1)[1] for arg in args if arg.startswith("--ckpt_path=")), None)
     if path is None or not Path(path).is_file():
         return args
     try:
-        saved = load_plain(Path(path)).get("datamodule_hyper_parameters")
+        checkpoint = load_plain(Path(path))
+        saved = {"model": checkpoint.get("hyper_parameters"), "data": checkpoint.get("datamodule_hyper_parameters")}
     except Exception:  # not a readable checkpoint: read_checkpoint says so in one line, later
         return args
-    saved_class = saved_class_path(saved)
-    if not isinstance(saved_class, str) or saved_class == default_data or names_class(saved_class) is not True:
-        return args  # a class path that is no class is refused by read_checkpoint, with its reason
-    data = json.dumps({"class_path": saved_class, "init_args": saved_arguments(saved)}, default=str)
+    first = []
+    for group, default in (("model", default_model), ("data", default_data)):
+        if any(arg == f"--{group}" or arg.startswith(f"--{group}=") for arg in args):
+            continue  # a class typed: the checkpoint's is compared with it (reconcile)
+        if group == "data" and not any(arg.startswith("--data.") for arg in args):
+            continue  # the data's class and arguments are adopted after parsing (reconcile)
+        saved_class = saved_class_path(saved[group])
+        if not isinstance(saved_class, str) or saved_class == default or names_class(saved_class) is not True:
+            continue
+        section = {"class_path": saved_class, "init_args": saved_arguments(saved[group])}
+        first.append(f"--{group}={json.dumps(section, default=str)}")
     at = next((i + 1 for i, arg in enumerate(args) if arg in SUBCOMMANDS), None)  # right after the subcommand
-    return args if at is None else [*args[:at], f"--data={data}", *args[at:]]
+    return args if at is None or not first else [*args[:at], *first, *args[at:]]
+
+
+def _check_model_class(subcommand: str, config, saved: dict) -> None:
+    """The weights are those of the checkpoint's class: another `--model` is refused, for a resume as for an
+    evaluation (a checkpoint saved before models were chosen by class path names none)."""
+    saved_class = saved_class_path(saved)
+    if saved_class is not None and saved_class != config.model.class_path:
+        verb = "a resumed run continues" if subcommand == "fit" else "an evaluation uses"
+        raise UsageError(
+            f"--model {config.model.class_path}: the checkpoint {config.ckpt_path} holds a {saved_class}, and {verb}"
+            " the checkpoint's model; drop --model (or give a checkpoint of that class)"
+        )
 
 
 def _adopt_monitor(config, checkpoint: dict, given: set[str], adopted: list[str]) -> None:

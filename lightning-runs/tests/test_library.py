@@ -152,7 +152,7 @@ def test_a_size_past_the_limit_is_refused_before_it_is_allocated_naming_the_opti
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "Traceback" not in err and not Path("runs").exists()
     assert err.splitlines()[-1] == (
-        "error: --data.init_args.num_classes 2000000000: a tensor of shape (2000000000, 4) would hold 8,000,000,000"
+        "error: --data.num_classes 2000000000: a tensor of shape (2000000000, 4) would hold 8,000,000,000"
         " values, more than the 1,073,741,824 accepted (lightning_runs/limits.py); give sizes of at least 1 and below"
         " the limit"
     )

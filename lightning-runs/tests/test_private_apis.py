@@ -57,7 +57,7 @@ def test_lightningcli_records_the_class_and_the_instantiator_of_each_module_it_b
     assert saved_class_path(data) == "tiny_tasks.TinyDataModule", "--data is chosen by class path"
     assert saved_arguments(data) == {"n": 256, "features": 4, "num_classes": 3, "batch_size": 32, "seed": 0}
     assert data[INSTANTIATOR_KEY] == saved["hyper_parameters"][INSTANTIATOR_KEY] == LIGHTNING_INSTANTIATOR
-    assert saved_class_path(saved["hyper_parameters"]) is None, "the model's class is the CLI's, not chosen"
+    assert saved_class_path(saved["hyper_parameters"]) == "tiny_tasks.TinyClassifier", "--model is chosen by class path"
 
 
 def test_a_model_checkpoints_state_key_says_its_monitor_and_mode(saved):

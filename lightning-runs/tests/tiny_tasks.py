@@ -20,7 +20,6 @@ from torch.utils.data import DataLoader, TensorDataset
 from torchmetrics.classification import MulticlassAccuracy
 
 from lightning_runs.cli import RunsCLI
-from lightning_runs.contract import required
 
 
 class TinyDataModule(L.LightningDataModule):
@@ -102,8 +101,6 @@ class TinyClassifier(L.LightningModule):
 class TinyCLI(RunsCLI):
     def add_arguments_to_parser(self, parser) -> None:
         super().add_arguments_to_parser(parser)
-        parser.link_arguments("data", "model.num_classes", compute_fn=required("num_classes"), apply_on="instantiate")
-        parser.link_arguments("data", "model.input_shape", compute_fn=required("sample_shape"), apply_on="instantiate")
         parser.set_defaults({"early_stopping.monitor": "val/loss", "early_stopping.patience": 100})
         parser.set_defaults({"checkpoint.monitor": "val/loss", "checkpoint.mode": "min"})
 
