@@ -19,11 +19,15 @@ help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
 # The project, editable, with its dev tools; pip takes the machinery (lightning-runs) from where pyproject.toml's
-# dependency says: in a copy, the template's git repository at the version the copy is on (docs/updating.md).
+# dependency says: in a copy, the template's git repository at the commit the copy is on (docs/updating.md). pip
+# keeps an installed lightning-runs of the same version when that commit moves (make update-template), so a copy
+# then reinstalls the library alone, at the pinned commit, whenever pyproject.toml changes.
+LIBRARY_PIN = $(shell sed -n 's/^ *"\(lightning-runs @ [^"]*\)".*/\1/p' pyproject.toml)
 $(VENV)/.installed: pyproject.toml $(LIBRARY_PYPROJECT)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(LIBRARY) -e ".[dev]"
+	$(if $(LIBRARY_PIN),$(PY) -m pip install --quiet --force-reinstall --no-deps "$(LIBRARY_PIN)")
 	touch $@
 
 install: $(VENV)/.installed ## create .venv and install the project, its dev tools and the library it runs on

@@ -2,8 +2,8 @@
 
 Writes the owner's side of this template into a new folder, with the package renamed, a README of its own and a
 fresh git repository; the machinery is not copied but depended on: the copy's pyproject.toml names the library in
-lightning-runs/ at this template's commit, which its `make install` takes from here. Only the standard library and
-git: it runs before any install.
+lightning-runs/ at this template's commit, which its `make install` takes from here (or from this clone's remote,
+where the remote has the commit). Only the standard library and git: it runs before any install.
 
 What is copied is what the template committed (its HEAD), never a file of this working tree that is not committed
 (a scratch config, a data file): those are listed as left behind. `project` is renamed where it names the package
@@ -80,14 +80,37 @@ def git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
 
 
+def library_location(template: str, commit: str) -> tuple[str, str]:
+    """Where a copy's pip takes the library from, and a line that says which: the URL of a remote of the template
+    that has `commit` (known from its remote-tracking branches, offline), as it works on any machine that reaches
+    the remote; else the template itself, a local path on this machine."""
+    if not Path(template).is_dir():
+        return template, f"The library comes from {template} at {commit[:12]}."
+    folder = Path(template)
+    try:
+        refs = git("branch", "--remotes", "--contains", commit, "--format=%(refname)", cwd=folder).split()
+        remotes = sorted(git("remote", cwd=folder).split(), key=lambda name: name != "origin")  # origin first
+        remote = next(name for name in remotes if any(ref.startswith(f"refs/remotes/{name}/") for ref in refs))
+        url = git("remote", "get-url", remote, cwd=folder).strip()
+    except (subprocess.CalledProcessError, StopIteration):  # not a repository, or no remote has the commit
+        return template, (
+            f"The library comes from the local path {template}: no remote of it has commit {commit[:12]}"
+            " (push it first to pin the remote's URL instead)."
+        )
+    if "://" not in url and ":" not in url.split("/")[0]:  # a path, as `git clone ../template` records it
+        url = str((folder / url).resolve())
+    return url, f"The library comes from {remote}, {url}, which has commit {commit[:12]}."
+
+
 def library_requirement(template: str, commit: str) -> str:
     """The library as pip installs it from the template's git repository, at `commit`: a path or any git URL."""
-    if "://" not in template and Path(template).is_absolute():
-        url = f"git+file://{template}"
-    elif re.match(r"^[\w.-]+@[\w.-]+:", template):  # git@host:owner/repo.git, as git writes it
-        url = "git+ssh://" + template.replace(":", "/", 1)
+    location = library_location(template, commit)[0]
+    if "://" not in location and Path(location).is_absolute():
+        url = f"git+file://{location}"
+    elif re.match(r"^[\w.-]+@[\w.-]+:", location):  # git@host:owner/repo.git, as git writes it
+        url = "git+ssh://" + location.replace(":", "/", 1)
     else:
-        url = template if template.startswith("git+") else f"git+{template}"
+        url = location if location.startswith("git+") else f"git+{location}"
     return f"{LIBRARY} @ {url}@{commit}#subdirectory={LIBRARY}"
 
 
@@ -177,6 +200,7 @@ def main(args: list[str] | None = None) -> None:
     if behind:
         listed = ", ".join(behind[:10]) + (f" and {len(behind) - 10} more" if len(behind) > 10 else "")
         print(f"Left behind, as not committed in the template: {listed} (commit them first to copy them)")
+    print(library_location(str(TEMPLATE), head_commit(TEMPLATE))[1])
     print(f"Created {dest} with package {options.name}. Next: cd {dest} && make test")
 
 

@@ -39,6 +39,7 @@ LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric")
 # `python -m <package>`, <package> being the owner's: a copy renames its package, and this library is installed, not
 # renamed. main() and RunsCLI name it after the owner's LightningModule (set_program) before anything prints.
 _program = "python -m <package>"
+_package: str | None = None  # the owner's package (`__main__` for a script), whose repository a run records
 
 
 class _DropInfoNoise(logging.Filter):
@@ -80,8 +81,8 @@ def apply_quiet(config) -> None:
 
 
 def set_program(model_class: type) -> None:
-    global _program
-    package = model_class.__module__.partition(".")[0]
+    global _program, _package
+    _package = package = model_class.__module__.partition(".")[0]
     # A LightningModule defined in a script run as `python train.py` lives in `__main__`.
     _program = f"python -m {package}" if package != "__main__" else f"python {sys.argv[0]}"
 
@@ -89,6 +90,11 @@ def set_program(model_class: type) -> None:
 def program() -> str:
     """The command that starts the owner's project (`python -m my_exp`), for every message that says what to type."""
     return _program
+
+
+def owner_package() -> str | None:
+    """The top-level package of the owner's LightningModule, once set_program knows it."""
+    return _package
 
 
 def say(message: str) -> None:

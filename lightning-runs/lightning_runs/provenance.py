@@ -2,11 +2,13 @@
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import platform
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -16,7 +18,6 @@ from lightning_runs.runs import run_folder
 
 PACKAGES = ("torch", "torchvision", "lightning", "torchmetrics", "numpy", "scikit-learn", "jsonargparse", "tensorboard")
 PACKAGES += ("mlflow", "wandb")  # the `loggers` extra: None where it is not installed
-HERE = Path(__file__).resolve().parent  # whose repository's commit a run records
 # Keys that place or display a run without changing what it computes: equal hashes mean the same recipe.
 VOLATILE = {"ckpt_path", "quiet", "test_best", "trainer.logger.init_args.version"}
 VOLATILE |= {"trainer.enable_progress_bar", "trainer.enable_model_summary"}
@@ -79,19 +80,43 @@ def seeds(config: dict | None) -> dict:
     return {k: v for k, v in flat.items() if k == "seed_everything" or k.endswith(".seed")}
 
 
-def git_state(folder: Path = HERE) -> dict:
-    """The commit of the code that ran (this package's repository, wherever the command was started), and whether
-    tracked files differed from it: an untracked scratch file (my_run.yaml, a data file) changes no code that ran."""
-    git = ["git", "-C", str(folder)]
-    try:
-        commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        status = [*git, "status", "--porcelain", "--untracked-files=no"]
-        status = subprocess.run(status, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):  # no git, or too slow
-        return {"commit": None, "dirty": None}
-    if commit.returncode != 0:  # not a repository: an installed copy
-        return {"commit": None, "dirty": None}
-    return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
+def code_folders(package: str) -> list[Path]:
+    """Where to ask git for the commit of the code that ran, in order: the folder of the owner's package (`__main__`:
+    the script run as `python train.py`), then the working directory. The package's folder is in their project's
+    checkout wherever the environment is (a conda or shared one lies outside it); where the package is installed
+    rather than checked out, the working directory is the best guess left."""
+    if package == "__main__":
+        location = getattr(sys.modules["__main__"], "__file__", None)
+    else:
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):  # ValueError: a module in sys.modules without a spec
+            spec = None
+        if spec is not None and spec.submodule_search_locations:  # a package: its folder
+            location = next(iter(spec.submodule_search_locations), None)
+        else:  # a single module, or nothing found
+            location = spec and spec.origin
+    if not location:
+        return [Path.cwd()]
+    found = Path(location).resolve()
+    return [found if found.is_dir() else found.parent, Path.cwd()]
+
+
+def git_state(*folders: Path) -> dict:
+    """The commit of the code that ran (the repository of the first of `folders` inside one), and whether tracked
+    files differed from it: an untracked scratch file (my_run.yaml, a data file) changes no code that ran."""
+    for folder in folders:
+        git = ["git", "-C", str(folder)]
+        try:
+            commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+            if commit.returncode != 0:  # not a repository: an installed package, a folder outside any checkout
+                continue
+            status = [*git, "status", "--porcelain", "--untracked-files=no"]
+            status = subprocess.run(status, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):  # no git, or too slow
+            return {"commit": None, "dirty": None}
+        return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
+    return {"commit": None, "dirty": None}
 
 
 def versions() -> dict:

@@ -25,6 +25,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.data import extract_batch_size
 
 from lightning_runs import contract, provenance
+from lightning_runs.console import owner_package
 from lightning_runs.errors import Stopped, Terminated
 from lightning_runs.naming import data_label
 from lightning_runs.parameters import log_parameters
@@ -52,8 +53,9 @@ class RunSummary(Callback):
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         if trainer.is_global_zero and not trainer.fast_dev_run and stage != "predict":
+            package = owner_package() or type(pl_module).__module__.partition(".")[0]  # no CLI: the model's own
             self._facts = {
-                "git": provenance.git_state(),
+                "git": provenance.git_state(*provenance.code_folders(package)),
                 "versions": provenance.versions(),
                 "device": provenance.device(trainer),
             }

@@ -41,20 +41,19 @@ def template(tmp_path_factory):
     return template
 
 
+def new_project(template, dest):
+    """`make new-project DEST=<dest> NAME=project_copy` in `template`: what it said."""
+    command = ["make", "--no-print-directory", "new-project", f"DEST={dest}", f"NAME={NAME}"]
+    command.append(f"PYTHON={sys.executable}")
+    result = subprocess.run(command, cwd=template, capture_output=True, text=True, env=GIT_ENV)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 @pytest.fixture(scope="module")
 def made(template):
     dest = template.parent / "my-exp"
-    command = [
-        "make",
-        "--no-print-directory",
-        "new-project",
-        f"DEST={dest}",
-        f"NAME={NAME}",
-        f"PYTHON={sys.executable}",
-    ]
-    result = subprocess.run(command, cwd=template, capture_output=True, text=True, env=GIT_ENV)
-    assert result.returncode == 0, result.stderr
-    return dest, result.stdout
+    return dest, new_project(template, dest)
 
 
 def files(folder):
@@ -81,6 +80,24 @@ def test_the_copy_depends_on_the_library_at_the_templates_commit_and_runs_only_i
     url = f"git+file://{template}@{head_commit(template)}#subdirectory=lightning-runs"
     assert f'"lightning-runs @ {url}",' in pyproject
     assert f'name = "{NAME}"' in pyproject and 'testpaths = ["tests"]' in pyproject
+
+
+def test_a_copy_of_a_clone_pins_the_remote_that_has_the_commit_and_the_local_clone_otherwise(template, tmp_path):
+    """A copy made from a clone installs on any machine that reaches the clone's remote, when the remote has it."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(template), str(clone)], env=GIT_ENV, check=True)
+    said = new_project(clone, tmp_path / "pushed")
+    pyproject = (tmp_path / "pushed/pyproject.toml").read_text()
+    assert f'"lightning-runs @ git+file://{template}@{head_commit(clone)}#subdirectory=lightning-runs"' in pyproject
+    assert f"The library comes from origin, {template}, which has commit {head_commit(clone)[:12]}." in said
+
+    (clone / "configs/news.yaml").write_text("# A commit of this clone only.\n")
+    subprocess.run(["git", "add", "--all"], cwd=clone, check=True)
+    subprocess.run(["git", "commit", "--quiet", "-m", "Not pushed"], cwd=clone, env=GIT_ENV, check=True)
+    said = new_project(clone, tmp_path / "local")
+    pyproject = (tmp_path / "local/pyproject.toml").read_text()
+    assert f'"lightning-runs @ git+file://{clone}@{head_commit(clone)}#subdirectory=lightning-runs"' in pyproject
+    assert f"The library comes from the local path {clone}: no remote of it has commit" in said
 
 
 def test_files_the_template_never_committed_stay_behind_and_are_named(made):

@@ -5,6 +5,7 @@ import json
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -37,9 +38,9 @@ def append_to_first_line(path: Path, text: str) -> None:
     path.write_text(f"{first}{text}\n{rest}")
 
 
-def make(directory: Path, *args: str) -> subprocess.CompletedProcess:
+def make(directory: Path, *args: str, env: dict[str, str] = ENV) -> subprocess.CompletedProcess:
     command = ["make", "--no-print-directory", *args, f"PYTHON={sys.executable}"]
-    return subprocess.run(command, cwd=directory, env=ENV, capture_output=True, text=True)
+    return subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True)
 
 
 def update_script(copy: Path, *args: str) -> subprocess.CompletedProcess:
@@ -118,6 +119,53 @@ def test_the_updated_copy_trains_with_the_new_config_and_the_template_package_un
     installed = subprocess.run([*pip, str(target), requirement], env=ENV, capture_output=True, text=True)
     assert installed.returncode == 0, installed.stderr[-3000:]
     assert FIX in (target / "lightning_runs/errors.py").read_text()
+
+
+def venv_seeing_these_dependencies(copy: Path) -> Path:
+    """The copy's .venv, made before `make install` would make it, seeing this environment's packages after its own:
+    pip finds torch, Lightning and the dev tools installed (gigabytes, were they installed again) and puts the library
+    and the copy into the copy's .venv. Its python."""
+    subprocess.run([sys.executable, "-m", "venv", str(copy / ".venv")], check=True)
+    python = copy / ".venv/bin/python"
+    own = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    shared = sorted({sysconfig.get_paths()[key] for key in ("purelib", "platlib")})
+    (Path(own) / "these-dependencies.pth").write_text("".join(f"{path}\n" for path in shared))
+    return python
+
+
+def installed_library(python: Path) -> tuple[str, str]:
+    """The version and the commit (pip's direct_url.json) of the lightning-runs that `python` imports."""
+    code = (
+        "import importlib.metadata as m, json; d = m.distribution('lightning-runs'); "
+        "print(d.version, json.loads(d.read_text('direct_url.json'))['vcs_info']['commit_id'])"
+    )
+    version, commit = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    return version, commit
+
+
+@pytest.mark.slow
+def test_make_install_after_an_update_runs_the_librarys_new_commit_though_its_version_is_the_same(copy, template):
+    """pip keeps an installed lightning-runs of the same version when the pinned commit moves (TRAPS.md, round
+    four): the copy's install reinstalls it at the commit its pyproject.toml names."""
+    python = venv_seeing_these_dependencies(copy)
+    own = {key: value for key, value in ENV.items() if key != "PYTHONPATH"}  # the copy's .venv alone decides
+    installed = make(copy, "install", env=own)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    version, first = installed_library(python)
+    assert first == head_commit(template)
+
+    append(template / LIBRARY_FILE, f"\n\n{FIX}")
+    commit(template, "Fix the machinery, the library's version unchanged")
+    assert make(copy, "update-template").returncode == 0
+    installed = make(copy, "install", env=own)  # as `make train` and `make test` run it first
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    assert installed_library(python) == (version, head_commit(template)) and first != head_commit(template)
+    code = "import lightning_runs.errors as errors; print(errors.TEMPLATE_FIX, errors.__file__)"
+    ran = subprocess.run([python, "-c", code], cwd=copy, env=own, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    fix, imported_from = ran.stdout.split()
+    assert fix == f"{PACKAGE}.cli" and Path(imported_from).is_relative_to(copy / ".venv")
 
 
 def test_then_both_sides_change_the_same_line_and_the_update_stops_with_conflict_markers(copy, template):

@@ -1,0 +1,66 @@
+"""The commit a run records is its owner's: the repository holding the owner's package, wherever the environment
+and this library are installed (a conda or shared environment lies outside the project), else the working
+directory's."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from lightning_runs.errors import main
+from lightning_runs.provenance import code_folders, git_state
+from tiny_tasks import TRAINER_DEFAULTS, TinyCLI, TinyDataModule
+
+# No developer's git settings (signing, hooks) in the tests' repositories, and an identity for their commits.
+GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+GIT_ENV |= {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+
+def git(folder: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(folder), *args], env=GIT_ENV, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def repository(folder: Path, files: dict[str, str]) -> str:
+    """A git repository at `folder` holding `files`, committed; its commit."""
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    git(folder, "init", "--quiet")
+    git(folder, "add", "--all")
+    git(folder, "commit", "--quiet", "-m", "the owner's project")
+    return git(folder, "rev-parse", "HEAD")
+
+
+OWNER_MODEL = "from tiny_tasks import TinyClassifier\n\n\nclass OwnersClassifier(TinyClassifier):\n    pass\n"
+
+
+def test_a_run_records_the_commit_of_the_repository_holding_the_owners_package(tmp_path, monkeypatch):
+    owner = tmp_path / "owner"  # the owner's checkout; this library is imported from elsewhere
+    commit = repository(owner, {"owners_project/__init__.py": "", "owners_project/model.py": OWNER_MODEL})
+    monkeypatch.syspath_prepend(str(owner))  # as an editable install or PYTHONPATH puts it
+    started = tmp_path / "elsewhere"  # a working directory in no repository
+    started.mkdir()
+    monkeypatch.chdir(started)
+    from owners_project.model import OwnersClassifier
+
+    args = ["fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2", "--trainer.enable_progress_bar=false"]
+    fit = main(lambda: TinyCLI(OwnersClassifier, TinyDataModule, trainer_defaults=TRAINER_DEFAULTS, args=args))
+    summary = json.loads((Path(fit.trainer.logger.log_dir) / "summary.json").read_text())
+    assert summary["git"] == {"commit": commit, "dirty": False}
+    assert commit != git(Path(__file__).parent, "rev-parse", "HEAD"), "not the library's repository"
+
+    (owner / "owners_project/model.py").write_text(OWNER_MODEL + "# an uncommitted change\n")
+    assert git_state(*code_folders("owners_project")) == {"commit": commit, "dirty": True}
+
+
+def test_a_package_installed_outside_any_repository_records_the_working_directorys_commit(tmp_path, monkeypatch):
+    installed = tmp_path / "site-packages"  # as `pip install .` (not editable) leaves the package
+    (installed / "owners_installed").mkdir(parents=True)
+    (installed / "owners_installed/__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(installed))
+    checkout = tmp_path / "checkout"
+    commit = repository(checkout, {"configs/run.yaml": "trainer: {}\n"})
+    monkeypatch.chdir(checkout)
+    assert code_folders("owners_installed") == [installed / "owners_installed", checkout]
+    assert git_state(*code_folders("owners_installed")) == {"commit": commit, "dirty": False}
