@@ -239,3 +239,21 @@ def test_every_limit_is_in_the_reliability_docs_with_its_value():
     for name, value in values.items():
         shown = "2³⁰" if value == 2**30 else f"{value:,}"
         assert rows[name].strip().startswith(shown), (name, rows[name])
+
+
+def test_your_own_lightningmodule_runs_as_written(in_tmp, monkeypatch):
+    """docs/making-it-yours.md's regression: a module and DataModule of the user's, fit, then test from the file."""
+    monkeypatch.syspath_prepend(str(in_tmp))
+    section = sections(WALK_THROUGH.read_text(), "## Your own LightningModule", "## Your own LightningModule")
+    built = []
+    for language, block in code_blocks(section):
+        if language == "python":
+            (in_tmp / block.splitlines()[0].removeprefix("# ")).write_text(block)
+            continue
+        for command in shell_commands(block):
+            assert command[:3] == ["python", "-m", PACKAGE], command
+            cli = cli_main([*command[3:], *QUIET, *(ONE_EPOCH_TWO_BATCHES if command[3] == "fit" else [])])
+            assert cli.trainer.state.finished
+            built.append((type(cli.model).__name__, type(cli.datamodule).__name__, cli.model.hparams.input_shape))
+    assert built == [("Regressor", "Diabetes", [10])] * 2
+    assert "test/loss" in cli.trainer.callback_metrics
