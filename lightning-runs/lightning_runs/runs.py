@@ -94,10 +94,11 @@ def run_dir(save_dir: str, name: str, version: int | str) -> Path:
     return Path(save_dir) / name / (version if isinstance(version, str) else f"version_{version}")
 
 
-def free_path(path: Path) -> Path:
-    """`path` if it does not exist yet, else the first free `<stem>-N<suffix>`: nothing is overwritten."""
+def free_path(path: Path, *beside: str) -> Path:
+    """`path` if it does not exist yet, else the first free `<stem>-N<suffix>`: nothing is overwritten. With suffixes
+    `beside` (".npy"), the files of the same name with them must be free too: they are written with it."""
     candidate, n = path, 0
-    while candidate.exists():
+    while any(p.exists() for p in (candidate, *(candidate.with_suffix(suffix) for suffix in beside))):
         n += 1
         candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
     return candidate
