@@ -35,13 +35,24 @@ RANK_ZERO_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.
 
 
 def saved_class_path(hparams) -> str | None:
-    """The class a DataModule's saved hyper_parameters were built as, or None."""
+    """The class a module's saved hyper_parameters were built as (a DataModule's, and a LightningModule's under
+    `subclass_mode_model`), or None."""
     return hparams.get(CLASS_PATH_KEY) if isinstance(hparams, dict) else None
 
 
 def saved_arguments(hparams: dict) -> dict:
     """The saved `__init__` arguments, without LightningCLI's own keys (they start with an underscore)."""
     return {key: value for key, value in hparams.items() if not key.startswith("_")}
+
+
+def lightning_modules_traceable():
+    """A context in which a LightningModule outside a Trainer answers `trainer` with None instead of raising:
+    torch.jit.trace reads each attribute of the module it traces. Lightning's own `to_torchscript` (deprecated in 2.7)
+    and TensorBoardLogger's `log_graph` set the private class flag `_jit_is_scripting` so; no public switch exists.
+    Lightning 2.6.6."""
+    from lightning.pytorch.core.module import _jit_is_scripting  # here: `import lightning_runs` stays without Lightning
+
+    return _jit_is_scripting()
 
 
 def saved_monitors(checkpoint: dict) -> list[tuple[str | None, str | None]]:

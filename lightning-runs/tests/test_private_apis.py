@@ -27,6 +27,7 @@ from lightning_runs.private import (
     RANK_ZERO_LOGGERS,
     early_stopping_states,
     epochs_processed,
+    lightning_modules_traceable,
     option_strings,
     save_now,
     saved_arguments,
@@ -211,6 +212,18 @@ def test_an_optuna_trial_is_rebuilt_in_another_process_from_its_storage_id(tmp_p
     again.report(0.5, step=1)
     assert again.number == asked.number == 1
     assert study.trials[1].intermediate_values == {1: 0.5}
+
+
+def test_a_lightning_module_outside_a_trainer_is_traced_while_its_trainer_answers_none():
+    model = BoringModel().eval()
+    with pytest.raises(RuntimeError, match="is not attached to a `Trainer`"):
+        _ = model.trainer
+    with lightning_modules_traceable():
+        assert model.trainer is None
+        traced = torch.jit.trace(model, torch.zeros(2, 32))
+    torch.testing.assert_close(traced(torch.ones(5, 32)), model(torch.ones(5, 32)))
+    with pytest.raises(RuntimeError):
+        _ = model.trainer
 
 
 def test_runs_cli_overrides_only_public_lightningcli_hooks():

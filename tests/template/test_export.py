@@ -25,7 +25,7 @@ def trained(tmp_path_factory):
 def run_exported(path, images: torch.Tensor) -> torch.Tensor:
     if path.suffix == ".onnx":
         session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        return torch.from_numpy(session.run(["logits"], {"samples": images.numpy()})[0])
+        return torch.from_numpy(session.run(["outputs"], {"inputs": images.numpy()})[0])
     model = torch.jit.load(str(path)) if path.name.endswith(".torchscript.pt") else torch.export.load(path).module()
     with torch.no_grad():
         return model(images)

@@ -1,28 +1,28 @@
 """`python -m <package> export --ckpt_path <file> --format onnx|torchscript|pt2`: the trained model for serving.
 
-The exported model is the LightningModule's own `forward`, normalization included, so raw samples of the shape the
-model was trained on go straight in and its outputs come out, for any batch size N. The shape is the model's
-`example_input_array` (docs/contract.md). The checkpoint is read as the CLI
-reads one (refused in one line if it is not safe or not whole), the output is written atomically, and the input
-is never overwritten.
+The exported model is the checkpoint's LightningModule (whatever class its run was fitted with) and its own `forward`:
+it takes what that forward takes, inputs as the run's DataModule batches give them, for any batch size N, and gives
+its outputs. The example it is exported from is the model's `example_input_array`, or else a batch of the
+checkpoint's DataModule (docs/contract.md). The checkpoint is read as the CLI reads one (refused in one line if it is
+not safe or not whole), the file is checked at other batch sizes against the model before it is written, atomically,
+and the input is never overwritten.
 """
 
-import io
 from pathlib import Path
 from typing import Literal
 
 import torch
-from torch.export import Dim
 
 from lightning_runs import errors
 from lightning_runs.atomic import write_atomically
 from lightning_runs.checkpoints import read_checkpoint
 from lightning_runs.contract import example_input
 from lightning_runs.errors import UsageError
+from lightning_runs.exporters import exported, shape_text, shapes
+from lightning_runs.saved_modules import HINT, data_inputs, dotted_name, saved_data_class, saved_model
 from lightning_runs.tools import function_cli
 
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".torchscript.pt", "pt2": ".pt2"}
-BATCH = ({0: Dim("batch", min=1)},)  # the first dimension of the input stays free
 
 
 def export(
@@ -34,7 +34,8 @@ def export(
     """Write the checkpoint's model in `format` and return where.
 
     Args:
-        model_class: the project's LightningModule, as its CLI builds it
+        model_class: the project's LightningModule, for a checkpoint that names no class (a CLI without model class
+            paths)
         ckpt_path: a checkpoint written by `python -m <package> fit`, e.g. runs/<name>/version_0/checkpoints/best.ckpt
         format: onnx (onnxruntime and most serving stacks), torchscript (torch.jit.load, C++ libtorch; deprecated
             in PyTorch, still loadable) or pt2 (torch.export.load, the format PyTorch recommends now)
@@ -52,36 +53,23 @@ def export(
             f"--output {output}: an existing file that is not a {format} export, or a checkpoint; give a new file"
             f" or one ending in {SUFFIXES[format]}"
         )
-    read_checkpoint(ckpt_path, model_class)  # refuses a broken or unsafe file before Lightning reads it
-    try:
-        model = model_class.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=True).eval()
-    except (KeyError, RuntimeError, TypeError, ValueError) as error:  # another model's weights or hyperparameters
-        reason = str(error).strip().splitlines()[0]
-        raise UsageError(f"--ckpt_path {ckpt_path}: not a checkpoint of {model_class.__name__} ({reason})") from None
+    model = saved_model(ckpt_path, model_class)  # the class the checkpoint names, or model_class
     _check_finite(model, ckpt_path)
+    data = saved_data_class(read_checkpoint(ckpt_path, type(model)))
     example = example_input(model)
     if example is None:
+        example = data_inputs(ckpt_path, type(model))
+    if example is None:
         raise UsageError(
-            f"{model_class.__name__} has no example_input_array: set it to a batch of one sample's shape in its"
-            " __init__ (docs/contract.md), export traces the model with it"
+            f"{dotted_name(type(model))} has no example_input_array and the checkpoint names no DataModule to take a"
+            f" batch from: {HINT}, export traces the model with it"
         )
-    # A batch of 2: with 1 the exporters would take the batch size for a constant.
-    example = torch.zeros(2, *example.shape[1:], dtype=example.dtype)
-    buffer = io.BytesIO()  # serialized first: written whole, and a full disk reads "disk full", not a torch error
-    if format == "onnx":
-        program = torch.onnx.export(
-            model, (example,), dynamic_shapes=BATCH, input_names=["samples"], output_names=["logits"], verbose=False
-        )
-        buffer.write(program.model_proto.SerializeToString())
-    else:
-        program = torch.export.export(model, (example,), dynamic_shapes=BATCH)
-        if format == "pt2":
-            torch.export.save(program, buffer)
-        else:  # traced from the captured graph: tracing the LightningModule trips over its `trainer` property
-            torch.jit.save(torch.jit.trace(program.module(), example), buffer)
-    write_atomically(output, buffer.getvalue())
-    shape = ", ".join(str(size) for size in example.shape[1:])
-    print(f"Wrote {output}: raw samples (N, {shape}) -> (N, {model(example).shape[-1]}) outputs")
+    write_atomically(output, exported(model, example, format))
+    inputs = shape_text(["N", *example.shape[1:]]) + ("" if example.dtype == torch.float32 else f" {example.dtype}")
+    given = f"as {data} gives them" if data else f"shaped as {dotted_name(type(model))}'s example_input_array"
+    named = shapes(model, example)
+    said = f" {named[0][1]}" if len(named) == 1 else ": " + ", ".join(f"{name} {shape}" for name, shape in named)
+    print(f"Wrote {output}: inputs {inputs} {given} -> outputs{said}")
     return output
 
 
