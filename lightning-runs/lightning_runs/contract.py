@@ -5,7 +5,9 @@ From the DataModule, for the model the CLI wiring links (`required`): `num_class
 - `sample_kind`: "image" ((H, W) or (C, H, W) samples), "signal" ((L,) or (C, L)) or "table" ((F,)); decides
   which pictures a run gets (figures.py). Anything else, or none: no sample pictures.
 From the LightningModule:
-- `validation_step` / `test_step` return (N, C) logits to get confusion matrices and misclassified samples;
+- `validation_step` / `test_step` return (N, C) logits for integer labels (confusion matrices, misclassified samples)
+  or (N,) values for float targets (predicted-against-true and residual plots); returning nothing, the module is
+  called on the inputs (tasks.py, figures.py);
   `predict_step` returns (N, C) class probabilities for predictions.csv (or (N,) values);
 - `example_input_array` (Lightning's own attribute), a batch of the sample shape: export and the shape check of
   `predict` read it.
