@@ -9,7 +9,9 @@ From the DataModule, where the model's __init__ asks for them (wiring.py: model 
 From the LightningModule (any, chosen with `--model <class path>`):
 - what it logs, named `stage/name`; `configure_callbacks()` returning a ModelCheckpoint or EarlyStopping says what
   the run's best checkpoint and early stopping watch (monitored.py);
-- what `validation_step` / `test_step` / `predict_step` return, described by its shapes (figures.py, predictions.py);
+- what `validation_step` / `test_step` / `predict_step` return, described by its shapes (figures.py, predictions.py):
+  (N, C) logits for integer labels or (N,) values for float targets get their pictures; returning nothing, the
+  module is called on the inputs in the epochs whose figures are drawn (tasks.py);
 - `example_input_array` (Lightning's own attribute), a batch of the sample shape: export and the shape check of
   `predict` read it (export falls back to one batch of the data).
 From the callbacks' configuration:

@@ -1,54 +1,56 @@
-"""Pictures of a run: the input samples, the misclassified ones, confusion matrices and weight histograms, for each
-logger that shows them (pictures.py). What the samples look like is drawings.py's; which kind they are, the
-DataModule's `sample_kind` (contract.py)."""
+"""Pictures of a run, for each logger that shows them (pictures.py): the input samples once, each evaluation's figures
+by the task its outputs show (tasks.py): a classification's confusion matrix and misclassified samples
+(class_figures.py, the samples drawn by drawings.py), a regression's predicted-against-true and residual plots
+(regression_figures.py); and weight histograms. Which kind the samples are is the DataModule's `sample_kind`
+(contract.py)."""
 
 import torch
 from jsonargparse.typing import NonNegativeInt, PositiveInt
 from lightning.pytorch.callbacks import Callback
-from matplotlib.figure import Figure
-from torchmetrics.classification import MulticlassConfusionMatrix
 
+from lightning_runs.class_figures import ClassFigures
 from lightning_runs.console import say
 from lightning_runs.contract import sample_kind
-from lightning_runs.distributed import gather_rows
-from lightning_runs.drawings import COLUMNS, MISCLASSIFIED, drawable, image_grid, signal_plots
-from lightning_runs.limits import MAX_FIGURE_CLASSES
+from lightning_runs.drawings import COLUMNS, drawable, image_grid, signal_plots
 from lightning_runs.pictures import picture_writers
-
-MAX_ANNOTATED = 20  # classes: a confusion matrix with more gets no count in each cell (100x100 texts take seconds)
+from lightning_runs.regression_figures import RegressionFigures
+from lightning_runs.tasks import inputs_and_targets, output_task
 
 
 def _every(n: int, epoch: int) -> bool:
     return n > 0 and (epoch + 1) % n == 0
 
 
-class Figures(Callback):
-    """`train/inputs` once; `val/misclassified` and `val/confusion_matrix` every N epochs and at the end of fit;
-    `test/misclassified` and `test/confusion_matrix` after test.
+def _says_nothing(outputs) -> bool:
+    """A step that returns nothing, or only its loss, as Lightning's docs write validation and test steps."""
+    return outputs is None or (isinstance(outputs, torch.Tensor) and outputs.ndim == 0)
 
-    Confusion matrices for every kind of sample; inputs and misclassified samples for images and signals only.
-    The validation and test steps return their (N, C) logits to reach `on_*_batch_end`; the first batch of a stage
-    decides whether it gets figures and its class count C. Every rank counts its shard of the confusion matrix and
-    torchmetrics sums them; the misclassified samples are gathered from every rank. Only rank zero draws and
-    writes. `every_n_epochs: 0` turns all of it off.
+
+class Figures(Callback):
+    """`train/inputs` once; each stage's figures every N epochs of a fit and at its end, after validate and after test:
+    `val/...` and `test/...`, `confusion_matrix` and `misclassified` for a classification, `predicted_vs_true` and
+    `residuals` for a regression, none for any other task (said in one line).
+
+    The first batch of a stage decides its task, from what the step returns and the batch holds: (N, C) class scores
+    for (N,) integer labels, or (N,) or (N, 1) values for as many float targets. A step that returns nothing or its
+    loss has the module called on the batch's inputs instead, under no_grad, in the epochs whose figures are drawn
+    only (validation of the other epochs is not slowed). Every rank sees the same shapes, so every rank decides alike:
+    the gathers at the end of a stage are collective. Only rank zero draws and writes. `every_n_epochs: 0` turns all of
+    it off.
     """
 
     # Every 20 epochs: about 0.2 s a time (two matplotlib figures), under 3% of the default 100-epoch fit.
     def __init__(self, every_n_epochs: NonNegativeInt = 20, max_images: PositiveInt = 32) -> None:
         self.every_n_epochs, self.max_images = every_n_epochs, max_images
-        self.matrices: dict[str, torch.Tensor] = {}  # the latest (C, C) matrix of each stage, on every rank
+        self.matrices: dict[str, torch.Tensor] = {}  # the latest (C, C) matrix of each classification stage, every rank
         self._pending = None  # rank zero: the last validation's pictures, when not written yet
+        self._said = False  # why a stage has no figures: one line a run
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         self.kind = sample_kind(trainer.datamodule)  # None without a DataModule: no sample pictures
-        # Per stage, from its first batch: its metric (None: no figures) and class count, and an empty (samples,
-        # labels, predictions) where its samples are drawn. Every rank sees the same shapes, so every rank decides
-        # alike: compute() and gather_rows are collective.
-        self._confusion: dict[str, MulticlassConfusionMatrix | None] = {}
-        self._skipped: set[str] = set()  # stages whose confusion matrix has too many classes to draw: said once
-        self._classes: dict[str, int] = {}
-        self._empty: dict[str, tuple[torch.Tensor, ...]] = {}
-        self._wrong = {s: [] for s in ("val", "test")}  # per batch: (samples, labels, predictions) misclassified
+        # Per stage, from its first batch: what gathers its figures (None: no figures).
+        self._figures: dict[str, ClassFigures | RegressionFigures | None] = {}
+        self._called: set[str] = set()  # stages whose outputs come from calling the module on the batch's inputs
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         writers = picture_writers(trainer)
@@ -65,48 +67,75 @@ class Figures(Callback):
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
         if not trainer.sanity_checking:
-            self._collect("val", trainer, outputs, batch)
+            self._collect("val", trainer, pl_module, outputs, batch)
 
     def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
-        self._collect("test", trainer, outputs, batch)
+        self._collect("test", trainer, pl_module, outputs, batch)
 
-    def _collect(self, stage: str, trainer, outputs, batch) -> None:
-        if self.every_n_epochs == 0:
+    def _collect(self, stage: str, trainer, pl_module, outputs, batch) -> None:
+        if self.every_n_epochs == 0 or (stage in self._figures and self._figures[stage] is None):
             return
-        logits, labels = _logits(outputs, batch)
-        if stage not in self._confusion:
-            self._start(stage, trainer, logits, labels, batch[0] if logits is not None else None)
-        confusion = self._confusion[stage]
-        if confusion is None or logits is None or logits.shape[1] != self._classes[stage]:
-            return
-        predictions = logits.argmax(dim=-1)  # (N,)
-        confusion.update(predictions, labels)
-        room = self.max_images - sum(len(w[1]) for w in self._wrong[stage])
-        empty = self._empty.get(stage)
-        # Once full, no more boolean indexing (a GPU sync) for the rest of the epoch; samples of another shape than
-        # the first batch's (signals padded per batch) are not drawn: they would not join the others.
-        if empty is not None and room > 0 and batch[0].shape[1:] == empty[0].shape[1:]:
-            wrong = predictions != labels
-            self._wrong[stage].append((batch[0][wrong][:room], labels[wrong][:room], predictions[wrong][:room]))
+        if _says_nothing(outputs):
+            self._called.add(stage)
+            if not self._drawn_now(trainer):
+                return
+            outputs = self._called_outputs(stage, pl_module, batch)
+            if outputs is None:
+                return
+        if stage not in self._figures:
+            self._figures[stage] = self._start(stage, trainer, outputs, batch)
+        if self._figures[stage] is not None:
+            self._figures[stage].update(outputs, batch)
 
-    def _start(self, stage: str, trainer, logits, labels, samples) -> None:
-        """The stage's first batch: its class count is the width of the logits; no logits, no figures."""
-        if logits is None:
-            self._confusion[stage] = None
-            return
-        device, self._classes[stage] = trainer.strategy.root_device, logits.shape[1]
-        self._confusion[stage] = MulticlassConfusionMatrix(logits.shape[1], validate_args=False).to(device)
-        if drawable(self.kind, samples) and len(samples) == len(labels):
-            none = samples.new_zeros(0, *samples.shape[1:]), labels.new_zeros(0), labels.new_zeros(0, dtype=torch.long)
-            self._empty[stage] = none  # predictions as argmax makes them: every rank's must match for the gather
+    def _drawn_now(self, trainer) -> bool:
+        """Whether this epoch's figures are drawn: every validate and test; in a fit every N epochs and the last of
+        `max_epochs` (one an early stop ends is not known in advance)."""
+        if trainer.state.fn != "fit":
+            return True
+        epoch = trainer.current_epoch
+        return _every(self.every_n_epochs, epoch) or epoch == (trainer.max_epochs or 0) - 1
+
+    def _called_outputs(self, stage: str, pl_module, batch) -> torch.Tensor | None:
+        """The module's outputs for the batch's inputs, or None where the batch has no targets or the call fails."""
+        pair = inputs_and_targets(batch)
+        if pair is None:
+            self._none(stage, "its batches are not (inputs, targets, ...) tensors")
+            return None
+        try:
+            with torch.no_grad():  # validation and test already run without gradients; a direct call may not
+                return pl_module(pair[0])
+        except Exception as error:  # any module's own error: the figures are not worth a run
+            first = (str(error).splitlines() or [""])[0]
+            self._none(stage, f"calling the module on a batch's inputs raised {type(error).__name__}: {first}")
+            return None
+
+    def _start(self, stage: str, trainer, outputs, batch) -> ClassFigures | RegressionFigures | None:
+        task, device = output_task(outputs, batch), trainer.strategy.root_device
+        if task == "classification":
+            return ClassFigures(self.kind, self.max_images, device, outputs, batch[0], batch[1])
+        if task == "regression":
+            return RegressionFigures(device, trainer.world_size)
+        self._none(
+            stage,
+            "its outputs are neither (N, C) class scores for integer labels nor one value a sample for"
+            " float targets (docs/contract.md)",
+        )
+        return None
+
+    def _none(self, stage: str, why: str) -> None:
+        self._figures[stage] = None
+        if not self._said:
+            self._said = True
+            say(f"figures: none for {stage}: {why}")
 
     def on_validation_epoch_end(self, trainer, pl_module) -> None:
-        if trainer.sanity_checking or self.every_n_epochs == 0:
-            if self._confusion.get("val") is not None:
-                self._confusion["val"].reset()
-            self._wrong["val"].clear()
+        figures = self._figures.get("val")
+        skipped = "val" in self._called and not self._drawn_now(trainer)  # nothing collected: nothing to gather
+        if trainer.sanity_checking or self.every_n_epochs == 0 or skipped:
+            if figures is not None:
+                figures.reset()
             return
-        pictures = self._finish("val", trainer)  # collective: every rank, every epoch
+        pictures = self._finish("val", trainer)  # collective: every rank, every epoch it collected
         fitting = trainer.state.fn == "fit"
         if not fitting or _every(self.every_n_epochs, trainer.current_epoch):
             self._write(trainer, "val", pictures)
@@ -124,56 +153,22 @@ class Figures(Callback):
             self._write(trainer, "test", self._finish("test", trainer))
 
     def _finish(self, stage: str, trainer) -> tuple | None:
-        """The stage's confusion matrix over all ranks and up to `max_images` misclassified samples of all ranks."""
-        confusion = self._confusion.get(stage)
-        if confusion is None:
+        figures = self._figures.get(stage)
+        if figures is None:
             return None
-        matrix = self.matrices[stage] = confusion.compute()  # (C, C): sums every rank's counts
-        confusion.reset()
-        wrong, self._wrong[stage] = self._wrong[stage], []
-        samples = labels = predictions = None
-        if stage in self._empty:
-            parts = zip(*(wrong or [self._empty[stage]]), strict=True)
-            mine = [torch.cat(part) for part in parts]  # this rank's (M, ...), M <= max_images
-            samples, labels, predictions = (torch.cat(gather_rows(t))[: self.max_images] for t in mine)  # all ranks'
-        if not trainer.is_global_zero:
-            return None
-        wrong = None if samples is None else (samples.cpu(), labels.cpu(), predictions.cpu())
-        return matrix.cpu(), wrong, trainer.global_step
+        drawn = figures.finish(trainer)
+        if isinstance(figures, ClassFigures):
+            self.matrices[stage] = figures.matrix
+        return None if drawn is None else (drawn, trainer.global_step)
 
-    def _write(self, trainer, stage: str, drawn: tuple | None) -> None:
+    def _write(self, trainer, stage: str, pictures: tuple | None) -> None:
         writers = picture_writers(trainer)
-        if not writers or drawn is None:
+        if not writers or pictures is None:
             return
-        matrix, wrong, step = drawn
-        figures = {}
-        if len(matrix) <= MAX_FIGURE_CLASSES:
-            figure = Figure(figsize=(5, 4.5), dpi=64)  # ~27 KB a PNG; constrained layout would add 50 ms a figure
-            ax = figure.subplots()
-            self._confusion[stage].plot(val=matrix, ax=ax, add_text=len(matrix) <= MAX_ANNOTATED)
-            ax.set_title(f"{stage}: {int(matrix.sum())} samples, {int(matrix.trace())} right (step {step})")
-            figures[f"{stage}/confusion_matrix"] = figure
-        elif stage not in self._skipped:
-            self._skipped.add(stage)
-            say(
-                f"{stage}/confusion_matrix: {len(matrix)} classes, more than the {MAX_FIGURE_CLASSES} a figure shows"
-                " (lightning_runs/limits.py); not drawn"
-            )
-        if wrong is not None:
-            figures[f"{stage}/misclassified"] = MISCLASSIFIED[self.kind](*wrong)
+        drawn, step = pictures
+        figures = self._figures[stage].figures(stage, drawn, step)
         for writer in writers if figures else ():
             writer.figures(figures, step)
-
-
-def _logits(outputs, batch) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """The step's (N, C) logits and the batch's (N,) class labels, or (None, None) where the step returned anything
-    else (a loss, a dict, one value a sample) or the batch has no integer labels second."""
-    labels = batch[1] if isinstance(batch, tuple | list) and len(batch) > 1 else None
-    if not (isinstance(outputs, torch.Tensor) and isinstance(labels, torch.Tensor)):
-        return None, None
-    if outputs.ndim != 2 or outputs.shape[1] < 2 or labels.shape != outputs.shape[:1] or labels.is_floating_point():
-        return None, None
-    return outputs, labels
 
 
 class Histograms(Callback):

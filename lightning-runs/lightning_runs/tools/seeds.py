@@ -1,31 +1,32 @@
-"""`python -m <package> seeds`: each seed trained and its best checkpoint tested, beside scikit-learn.
+"""`python -m <package> seeds`: each seed trained and its best checkpoint tested, beside scikit-learn where it applies.
 
-Each seed sets both the split (`--data.seed`) and the initialisation (`--seed_everything`). The score is the test
-counterpart of the metric the best checkpoint monitors (`val/f1` -> `test/f1`). The baselines are fitted on the
-batches of the same train loader (its dropped ragged batch aside) and scored on the same test loader, flattened:
-the DataModule's batches must start with (inputs, labels).
+Each seed sets the initialisation (`--seed_everything`) and, where the chosen DataModule takes a `seed`, its split
+(`--data.seed`). Which DataModule is chosen, and so whether it takes one, is known only once the configs and options
+are parsed: `fit --print_config` parses them as the fits will (refusing a bad one in one line, before any training)
+and prints the resolved config, whose `data.init_args` are that DataModule's parameters. The score is the test
+counterpart of the metric the best checkpoint monitors (`val/f1` -> `test/f1`).
+
+Beside them, scikit-learn baselines (lightning_runs/baselines.py), fitted on the batches of the same train loader and
+scored on the same test loader, by the task the targets show: a classification's SVC and logistic regression
+accuracy, a regression's ridge MSE, MAE and R^2; where none apply, the table says why.
 """
 
+import contextlib
+import io
 import statistics
 import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-import torch
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
-from sklearn.svm import SVC
+import yaml
 
+from lightning_runs import errors
+from lightning_runs.baselines import baselines, is_baseline
 from lightning_runs.contract import counterpart, monitored_checkpoint
+from lightning_runs.errors import Failed, UsageError
 from lightning_runs.runs import write_json
 from lightning_runs.tools import function_cli
-
-BASELINES = {
-    "svc": lambda: SVC(C=10),
-    "logistic_regression": lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)),
-}
 
 
 def evaluate_seeds(
@@ -37,20 +38,28 @@ def evaluate_seeds(
     output: Path | None = None,
 ) -> dict:
     """Trains and tests `configs` once per seed; prints a table and writes it as JSON (default runs/<name>.json)."""
+    output = output or Path("runs") / f"{name}.json"
+    _check(configs, seeds, output)
     stacked = [option for path in configs for option in ("--config", str(path))]
     quiet = ["--quiet"]  # ten runs: keep the output to their test tables and the final table
     # Each run gets its options as `args` while sys.argv holds this command's: intended here, not a mistake.
     warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
+    data_seed = _data_takes_seed(cli_main, [*stacked, *quiet, *args])
     rows = []
     for seed in seeds:
-        seeded = [*stacked, *quiet, *args, f"--seed_everything={seed}", f"--data.seed={seed}"]
+        seeded = [*stacked, *quiet, *args, f"--seed_everything={seed}"]
+        seeded += [f"--data.seed={seed}"] if data_seed else []
         seeded.append(f"--trainer.logger.init_args.name={name}")
         started = time.perf_counter()
         fit = cli_main(["fit", *seeded])
         seconds = time.perf_counter() - started
         best = monitored_checkpoint(fit.trainer)
+        if best is None or not best.best_model_path:
+            raise Failed(f"seed {seed}: the fit saved no best checkpoint (--checkpoint.monitor) to test")
         test = cli_main(["test", *seeded, f"--ckpt_path={best.best_model_path}"])
         score = counterpart(best.monitor, "test")
+        if score not in test.trainer.callback_metrics:
+            raise Failed(f"seed {seed}: the test logged no {score}, the test counterpart of {best.monitor}")
         row = {
             "seed": seed,
             _column(score): test.trainer.callback_metrics[score].item(),
@@ -59,39 +68,56 @@ def evaluate_seeds(
             "fit_seconds": round(seconds, 1),
             "checkpoint": best.best_model_path,
         }
-        row.update(_baselines(fit.datamodule, test.datamodule))
+        scores = baselines(fit.datamodule.train_dataloader(), test.datamodule.test_dataloader())
+        row.update(scores if isinstance(scores, dict) else {"baselines": f"none: {scores}"})
         rows.append(row)
     result = {"configs": [str(p) for p in configs], "args": args, "seeds": rows, "summary": _summary(rows)}
     _print(result)
-    write_json(output or Path("runs") / f"{name}.json", result)
+    write_json(output, result)
     return result
+
+
+def _check(configs: list[Path], seeds: list[int], output: Path) -> None:
+    """What the options themselves can say is wrong, before any parsing or training."""
+    for path in configs:
+        if not path.is_file():
+            raise UsageError(f"--configs {path}: {'a folder' if path.is_dir() else 'no such file'}; give a config file")
+    if not seeds:
+        raise UsageError("--seeds []: give at least one seed")
+    if output.is_dir():
+        raise UsageError(f"--output {output}: a folder; give a file name, such as {output / 'seeds.json'}")
+
+
+def _data_takes_seed(cli_main: Callable, options: list[str]) -> bool:
+    """Whether the DataModule the options choose has a `seed` parameter, from the config `fit --print_config`
+    resolves (it exits before anything is built). A bad config or option is refused here, as the fit would."""
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            cli_main(["fit", *options, "--print_config"])
+    except SystemExit as exit:
+        if exit.code not in (0, None):
+            raise
+    data = (yaml.safe_load(printed.getvalue()) or {}).get("data") or {}
+    # A LightningCLI that chooses its DataModule by class path lists its parameters under init_args, one that takes
+    # a fixed class lists them directly.
+    parameters = data.get("init_args", data) if isinstance(data, dict) else {}
+    return "seed" in (parameters or {})
 
 
 def _column(metric: str) -> str:
     return metric.replace("/", "_")  # test/f1 -> test_f1, a JSON key and a column name
 
 
-def _baselines(fitted, tested) -> dict[str, float]:
-    train_x, train_y = _arrays(fitted.train_dataloader())
-    test_x, test_y = _arrays(tested.test_dataloader())
-    return {f"{name}_acc": make().fit(train_x, train_y).score(test_x, test_y) for name, make in BASELINES.items()}
-
-
-def _arrays(loader):
-    """Every batch's inputs, flattened to one row per sample, and labels, as NumPy arrays."""
-    batches = list(loader)
-    inputs = torch.cat([batch[0].detach().cpu().flatten(1) for batch in batches])
-    return inputs.numpy(), torch.cat([batch[1].detach().cpu() for batch in batches]).numpy()
-
-
 def _summary(rows: list[dict]) -> dict[str, dict[str, float]]:
+    columns = [column for column in [*_scores(rows[0]), "fit_seconds"] if all(column in row for row in rows)]
     return {
         column: {
             "mean": statistics.mean(values := [row[column] for row in rows]),
             "median": statistics.median(values),
             "std": statistics.stdev(values) if len(values) > 1 else 0.0,
         }
-        for column in [*_scores(rows[0]), "fit_seconds"]
+        for column in columns
     }
 
 
@@ -99,21 +125,25 @@ def _scores(row: dict) -> list[str]:
     """The score columns: the test score, the baselines' on the same split, the best checkpoint's."""
     return (
         [key for key in row if key.startswith("test_")]
-        + [f"{name}_acc" for name in BASELINES]
+        + [key for key in row if is_baseline(key)]
         + [key for key in row if key.startswith("best_")]
     )
 
 
 def _print(result: dict) -> None:
-    scores = _scores(result["seeds"][0])
+    first = result["seeds"][0]
+    scores = _scores(first)
     columns = [*scores, "epochs", "fit_seconds"]
     print("\n" + " | ".join(["seed", *columns]))
     for row in result["seeds"]:
-        print(" | ".join([str(row["seed"]), *(f"{row[c]:.4f}" if c in scores else str(row[c]) for c in columns)]))
+        cells = (f"{row[c]:.4f}" if c in scores else str(row[c]) for c in columns if c in row)
+        print(" | ".join([str(row["seed"]), *cells]))
     for stat in ("mean", "median", "std"):
         values = [result["summary"][c][stat] if c in result["summary"] else None for c in columns]
         print(" | ".join([stat, *("" if v is None else f"{v:.4f}" for v in values)]))
+    if "baselines" in first:
+        print(f"baselines: {first['baselines']}")
 
 
 def main(cli_main: Callable, args: list[str] | None = None) -> dict:
-    return function_cli(evaluate_seeds, args, cli_main=cli_main)
+    return errors.main(lambda: function_cli(evaluate_seeds, args, cli_main=cli_main))

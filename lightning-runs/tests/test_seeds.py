@@ -1,0 +1,105 @@
+"""`python -m <package> seeds`: any config over several seeds, each seed the initialisation and, where the DataModule
+takes one, the split; beside the scikit-learn baselines of its task where they apply, and a table saying so where
+none do. A bad option is one line and exit 2, before any training."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from torch.utils.data import DataLoader, TensorDataset
+
+from lightning_runs import baselines as baselines_module
+from lightning_runs.baselines import baselines
+from lightning_runs.tools import seeds
+from lightning_runs.tools.seeds import evaluate_seeds
+from tiny_tasks import cli_main, regression_cli_main
+
+SHORT = ["--trainer.max_epochs=2", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+
+
+def saved_config(name: str, version: int) -> dict:
+    return yaml.safe_load(Path(f"runs/{name}/version_{version}/config.yaml").read_text())
+
+
+@pytest.mark.slow
+def test_a_classification_seeds_its_split_and_initialisation_and_gets_the_classifier_baselines(capsys):
+    result = evaluate_seeds(cli_main, seeds=[0, 1], args=SHORT, name="classes")
+    rows = result["seeds"]
+    assert [row["seed"] for row in rows] == [0, 1]
+    assert all(row["test_loss"] > 0 and 0 < row["svc_acc"] <= 1 and row["logistic_regression_acc"] > 0 for row in rows)
+    for version, seed in enumerate([0, 1]):  # what each fit ran with, as its run folder records it
+        config = saved_config("classes", version)
+        assert config["seed_everything"] == seed and config["data"]["init_args"]["seed"] == seed
+    assert set(result["summary"]) == {"test_loss", "svc_acc", "logistic_regression_acc", "best_val_loss", "fit_seconds"}
+    assert set(result["summary"]["test_loss"]) == {"mean", "median", "std"}
+    assert json.loads(Path("runs/classes.json").read_text()) == json.loads(json.dumps(result))
+    assert "seed | test_loss | svc_acc | logistic_regression_acc | best_val_loss" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_regression_whose_data_takes_no_seed_gets_a_ridge_baseline(capsys):
+    # The DataModule has no `seed`: a --data.seed would be refused, and the fits would not run.
+    result = evaluate_seeds(regression_cli_main, seeds=[0, 1], args=SHORT, name="values")
+    rows = result["seeds"]
+    assert [saved_config("values", version)["seed_everything"] for version in (0, 1)] == [0, 1]
+    assert "seed" not in saved_config("values", 0)["data"]["init_args"]
+    assert all(row["ridge_r2"] > 0.95 and row["ridge_mae"] > 0 and 0 < row["ridge_mse"] < 0.1 for row in rows)
+    # The same split every seed: the baseline moves only by the rounding of another shuffled order.
+    assert rows[0]["ridge_mse"] == pytest.approx(rows[1]["ridge_mse"], rel=1e-5)
+    assert rows[0]["test_loss"] != rows[1]["test_loss"], "another initialisation"
+    assert "seed | test_loss | ridge_mse | ridge_mae | ridge_r2 | best_val_loss" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_train_split_past_the_bound_gets_no_baseline_and_the_table_says_so(capsys, monkeypatch):
+    monkeypatch.setattr(baselines_module, "MAX_SAMPLES", 100)  # the tiny task's train split has 192
+    result = evaluate_seeds(cli_main, seeds=[0], args=SHORT, name="unbounded")
+    (row,) = result["seeds"]
+    assert row["baselines"] == "none: the train split is larger than 100 samples or 33554432 values (baselines.py)"
+    assert not any(key.startswith(("svc", "logistic")) for key in row)
+    out = capsys.readouterr().out
+    assert "seed | test_loss | best_val_loss | epochs | fit_seconds" in out
+    assert out.rstrip().endswith(f"baselines: {row['baselines']}")
+
+
+def loaders(inputs: torch.Tensor, targets: torch.Tensor | None = None) -> tuple[DataLoader, DataLoader]:
+    data = inputs if targets is None else TensorDataset(inputs, targets)
+    return DataLoader(data, batch_size=16), DataLoader(data, batch_size=16)
+
+
+def test_the_baselines_follow_the_targets_and_apply_only_to_tensor_batches():
+    points = torch.randn(64, 3, generator=torch.Generator().manual_seed(0))
+    assert set(baselines(*loaders(points, (points[:, 0] > 0).long()))) == {"svc_acc", "logistic_regression_acc"}
+    assert set(baselines(*loaders(points, points[:, :1] * 2))) == {"ridge_mse", "ridge_mae", "ridge_r2"}  # (N, 1)
+    assert baselines(*loaders(points)) == "the train batches are not (tensor inputs, tensor targets, ...)"
+    assert baselines(*loaders(points, points[:, :2])).startswith("the targets are neither")  # two values a sample
+
+
+def refusal(capsys, args: list[str]) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        seeds.main(cli_main, args)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "Traceback" not in err, err[-2000:]
+    (line,) = err.splitlines()
+    return line
+
+
+@pytest.mark.parametrize(
+    "args,said",
+    [
+        (["--configs=[missing.yaml]"], "error: --configs missing.yaml: no such file; give a config file"),
+        (["--seeds=[0, one]"], "error: --seeds: expected int, got one"),
+        (["--output=afolder"], "error: --output afolder: a folder; give a file name, such as afolder/seeds.json"),
+        (
+            ["--args=[--trainer.max_epoch=1]"],  # refused as the fit would refuse it, by the CLI's own parser
+            "error: unknown option --trainer.max_epoch: did you mean --trainer.max_epochs?",
+        ),
+    ],
+    ids=["missing_config", "seed_not_an_int", "output_a_folder", "misspelt_fit_option"],
+)
+def test_a_bad_option_is_one_line_and_exit_2_before_any_training(capsys, args, said):
+    Path("afolder").mkdir()
+    assert refusal(capsys, args) == said
+    assert not Path("runs").exists(), "nothing trained, no run folder"
