@@ -179,7 +179,6 @@ class TinyRegressor(L.LightningModule):
 class RegressionCLI(RunsCLI):
     def add_arguments_to_parser(self, parser) -> None:
         super().add_arguments_to_parser(parser)
-        parser.link_arguments("data", "model.input_shape", compute_fn=required("sample_shape"), apply_on="instantiate")
         parser.set_defaults({"early_stopping.monitor": "val/loss", "early_stopping.patience": 100})
         parser.set_defaults({"checkpoint.monitor": "val/loss", "checkpoint.mode": "min"})
 
