@@ -13,7 +13,7 @@ PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile
 -include template.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install train evaluate-seeds test test-slow test-all lint format tensorboard runs clean sweep export
+.PHONY: help install train evaluate-seeds test test-slow test-all lint format tensorboard runs clean sweep export schema
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -44,6 +44,9 @@ sweep: install ## run or resume the Optuna sweep SWEEP (default sweeps/digits.ya
 export: install ## export CKPT=<file.ckpt> as FORMAT (onnx, torchscript or pt2), beside the checkpoint
 	$(if $(CKPT),,$(error give the checkpoint: make export CKPT=runs/digits/version_0/checkpoints/best.ckpt))
 	$(PY) -m project export --ckpt_path $(CKPT) --format $(FORMAT) $(ARGS)
+
+schema: install ## write configs/schema.json, the JSON Schema editors check configs with (docs/making-it-yours.md)
+	$(PY) -m project schema --output configs/schema.json
 
 .PHONY: update-template
 update-template: ## in a copy: merge in the template's changes since it was made (docs/updating.md); TEMPLATE=path/URL

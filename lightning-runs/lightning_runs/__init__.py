@@ -12,12 +12,13 @@ from collections.abc import Callable
 from lightning_runs import errors
 from lightning_runs.console import set_program
 
-TOOLS = ("export", "runs", "sweep", "seeds")
+TOOLS = ("export", "runs", "sweep", "seeds", "schema")
 
 
 def main(cli_main: Callable, model_class: type, args: list[str] | None = None):
     """`python -m <package> <subcommand or tool> ...`: fit, validate, test and predict go to the project's LightningCLI
-    (`cli_main`), export, runs, sweep and seeds to the tool of that name (imported only then: sweep needs Optuna)."""
+    (`cli_main`), export, runs, sweep, seeds and schema to the tool of that name (imported only then: sweep needs
+    Optuna)."""
     set_program(model_class)  # before anything prints: every message names `python -m <the owner's package>`
     argv = sys.argv[1:] if args is None else list(args)
     tool, rest = (argv[0], argv[1:]) if argv else (None, [])
@@ -37,5 +38,9 @@ def main(cli_main: Callable, model_class: type, args: list[str] | None = None):
         from lightning_runs.tools import seeds
 
         return seeds.main(cli_main, rest)
+    if tool == "schema":
+        from lightning_runs.tools import schema
+
+        return schema.main(cli_main, rest)
     # No args for the CLI when none were given: LightningCLI reads sys.argv itself, as DDP's launcher expects.
     return errors.main(lambda: cli_main(args))

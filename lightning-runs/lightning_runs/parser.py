@@ -13,6 +13,7 @@ from lightning.pytorch.cli import LightningArgumentParser
 
 from lightning_runs.console import program
 from lightning_runs.errors import UsageError
+from lightning_runs.help import ReadableHelp
 from lightning_runs.limits import MAX_CONFIG_KEYS, MAX_YAML_NODES
 from lightning_runs.private import option_strings
 
@@ -24,7 +25,7 @@ class ParseError(ArgumentError, UsageError):
         super().__init__(None, message)
 
 
-class ProjectParser(LightningArgumentParser):
+class ProjectParser(ReadableHelp, LightningArgumentParser):
     """`concise`: set on the parsers LightningCLI builds (the main one and one per subcommand), whose errors reach
     the user; jsonargparse's own nested parsers (one per class argument) keep its wording, which it composes."""
 

@@ -14,6 +14,9 @@ each is in tests/test_private_apis.py too:
   and the HPARAMS entry holds (parameters.py) as Lightning names them, and `_MLFLOW_AVAILABLE` / `_WANDB_AVAILABLE`;
 - ModelCheckpoint's `state_dict` layout (`dirpath`, `best_model_path`, `best_k_models`, ...), which RunCheckpoint
   respells before Lightning compares it.
+- argparse's HelpFormatter methods `_get_help_string` (the text after an option: jsonargparse's `(type: ..., default:
+  ..., known subclasses: ...)`), `add_usage` and `_fill_text`, which RunsHelpFormatter overrides (help.py): argparse
+  documents only the formatter classes' names, and jsonargparse no setting for the subclasses it lists.
 
 Not APIs, matched where they are used: the wording of jsonargparse's errors (parser.py) and of the Lightning warnings
 silenced in console.py; the template's tests of bad input and of the terminal fail when it changes.
@@ -150,3 +153,32 @@ def add_configure_optimizers(cli, subcommand: str) -> None:
     for a model RunsCLI builds itself, in its own order (cli.py): LightningCLI.instantiate_classes calls the private
     `_add_configure_optimizers_method_to_model`, and no public method does the same. Lightning 2.6.6."""
     cli._add_configure_optimizers_method_to_model(subcommand)
+
+
+def subcommand_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of one subcommand (`fit`) of a jsonargparse parser with subcommands. jsonargparse keeps them in the
+    private `_subcommands_action` (argparse's own `_name_parser_map`), and LightningCLI in its private
+    `_subcommand_parsers`. jsonargparse 4.53."""
+    return parser._subcommands_action._name_parser_map[name]
+
+
+def typed_options(parser: argparse.ArgumentParser) -> list[tuple[str, object, object, str | None, bool]]:
+    """(key, type hint, default, help, group) of each key a config file of this parser may hold, in the parser's
+    order: the options jsonargparse parses with a type hint (`--trainer.max_epochs`: Optional[int]), its yes/no flags
+    (`--quiet`: bool), and each group's own key (`--trainer CONFIG`: a sub-config file or the group's values, `group`
+    True). Not the targets of links (a value there is dropped), help and print options. jsonargparse keeps the type
+    of an option in the private `ActionTypeHint._typehint`, and argparse the options in `_actions`. jsonargparse 4.53.
+    """
+    from jsonargparse import ActionYesNo  # here: `import lightning_runs` stays without jsonargparse's internals
+    from jsonargparse._actions import _ActionConfigLoad
+    from jsonargparse._typehints import ActionTypeHint
+
+    options = []
+    for action in parser._actions:
+        if isinstance(action, _ActionConfigLoad):
+            options.append((action.dest, None, None, None, True))
+        elif isinstance(action, ActionTypeHint):
+            options.append((action.dest, action._typehint, action.default, action.help, False))
+        elif isinstance(action, ActionYesNo):
+            options.append((action.dest, bool, action.default, action.help, False))
+    return options

@@ -3,6 +3,7 @@ it: one test per item, each failing when the library under it changes."""
 
 import importlib.util
 import logging
+import re
 import signal
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import sys
 import lightning as L
 import pytest
 import torch
-from jsonargparse import ArgumentParser, Namespace
+from jsonargparse import ActionYesNo, ArgumentParser, DefaultHelpFormatter, Namespace
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
 from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
 from lightning.pytorch.demos.boring_classes import BoringModel
@@ -22,6 +23,7 @@ from lightning.pytorch.utilities import rank_zero_info
 
 from lightning_runs.checkpoints import LIGHTNING_INSTANTIATOR, RunCheckpoint
 from lightning_runs.errors import main
+from lightning_runs.help import RunsHelpFormatter
 from lightning_runs.private import (
     INSTANTIATOR_KEY,
     RANK_ZERO_LOGGERS,
@@ -35,8 +37,10 @@ from lightning_runs.private import (
     saved_monitors,
     signal_launched_ranks,
     steps_between_saves,
+    subcommand_parser,
     tensorboard_file_writer,
     trial_id,
+    typed_options,
 )
 from tiny_tasks import TinyDataModule, cli_main
 
@@ -129,6 +133,58 @@ def test_argparse_keeps_every_option_string_of_a_parser():
     parser = ArgumentParser()
     parser.add_class_arguments(TinyDataModule, "data")
     assert {"-h", "--help", "--data.batch_size", "--data.seed"} <= set(option_strings(parser))
+
+
+def test_jsonargparse_ends_a_class_typed_options_help_with_every_imported_subclass(monkeypatch):
+    """What RunsHelpFormatter._get_help_string shortens: argparse asks it for the text after each option, and
+    jsonargparse's ends with the subclasses, `known subclasses: a, b, ...)`."""
+    monkeypatch.setenv("COLUMNS", "100000")  # one line per option
+    texts = {}
+    for formatter in (DefaultHelpFormatter, RunsHelpFormatter):
+        parser = ArgumentParser(formatter_class=formatter)
+        parser.add_argument("--network", type=torch.nn.Module)
+        lines = parser.format_help().splitlines()
+        texts[formatter] = next(line for line in lines if line.startswith("  --network NETWORK"))
+    listed = r"\(type: <class 'Module'>, default: null, known subclasses: torch.nn.Module, torch.nn.\w+"
+    assert re.search(listed, texts[DefaultHelpFormatter])
+    assert texts[DefaultHelpFormatter].endswith(")") and "torch.nn.Identity" in texts[DefaultHelpFormatter]
+    assert re.search(r"default: null, \d+ known subclasses\)$", texts[RunsHelpFormatter])
+
+
+def test_argparse_formats_the_usage_and_the_descriptions_through_the_overridden_methods(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    seen = []
+
+    class Watching(RunsHelpFormatter):
+        def add_usage(self, usage, actions, *args, **kwargs):
+            seen.append(("usage", len(list(actions))))
+            super().add_usage(usage, actions, *args, **kwargs)
+
+        def _fill_text(self, text, width, indent):
+            seen.append(("text", text))
+            return super()._fill_text(text, width, indent)
+
+    laid_out = "A title:\n  --a.b B     (type: int)"
+    parser = ArgumentParser(formatter_class=Watching, description=f"A description.\n\n{laid_out}")
+    for n in range(30):
+        parser.add_argument(f"--group.option_{n}", type=int)
+    text = parser.format_help()
+    assert ("usage", 31) in seen and ("text", f"A description.\n\n{laid_out}") in seen
+    assert "--group.option_0" not in text.split("\n\n")[0], "the usage names the top-level options only"
+    assert laid_out in text, "kept as laid out"
+
+
+def test_jsonargparse_keeps_each_options_type_hint_and_each_subcommands_parser():
+    parser = ArgumentParser()
+    parser.add_class_arguments(TinyDataModule, "data", sub_configs=True)
+    parser.add_argument("--quiet", action=ActionYesNo, default=False)
+    parser.link_arguments("data.n", "data.seed")  # a link target: not a key a config sets
+    options = {key: (hint, default, group) for key, hint, default, _, group in typed_options(parser)}
+    assert options["data"] == (None, None, True) and options["quiet"] == (bool, False, False)
+    assert options["data.batch_size"] == (int, 32, False) and "data.seed" not in options
+    main = ArgumentParser()
+    main.add_subcommands().add_subcommand("fit", parser)
+    assert subcommand_parser(main, "fit") is parser
 
 
 def test_a_model_checkpoints_state_holds_the_paths_run_checkpoint_respells(tmp_path):

@@ -1,4 +1,4 @@
-"""Tools around a project's CLI, each run as `python -m <package> <name>`: sweep, seeds, export, runs."""
+"""Tools around a project's CLI, each run as `python -m <package> <name>`: sweep, seeds, export, runs, schema."""
 
 from collections.abc import Callable
 
