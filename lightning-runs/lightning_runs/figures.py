@@ -104,7 +104,8 @@ class Figures(Callback):
         try:
             with torch.no_grad():  # validation and test already run without gradients; a direct call may not
                 return pl_module(pair[0])
-        except Exception as error:  # any module's own error: the figures are not worth a run
+        # Any module's own error: the figures are not worth a run. Same module, same shapes: every rank raises alike.
+        except Exception as error:
             first = (str(error).splitlines() or [""])[0]
             self._none(stage, f"calling the module on a batch's inputs raised {type(error).__name__}: {first}")
             return None

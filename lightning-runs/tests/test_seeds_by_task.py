@@ -23,7 +23,6 @@ def saved_config(name: str, version: int) -> dict:
     return yaml.safe_load(Path(f"runs/{name}/version_{version}/config.yaml").read_text())
 
 
-@pytest.mark.slow
 def test_a_classification_seeds_its_split_and_initialisation_and_gets_the_classifier_baselines(capsys):
     result = evaluate_seeds(cli_main, seeds=[0, 1], args=SHORT, name="classes")
     rows = result["seeds"]
@@ -38,7 +37,6 @@ def test_a_classification_seeds_its_split_and_initialisation_and_gets_the_classi
     assert "seed | test_loss | svc_acc | logistic_regression_acc | best_val_loss" in capsys.readouterr().out
 
 
-@pytest.mark.slow
 def test_a_regression_whose_data_takes_no_seed_gets_a_ridge_baseline(capsys):
     # The DataModule has no `seed`: a --data.seed would be refused, and the fits would not run.
     result = evaluate_seeds(regression_cli_main, seeds=[0, 1], args=SHORT, name="values")
@@ -52,7 +50,6 @@ def test_a_regression_whose_data_takes_no_seed_gets_a_ridge_baseline(capsys):
     assert "seed | test_loss | ridge_mse | ridge_mae | ridge_r2 | best_val_loss" in capsys.readouterr().out
 
 
-@pytest.mark.slow
 def test_a_train_split_past_the_bound_gets_no_baseline_and_the_table_says_so(capsys, monkeypatch):
     monkeypatch.setattr(baselines_module, "MAX_SAMPLES", 100)  # the tiny task's train split has 192
     result = evaluate_seeds(cli_main, seeds=[0], args=SHORT, name="unbounded")
