@@ -44,8 +44,6 @@ def test_the_models_and_the_datas_options_come_before_the_trainers(fit_help):
     trainer = fit_help.index("  --trainer.max_epochs")
     assert fit_help.index("  --data.batch_size") < trainer
     assert "--data project.data.DigitsDataModule, the default (--data.help <class>" in fit_help
-    if "--model CONFIG | CLASS_PATH_OR_NAME" not in fit_help:
-        pytest.xfail("--model takes no class path yet (subclass_mode_model): its options are its group, after these")
     assert fit_help.index("  --model.lr") < trainer
     assert "--model project.model.DigitsClassifier, the default (--model.help <class>" in fit_help
 
