@@ -1,0 +1,87 @@
+"""Any LightningModule, any task: modules written as Lightning's docs write them (nothing of the template imported)
+run every subcommand and tool through `python -m project`, chosen by class path alone."""
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+import torch
+from sklearn.linear_model import LinearRegression
+
+from experiments.regression import split
+from lightning_runs.errors import main
+from lightning_runs.tools import runs
+from project.cli import cli_main, run
+from support import QUIET, CrashAt
+
+REGRESSION = ["--model", "experiments.regression.Regressor", "--data", "experiments.regression.DiabetesData"]
+BORING = [
+    "--model=lightning.pytorch.demos.boring_classes.BoringModel",
+    "--data=lightning.pytorch.demos.boring_classes.BoringDataModule",
+]
+
+
+def fit(*args, callbacks=()):
+    return main(lambda: cli_main(["fit", *QUIET, *args], callbacks=callbacks))
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_a_regression_of_the_users_own_fits_resumes_tests_predicts_and_exports_by_class_path(in_tmp, capsys):
+    with pytest.raises(RuntimeError, match="crash at step 20"):  # a fit stopped in its third epoch (10 steps each)
+        fit(*REGRESSION, "--trainer.max_epochs=12", callbacks=[CrashAt(20)])
+    fitted = fit(*REGRESSION, "--trainer.max_epochs=12", "--ckpt_path=last")
+    folder = Path(fitted.trainer.logger.log_dir)
+    assert folder == Path("runs/diabetesdata-regressor/version_0"), "resumed into its own run"
+    assert "watches val/loss" in capsys.readouterr().out or fitted.trainer.checkpoint_callback.monitor == "val/loss"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["epochs"] == 12
+
+    best = str(folder / "checkpoints/best.ckpt")
+    tested = main(lambda: cli_main(["test", *QUIET, f"--ckpt_path={best}"]))  # no --model, no --data
+    mse = tested.trainer.callback_metrics["test/loss"].item()
+    data = split(0)
+    baseline = LinearRegression().fit(*(t.numpy() for t in data["train"]))
+    baseline_mse = float(np.mean((baseline.predict(data["test"][0].numpy()) - data["test"][1].numpy()) ** 2))
+    print(f"regression test MSE {mse:.1f}, linear baseline {baseline_mse:.1f}")
+    assert mse < 3 * baseline_mse, "within reach of a linear fit on the same split"
+
+    main(lambda: cli_main(["predict", *QUIET, f"--ckpt_path={best}"]))
+    rows = list(csv.DictReader((folder / "predictions.csv").open()))
+    assert len(rows) == len(data["test"][0]) and "probability" not in rows[0] and "value" in rows[0]
+
+    exported = run(["export", f"--ckpt_path={best}", "--format=onnx"])
+    session = onnxruntime.InferenceSession(str(exported))
+    samples = data["test"][0][:5].numpy()  # another batch size than the export's example
+    (outputs,) = session.run(None, {session.get_inputs()[0].name: samples})
+    expected = tested.model.eval()(torch.as_tensor(samples)).detach().numpy()
+    np.testing.assert_allclose(outputs, expected, rtol=1e-4, atol=1e-4)
+
+    listed = runs.main([])
+    assert [row["run"] for row in listed] == [str(folder)]
+
+
+def test_lightnings_own_demo_classes_train_and_test_though_they_log_no_validation_metric(in_tmp, capsys):
+    fitted = fit(*BORING, "--trainer.max_epochs=2")
+    said = capsys.readouterr().out
+    assert "BoringModel logs no" in said and "best.ckpt is the newest" in said
+    best = Path(fitted.trainer.logger.log_dir) / "checkpoints/best.ckpt"
+    assert best.is_file()
+    # BoringModel saves no hyperparameters, so its checkpoint cannot name its class: the command names it.
+    tested = main(lambda: cli_main(["test", *QUIET, *BORING, f"--ckpt_path={best}"]))
+    assert type(tested.model).__name__ == "BoringModel" and tested.trainer.state.finished
+
+
+def test_a_monitor_the_user_names_that_the_model_does_not_log_is_refused_before_training(in_tmp, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        fit(*BORING, "--trainer.max_epochs=2", "--checkpoint.monitor=val/acc")
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "error: --checkpoint.monitor val/acc: BoringModel logs no val metric" in err
+    assert not list(Path("runs").glob("*/version_*")), "no run folder left"
