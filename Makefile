@@ -52,7 +52,7 @@ schema: install ## write configs/schema.json, the JSON Schema editors check conf
 update-template: ## in a copy: merge in the template's changes since it was made (docs/updating.md); TEMPLATE=path/URL
 	$(PYTHON) scripts/update_template.py $(if $(TEMPLATE),--template $(TEMPLATE))
 
-test: install ## the everyday suite: every test not marked slow (~135 s on 2 cores); CI adds make test-slow
+test: install ## the everyday suite: every test not marked slow (~95 s on 2 cores); CI adds make test-slow
 	$(PYTEST) -m "not slow" $(ARGS)
 
 test-slow: install ## the slow end-to-end tests only: full fits, DDP, kill -9 resume, sweeps, copies (~12 min on 2 cores)
