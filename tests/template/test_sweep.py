@@ -91,7 +91,7 @@ def test_a_sweep_keeps_its_study_in_runs_and_runs_each_trial_as_a_normal_run(swe
     assert sorted(p.name for p in (home / "runs/sweeps/tiny").iterdir()) == ["version_0", "version_1"]
     for trial in study.trials[1:]:
         config = yaml.safe_load((home / trial.user_attrs["run"] / "config.yaml").read_text())
-        assert config["model"]["lr"] == trial.params["model.lr"]
+        assert config["model"]["init_args"]["lr"] == trial.params["model.lr"]
         assert config["data"]["init_args"]["batch_size"] == trial.params["data.batch_size"]
 
 
