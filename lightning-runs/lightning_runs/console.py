@@ -106,7 +106,7 @@ def say(message: str) -> None:
 
 
 def duration(seconds: float | None) -> str:
-    """`9.8 s`, `3m 41s`, `2h 05m`: wall times as the fit's closing block and `make runs` show them."""
+    """`9.8 s`, `3m 41s`, `2h 05m`: wall times as the fit's closing block and the runs table show them."""
     if seconds is None:
         return "?"
     if seconds < 60:

@@ -73,13 +73,9 @@ def _epoch(run: str | None, path: str) -> int | str:
 
 
 def _tensorboard(logger: TensorBoardLogger) -> str:
-    if Path(logger.root_dir).resolve().is_relative_to(Path("runs").resolve()):
-        return "make tensorboard   (serves runs/ on http://localhost:6006)"
-    return f"tensorboard --logdir {logger.save_dir}"
+    return f"tensorboard --logdir {logger.save_dir}"  # a command any user has, not a Makefile's target
 
 
 def _mlflow(logger: MLFlowLogger) -> str:
     uri = logger.experiment.tracking_uri  # the client's: the run is open by the end of a fit
-    if uri == f"sqlite:///{Path('runs/mlflow.db').resolve()}":
-        return "make mlflow-ui     (serves runs/mlflow.db on http://localhost:5000)"
     return f"mlflow ui --backend-store-uri {uri}" if uri.startswith("sqlite:") else f"open {uri}"

@@ -35,7 +35,7 @@ def test_fit_ends_with_the_run_its_best_score_its_checkpoints_and_the_next_comma
         f"  last         epoch {last['epoch'] + 1}: {RUN}/checkpoints/last.ckpt",
         f"  next         python -m project test --ckpt_path {RUN}/checkpoints/best.ckpt",
     ]
-    assert "make tensorboard" in block[5] and len(block) == 6
+    assert "tensorboard --logdir runs" in block[5] and len(block) == 6
 
     command = shlex.split(block[4].split("next", 1)[1])
     assert command[:3] == ["python", "-m", "project"]
@@ -48,7 +48,7 @@ def test_make_train_ends_with_the_test_of_the_best_checkpoint_in_the_block(capsy
     block = project_lines(capsys.readouterr().out)[-6:]  # after the test's metrics table
     assert block[0].startswith("Fit completed: 2 of 2 epochs")
     assert block[4] == f"  test/acc     {fit.trainer.callback_metrics['test/acc']:.4f} of the best checkpoint"
-    assert block[5].startswith("  next         make tensorboard"), "tested already: no test command to suggest"
+    assert block[5].startswith("  next         tensorboard --logdir runs"), "tested already: no test command to suggest"
 
 
 @pytest.mark.slow
