@@ -1,0 +1,136 @@
+"""Three tasks of other shapes, each written as Lightning's docs write a module and a DataModule (nothing of the
+template imported, tests/template/experiments/), each through the whole chain by class path: fit, stopped and resumed
+with `--ckpt_path last`, `test --ckpt_path <best>` alone, predict, ONNX at another batch size, `runs`; each scored
+beside a simple baseline on the same split. An autoencoder (batches without targets), a GRU on sequences, and a
+classifier written for another template (its own argument names, torchmetrics, `self.log` alone), given by a config."""
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+import torch
+from sklearn.decomposition import PCA
+from sklearn.linear_model import LogisticRegression
+
+from experiments.autoencoder import samples
+from experiments.other_template import wine_split
+from experiments.sequence import sequences
+from lightning_runs.errors import main
+from lightning_runs.tools import runs
+from project.cli import cli_main, run
+from support import QUIET, CrashAt, load
+
+EXPERIMENTS = Path(__file__).parent / "experiments"
+AUTOENCODER = ["--model", "experiments.autoencoder.AutoEncoder", "--data", "experiments.autoencoder.FactorData"]
+SEQUENCE = ["--model", "experiments.sequence.GRUClassifier", "--data", "experiments.sequence.WalkData"]
+OTHER_TEMPLATE = ["--config", str(EXPERIMENTS / "other_template.yaml")]
+
+
+def cli(*args, callbacks=()):
+    return main(lambda: cli_main([*args[:1], *QUIET, *args[1:]], callbacks=callbacks))
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def crashed_and_resumed(args: list[str], epochs: int, crash: int) -> Path:
+    """The run folder of a fit that crashed as step `crash` began, then finished with `--ckpt_path last`."""
+    with pytest.raises(RuntimeError, match=f"crash at step {crash}"):
+        cli("fit", *args, f"--trainer.max_epochs={epochs}", callbacks=[CrashAt(crash)])
+    fitted = cli("fit", *args, f"--trainer.max_epochs={epochs}", "--ckpt_path=last")
+    folder = Path(fitted.trainer.logger.log_dir)
+    assert folder.name == "version_0", "resumed into its own run"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["epochs"] == epochs
+    return folder
+
+
+def onnx_matches_eager(best: Path, model: torch.nn.Module, samples: torch.Tensor) -> None:
+    """`export --format onnx`, run by onnxruntime at the batch size of `samples` (not the export example's)."""
+    exported = run(["export", f"--ckpt_path={best}", "--format=onnx"])
+    session = onnxruntime.InferenceSession(str(exported))
+    (outputs,) = session.run(None, {session.get_inputs()[0].name: samples.numpy()})
+    expected = model.eval()(samples).detach().numpy()
+    np.testing.assert_allclose(outputs, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_an_autoencoder_whose_batches_have_no_targets_runs_the_whole_chain_beside_pca(in_tmp):
+    folder = crashed_and_resumed(AUTOENCODER, epochs=30, crash=25)  # 10 steps an epoch: in its third
+    assert folder == Path("runs/factordata-autoencoder/version_0")
+    assert load(folder / "checkpoints/best.ckpt")["callbacks"], "saved"
+    best = folder / "checkpoints/best.ckpt"
+    tested = cli("test", f"--ckpt_path={best}")  # no --model, no --data: the checkpoint names both
+    assert tested.trainer.checkpoint_callback.monitor == "val/loss", "it logs no val/acc: best.ckpt follows val/loss"
+    mse = tested.trainer.callback_metrics["test/loss"].item()
+    data = samples(0)
+    pca = PCA(n_components=3).fit(data["train"].numpy())  # the same code size, the same split
+    pca_mse = float(np.mean((pca.inverse_transform(pca.transform(data["test"].numpy())) - data["test"].numpy()) ** 2))
+    mean_mse = float(((data["test"] - data["train"].mean(0)) ** 2).mean())
+    print(f"autoencoder test MSE {mse:.4f}, PCA(3) {pca_mse:.4f}, the mean {mean_mse:.4f}")
+    assert mse < 2 * pca_mse and mse < mean_mse / 5, (
+        "a 3-value code: near PCA's on these tanh mixtures, far below the mean"
+    )
+
+    cli("predict", f"--ckpt_path={best}")
+    reconstructions = np.load(folder / "predictions.npy")  # (N, 20): too wide for a CSV row
+    index = [int(row["index"]) for row in csv.DictReader((folder / "predictions.csv").open())]
+    assert reconstructions.shape == (len(data["test"]), 20) and index == list(range(len(data["test"])))
+    np.testing.assert_allclose(reconstructions, tested.model.eval()(data["test"]).detach().numpy(), atol=1e-5)
+
+    onnx_matches_eager(best, tested.model, data["test"][:7])
+    assert [row["run"] for row in runs.main([])] == [str(folder)]
+
+
+def test_a_gru_on_sequences_runs_the_whole_chain_beside_a_constant_and_a_logistic_baseline(in_tmp):
+    folder = crashed_and_resumed(SEQUENCE, epochs=15, crash=40)  # 16 steps an epoch: in its third
+    best = folder / "checkpoints/best.ckpt"
+    tested = cli("test", f"--ckpt_path={best}")
+    assert tested.model.hparams.num_classes == 2, "linked from WalkData.num_classes"
+    accuracy = tested.trainer.callback_metrics["test/acc"].item()
+    data = sequences(0)
+    (x, y), (test_x, test_y) = data["train"], data["test"]
+    constant = max(test_y.float().mean().item(), 1 - test_y.float().mean().item())  # the majority class
+    logistic = LogisticRegression(max_iter=2000).fit(x.flatten(1).numpy(), y.numpy())
+    logistic_accuracy = logistic.score(test_x.flatten(1).numpy(), test_y.numpy())
+    print(
+        f"GRU test accuracy {accuracy:.3f}, logistic on the flat sequence {logistic_accuracy:.3f}, constant {constant:.3f}"
+    )
+    assert accuracy > constant + 0.15 and accuracy > logistic_accuracy, "the order of the steps is what it learns"
+
+    cli("predict", f"--ckpt_path={best}")
+    rows = list(csv.DictReader((folder / "predictions.csv").open()))
+    assert list(rows[0]) == ["index", "label", "probability"] and len(rows) == len(test_x)
+    eager = tested.model.eval()(test_x).argmax(dim=1)
+    assert [int(row["label"]) for row in rows] == eager.tolist(), "in input order"
+
+    onnx_matches_eager(best, tested.model, test_x[:5])  # the export's example is a batch of 2
+    assert [row["run"] for row in runs.main([])] == [str(folder)]
+
+
+def test_a_classifier_written_for_another_template_runs_from_its_own_config_beside_logistic_regression(in_tmp):
+    folder = crashed_and_resumed(OTHER_TEMPLATE, epochs=30, crash=20)  # 7 steps an epoch: in its third
+    assert folder == Path("runs/winetable-tabularnet/version_0")
+    best = folder / "checkpoints/best.ckpt"
+    tested = cli("test", f"--ckpt_path={best}")
+    assert tested.trainer.checkpoint_callback.monitor == "val/acc", "what it logs, with the recipe's mode"
+    accuracy = tested.trainer.callback_metrics["test/acc"].item()
+    data = wine_split(0)
+    logistic = LogisticRegression(max_iter=2000).fit(*(t.numpy() for t in data["train"]))
+    logistic_accuracy = logistic.score(*(t.numpy() for t in data["test"]))
+    constant = data["test"][1].bincount().max().item() / len(data["test"][1])
+    print(f"wine test accuracy {accuracy:.3f}, logistic regression {logistic_accuracy:.3f}, constant {constant:.3f}")
+    assert accuracy >= logistic_accuracy - 0.1 and accuracy > constant + 0.3
+
+    cli("predict", f"--ckpt_path={best}")
+    rows = list(csv.DictReader((folder / "predictions.csv").open()))
+    assert list(rows[0]) == ["index", "label"] and len(rows) == len(data["test"][0])
+    assert [int(row["label"]) for row in rows] == tested.model.eval()(data["test"][0]).argmax(dim=1).tolist()
+
+    onnx_matches_eager(best, tested.model, data["test"][0][:9])  # the example is a batch of 4
+    assert [row["run"] for row in runs.main([])] == [str(folder)]
