@@ -145,6 +145,7 @@ class GRUAskingForClasses(GRUClassifier):
 
 @pytest.mark.xfail(
     strict=True,
+    raises=SystemExit,
     reason="a required num_classes is refused at parse time ('the following arguments are required: num_classes'),"
     " before wiring.link_data_to_model could fill it from the data",
 )
