@@ -21,7 +21,7 @@ import torch.nn.functional as F
 import yaml
 from sklearn.datasets import load_digits
 
-from lightning_runs.batches import ShardSampler, split_indices
+from lightning_runs.data.batches import ShardSampler, split_indices
 from project.augment import random_affine
 from project.schedule import decay_groups, warmup_cosine
 

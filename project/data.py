@@ -15,9 +15,9 @@ import lightning as L
 import torch
 from jsonargparse.typing import NonNegativeFloat, OpenUnitInterval, PositiveInt, restricted_number_type
 
-from lightning_runs.batches import Batch, ShardSampler, TensorBatches, on_device, split_indices
 from lightning_runs.console import say
 from lightning_runs.contract import SampleKind
+from lightning_runs.data import Batch, ShardSampler, TensorBatches, on_device, split_indices
 from lightning_runs.errors import UsageError
 from project.augment import random_affine
 from project.files import load_labelled, load_samples

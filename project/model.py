@@ -79,7 +79,7 @@ class DigitsClassifier(L.LightningModule):
         logits = self(samples)
         self.metrics[f"{stage}_acc"].update(logits, labels)
         if stage == "train":
-            # Logged as train/loss by LossMonitor (lightning_runs.monitors): the mean over ranks, every step.
+            # Logged as train/loss by LossMonitor (records.step_metrics): the mean over ranks, every step.
             return F.cross_entropy(logits, labels, label_smoothing=self.hparams.label_smoothing), logits
         # Evaluated without label smoothing: a proper score, comparable across recipes.
         loss = F.cross_entropy(logits, labels)
@@ -104,7 +104,7 @@ class DigitsClassifier(L.LightningModule):
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         return self._step(batch, "train")[0]
 
-    # Evaluation returns the (N, num_classes) logits for callbacks' on_*_batch_end (figures.py: confusion
+    # Evaluation returns the (N, num_classes) logits for callbacks' on_*_batch_end (pictures/callbacks.py: confusion
     # matrices, misclassified samples); Lightning does not keep them.
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         return self._step(batch, "val")[1].detach()

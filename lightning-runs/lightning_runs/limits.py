@@ -28,6 +28,7 @@ MAX_CLASSES = 100_000
 # weight of today's large language models (a 256k-word embedding of width 4096).
 MAX_TENSOR_VALUES = 2**30
 
-# Classes of a confusion-matrix figure (figures.py): beyond, its labels cannot be read at the figure's size and
-# drawing 1,500 of them took minutes an epoch; the matrix is still computed, and the figure skipped with one line.
+# Classes of a confusion-matrix figure (pictures/classification.py): beyond, its labels cannot be read at the
+# figure's size and drawing 1,500 of them took minutes an epoch; the matrix is still computed, and the figure
+# skipped with one line.
 MAX_FIGURE_CLASSES = 100

@@ -3,7 +3,8 @@ no public API does the job, and the versions it was checked on (Lightning 2.6.6,
 wandb 0.31, Python 3.11). tests/test_private_apis.py has one test per item and fails when the library under it
 changes behaviour. The rest of the library calls the functions below, never the private names themselves.
 
-Kept in the subclasses that override them, as an override cannot go through a wrapper (loggers.py, checkpoints.py);
+Kept in the subclasses that override them, as an override cannot go through a wrapper (loggers/,
+checkpoints/);
 each is in tests/test_private_apis.py too:
 - CSVLogger: the writer's `_check_log_dir_exists` hook (it deletes an existing metrics.csv), its `_fs`, and the
   logger's cached `_experiment`;

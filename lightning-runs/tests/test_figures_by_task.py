@@ -18,9 +18,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from torch import nn
 from torch.utils.data import DataLoader
 
-from lightning_runs import figures
-from lightning_runs.figures import Figures
-from lightning_runs.regression_figures import MAX_POINTS
+from lightning_runs.pictures import callbacks as figures
+from lightning_runs.pictures.callbacks import Figures
+from lightning_runs.pictures.regression import MAX_POINTS
 from tiny_tasks import TinyClassifier, TinyDataModule, TinyRegressionDataModule, TinyRegressor
 
 BATCHES = 6  # training batches an epoch of the tiny tasks: 192 points, 32 a batch
@@ -206,7 +206,7 @@ import sys
 
 import lightning as L
 
-from lightning_runs import figures
+from lightning_runs.pictures import callbacks as figures
 from tiny_tasks import TinyRegressionDataModule, TinyRegressor
 
 drawn = []

@@ -13,9 +13,9 @@ from jsonargparse import ArgumentParser
 from lightning.pytorch.cli import LightningCLI
 from torch import nn
 
-from lightning_runs.help import MAX_LISTED, RunsHelpFormatter, first_sentence, without_long_listing
-from lightning_runs.parser import ProjectParser
-from lightning_runs.schema import subcommand_schema
+from lightning_runs.cli.help import MAX_LISTED, RunsHelpFormatter, first_sentence, without_long_listing
+from lightning_runs.cli.parser import ProjectParser
+from lightning_runs.cli.schema import subcommand_schema
 from lightning_runs.tools.schema import write_schema
 from tiny_tasks import TinyDataModule, cli_main
 
@@ -91,7 +91,7 @@ def test_the_schema_checks_each_key_and_type(schema):
     assert valid({"data": {"init_args": {"batch_size": 8}}}) and valid({"data": "TinyDataModule"})
     assert not valid({"model": {"lr": "fast"}}) and not valid({"trainer": {"max_epoch": 2}})
     assert not valid({"data": {"batch_size": "8"}}), "the default DataModule's arguments, chosen by class path"
-    assert valid({"model": {"init_args": {"num_classes": 5}}}), "given by the user, it wins over the data's (wiring.py)"
+    assert valid({"model": {"init_args": {"num_classes": 5}}}), "given, it wins over the data's (contract/links.py)"
 
 
 def test_the_schema_leaves_another_class_path_to_the_parser(schema):

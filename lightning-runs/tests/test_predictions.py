@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from lightning_runs.errors import main
-from lightning_runs.runs import free_path
+from lightning_runs.folders.layout import free_path
 from tiny_tasks import TRAINER_DEFAULTS, TinyClassifier, TinyCLI, TinyDataModule
 
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]

@@ -21,9 +21,10 @@ from lightning.pytorch.loggers.mlflow import _MLFLOW_AVAILABLE
 from lightning.pytorch.loggers.wandb import _WANDB_AVAILABLE
 from lightning.pytorch.utilities import rank_zero_info
 
-from lightning_runs.checkpoints import LIGHTNING_INSTANTIATOR, RunCheckpoint
+from lightning_runs.checkpoints.callbacks import RunCheckpoint
+from lightning_runs.checkpoints.loading import LIGHTNING_INSTANTIATOR
+from lightning_runs.cli.help import RunsHelpFormatter
 from lightning_runs.errors import main
-from lightning_runs.help import RunsHelpFormatter
 from lightning_runs.private import (
     INSTANTIATOR_KEY,
     RANK_ZERO_LOGGERS,
@@ -287,7 +288,7 @@ def test_runs_cli_overrides_only_public_lightningcli_hooks():
     add_arguments_to_parser, parse_arguments, before_instantiate_classes, instantiate_trainer, after_fit, ...)."""
     from lightning.pytorch.cli import LightningCLI
 
-    from lightning_runs.cli import RunsCLI
+    from lightning_runs.cli.runs_cli import RunsCLI
 
     overridden = [name for name in vars(RunsCLI) if callable(getattr(LightningCLI, name, None))]
     assert overridden and [name for name in overridden if name.startswith("_") and name != "__init__"] == []

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from lightning_runs.errors import main
-from lightning_runs.provenance import code_folders, git_state
+from lightning_runs.records.provenance import code_folders, git_state
 from tiny_tasks import TRAINER_DEFAULTS, TinyCLI, TinyDataModule
 
 # No developer's git settings (signing, hooks) in the tests' repositories, and an identity for their commits.

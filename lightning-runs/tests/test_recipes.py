@@ -1,10 +1,10 @@
-"""What makes two runs the same run for `--ckpt_path best|last` (lightning_runs.recipes), on plain configs: the
+"""What makes two runs the same run for `--ckpt_path best|last` (lightning_runs.folders.recipes), on plain configs: the
 settings a config file gives count as given, a fit compares its whole recipe, an evaluation the training settings
 it is given and not the data it is given."""
 
 from pathlib import Path
 
-from lightning_runs.recipes import differences, keys_in_configs, recipe
+from lightning_runs.folders.recipes import differences, keys_in_configs, recipe
 
 SAVED = {  # a config.yaml as a fit saves it, cut down
     "seed_everything": 0,

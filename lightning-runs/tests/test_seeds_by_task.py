@@ -10,9 +10,9 @@ import torch
 import yaml
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_runs import baselines as baselines_module
-from lightning_runs.baselines import baselines
+from lightning_runs.tools import baselines as baselines_module
 from lightning_runs.tools import seeds
+from lightning_runs.tools.baselines import baselines
 from lightning_runs.tools.seeds import evaluate_seeds
 from tiny_tasks import cli_main, regression_cli_main
 

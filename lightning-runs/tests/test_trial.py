@@ -1,4 +1,4 @@
-"""A fit started by a sweep worker reports to its trial (lightning_runs/trial.py): its run folder, the monitored metric
+"""A fit started by a sweep worker reports to its trial (sweeps/trial.py): its run folder, the monitored metric
 of every validation, and a stop at the end of the epoch its pruner prunes it; any other fit imports no Optuna."""
 
 import json
@@ -10,7 +10,7 @@ import optuna
 import pytest
 
 from lightning_runs.errors import main
-from lightning_runs.trial import VARIABLE
+from lightning_runs.sweeps.trial import VARIABLE
 from tiny_tasks import cli_main
 
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
@@ -56,5 +56,5 @@ def test_a_trial_worse_than_the_median_stops_at_the_end_of_the_epoch_it_is_prune
 
 @pytest.mark.slow
 def test_a_fit_outside_a_sweep_imports_no_optuna():
-    code = "import sys, lightning_runs, lightning_runs.cli; sys.exit('optuna' in sys.modules)"
+    code = "import sys, lightning_runs, lightning_runs.cli.runs_cli; sys.exit('optuna' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0

@@ -20,7 +20,7 @@ from lightning.pytorch.callbacks import Callback
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from helpers import DEFAULT, ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, CrashAt, refusal, run  # noqa: F401 - re-exported
-from lightning_runs.batches import ShardSampler, TensorBatches
+from lightning_runs.data.batches import ShardSampler, TensorBatches
 from project.data import DigitsDataModule
 from project.networks import DigitsCNN
 

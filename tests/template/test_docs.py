@@ -258,3 +258,24 @@ def test_your_own_lightningmodule_runs_as_written(in_tmp, monkeypatch):
             built.append((type(cli.model).__name__, type(cli.datamodule).__name__, cli.model.hparams.input_shape))
     assert built == [("Regressor", "Diabetes", [10])] * 2
     assert "test/loss" in cli.trainer.callback_metrics
+
+
+def test_the_development_guide_maps_every_file_of_the_library_and_no_other():
+    """docs/development.md's map of lightning-runs/lightning_runs/: each file by its folder, none left out."""
+    text = (ROOT / "docs" / "development.md").read_text()
+    block = text.split("lightning-runs/lightning_runs/\n", 1)[1].split("benchmarks/ ", 1)[0]
+    mapped, folder = set(), ""
+    for line in filter(str.strip, block.splitlines()):
+        inside = line.startswith("    ")  # a file of the folder above; two spaces: the package's own level
+        entries = (
+            line.split(":")[0].replace(",", " ").split() if line.strip().startswith("sweep.py") else [line.split()[0]]
+        )
+        if entries[0].endswith("/"):
+            folder = entries[0]
+            continue
+        mapped |= {(folder if inside else "") + name for name in entries if name.endswith(".py")}
+    library = ROOT / "lightning-runs" / "lightning_runs"
+    files = {
+        str(p.relative_to(library)) for p in library.rglob("*.py") if p.name != "__init__.py" or p.parent == library
+    }
+    assert sorted(files - mapped) == [] and sorted(mapped - files) == []

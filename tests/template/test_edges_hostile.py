@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lightning_runs.checkpoints import read_checkpoint
+from lightning_runs.checkpoints.loading import read_checkpoint
 from lightning_runs.errors import UsageError
 from lightning_runs.tools import sweep
 from project.cli import cli_main

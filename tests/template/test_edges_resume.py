@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lightning_runs.checkpoints import RunCheckpoint
+from lightning_runs.checkpoints.callbacks import RunCheckpoint
 from support import assert_kept, load, refusal, run, scalars, snapshot, working_directory
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]

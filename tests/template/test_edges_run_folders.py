@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lightning_runs.runs import lock_run, unlock_run
+from lightning_runs.folders.layout import lock_run, unlock_run
 from lightning_runs.tools import sweep
 from project.cli import cli_main
 from project.data import DigitsDataModule, FileDataModule

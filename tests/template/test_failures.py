@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lightning_runs.checkpoints import AtomicCheckpointIO
+from lightning_runs.checkpoints.io import AtomicCheckpointIO
 from support import (
     DEFAULT,
     QUIET,
@@ -93,7 +93,7 @@ def test_resume_mid_epoch_from_a_step_checkpoint_is_exact(tmp_path):
 # 4. Checkpoint writes survive a kill.
 WRITER = """
 import sys, torch
-from lightning_runs.checkpoints import AtomicCheckpointIO
+from lightning_runs.checkpoints.io import AtomicCheckpointIO
 io, n = AtomicCheckpointIO(), 0
 while True:
     n += 1
@@ -207,7 +207,7 @@ def test_a_nan_loss_stops_the_run_at_that_step_with_a_clear_message(capsys):
         run("fit", "--trainer.max_epochs=3", "--model.network=support.NaNAfter", "--model.network.step=30")
     assert exit_.value.code == 1
     assert "step 30: the loss or its gradients are NaN/Inf" in capsys.readouterr().err
-    run_dir = Path("runs/digits-nanafter/version_0")  # named for its network (lightning-runs/lightning_runs/naming.py)
+    run_dir = Path("runs/digits-nanafter/version_0")  # named for its network (lightning_runs.folders.naming)
     assert max(step for step, _ in scalars(run_dir, "train/loss")) == 29, "stopped at step 30, its NaN never logged"
     for path in (run_dir / "checkpoints").glob("*.ckpt"):
         weights = load(path)["state_dict"]

@@ -18,12 +18,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from scipy import ndimage
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_runs import figures
-from lightning_runs.drawings import image_grid, misclassified_images, misclassified_signals, signal_plots
-from lightning_runs.figures import Figures
+from lightning_runs.pictures import callbacks as figures
+from lightning_runs.pictures.callbacks import Figures
+from lightning_runs.pictures.samples import image_grid, misclassified_images, misclassified_signals, signal_plots
 from support import read_events, run, split_sizes
 
-# The shape families of the contract (contract.py): per-sample shape and kind.
+# The shape families of the contract (contract/parts.py): per-sample shape and kind.
 IMAGES = {"8x8": (8, 8), "28x28": (28, 28), "3x32x32": (3, 32, 32)}
 SIGNALS = {"100": (100,), "2x50": (2, 50)}
 SHAPES = {**{n: (s, "image") for n, s in IMAGES.items()}, **{n: (s, "signal") for n, s in SIGNALS.items()}}

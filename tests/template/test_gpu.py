@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lightning_runs.batches import on_device
+from lightning_runs.data.batches import on_device
 from support import DEFAULT, QUIET, ROOT, load, run, run_subprocess, steps_per_epoch
 
 pytestmark = pytest.mark.gpu

@@ -19,7 +19,7 @@ import psutil
 import pytest
 import yaml
 
-from lightning_runs import loggers
+from lightning_runs.loggers import run_loggers as loggers
 from support import (
     DEFAULT,
     QUIET,

@@ -1,4 +1,4 @@
-"""The machinery (the library in lightning-runs/, its tools too) knows the contract (lightning_runs/contract.py), never
+"""The machinery (the library in lightning-runs/, its tools too) knows the contract (contract/parts.py), never
 the example: no metric, field, class or module of the example in its files, nor its command (`python -m project`: the
 library derives it from the owner's package), nothing of the owner's package imported;
 and a copy that monitors another metric keeps its best checkpoint in the summary, the HPARAMS tab, the closing block
@@ -13,7 +13,7 @@ import pytest
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
 import project
-from lightning_runs.naming import data_label
+from lightning_runs.folders.naming import data_label
 from lightning_runs.tools.runs import list_runs
 from support import ONE_EPOCH_TWO_BATCHES, ROOT, read_events, run
 

@@ -91,7 +91,7 @@ DDP_SCRIPT = """
 import sys
 
 from project.cli import cli_main
-from lightning_runs.figures import Figures
+from lightning_runs.pictures.callbacks import Figures
 
 cli = cli_main(sys.argv[1:])
 figures = next(c for c in cli.trainer.callbacks if isinstance(c, Figures))

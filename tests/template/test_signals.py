@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lightning_runs import placement
+from lightning_runs.cli import placement
 from lightning_runs.private import epochs_processed
 from support import fitted, load, run, scalars, snapshot
 

@@ -6,8 +6,9 @@ import subprocess
 
 import pytest
 
-from lightning_runs.provenance import config_hash, git_state
-from lightning_runs.runs import write_json  # how RunSummary writes summary.json
+from lightning_runs.folders.layout import write_json  # how RunSummary writes summary.json
+from lightning_runs.folders.recipes import recipe_hash as config_hash
+from lightning_runs.records.provenance import git_state
 
 
 def test_the_same_recipe_has_the_same_config_hash_whatever_its_run_folder():
@@ -15,6 +16,14 @@ def test_the_same_recipe_has_the_same_config_hash_whatever_its_run_folder():
     moved = {**config, "trainer": {"logger": {"init_args": {"version": 7}}}, "ckpt_path": "last"}
     other = {**config, "model": {"lr": 0.02}}
     assert config_hash(config) == config_hash(moved) != config_hash(other)
+
+
+def test_the_config_hash_is_the_recipe_that_ckpt_path_last_resumes():
+    # configs/gpu.yaml moves a recipe to other devices: `--ckpt_path last` finds the same run, so does the hash.
+    config = {"model": {"lr": 0.01}, "trainer": {"max_epochs": 3, "devices": 1, "accelerator": "cpu"}}
+    on_gpus = {**config, "trainer": {"max_epochs": 3, "devices": 2, "accelerator": "gpu"}}
+    longer = {**config, "trainer": {"max_epochs": 9, "devices": 1, "accelerator": "cpu"}}
+    assert config_hash(config) == config_hash(on_gpus) != config_hash(longer)
 
 
 def test_a_summary_write_that_fails_leaves_the_previous_one_whole(tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ from support import assert_kept, assert_same_checkpoint, load, refusal, run, sna
 from tasks import TASKS, Task, write_samples
 
 EPOCHS = ["--trainer.max_epochs=4"]  # seconds for each task, and enough to learn it
-# Findings (lightning_runs/resume.py, _reconcile_data_class): a `--data.<argument>` typed for an evaluation of a
+# Findings (lightning_runs/cli/resume.py, _reconcile_data_class): a `--data.<argument>` typed for an evaluation of a
 # checkpoint of another DataModule than the default is parsed against the default DigitsDataModule's signature.
 
 

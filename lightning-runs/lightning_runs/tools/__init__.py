@@ -4,8 +4,8 @@ from collections.abc import Callable
 
 from jsonargparse import ActionConfigFile
 
+from lightning_runs.cli.parser import ProjectParser
 from lightning_runs.console import program
-from lightning_runs.parser import ProjectParser
 
 
 def function_cli(function: Callable, args: list[str] | None, **given):

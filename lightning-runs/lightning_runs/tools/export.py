@@ -15,11 +15,11 @@ import torch
 
 from lightning_runs import errors
 from lightning_runs.atomic import write_atomically
-from lightning_runs.checkpoints import read_checkpoint
-from lightning_runs.contract import example_input
+from lightning_runs.checkpoints.loading import read_checkpoint
+from lightning_runs.contract.parts import example_input
 from lightning_runs.errors import UsageError
-from lightning_runs.exporters import exported, shape_text, shapes
-from lightning_runs.saved_modules import HINT, data_inputs, dotted_name, saved_data_class, saved_model
+from lightning_runs.export.formats import exported, shape_text, shapes
+from lightning_runs.export.saved_modules import HINT, data_inputs, dotted_name, saved_data_class, saved_model
 from lightning_runs.tools import function_cli
 
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".torchscript.pt", "pt2": ".pt2"}

@@ -16,12 +16,14 @@ from pathlib import Path
 from jsonargparse import auto_cli
 
 from lightning_runs.console import duration, program
-from lightning_runs.contract import counterpart
-from lightning_runs.provenance import VOLATILE, flatten
+from lightning_runs.contract.parts import counterpart
+from lightning_runs.folders.recipes import flatten
 
 COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "differs")
-# Config keys that differ between runs without telling them apart: the run column shows the logger's name already.
-UNCOMPARED = VOLATILE | {"trainer.logger.init_args.name"}
+# Config keys that differ between runs without telling them apart: where the run was put (the run column shows it),
+# how the command was shown or started.
+UNCOMPARED = {"ckpt_path", "quiet", "test_best", "trainer.logger.init_args.version", "trainer.logger.init_args.name"}
+UNCOMPARED |= {"trainer.enable_progress_bar", "trainer.enable_model_summary"}
 # The fields the table reads and the types it can show (None: not recorded); a hand-edited file with another type
 # is skipped with a note, and the other runs are still listed.
 NUMBER = (int, float, type(None))

@@ -1,13 +1,13 @@
 """`python -m <package> schema [--output FILE]`: the JSON Schema of the CLI's config files (`fit --config FILE`), for
-an editor to check and complete them as they are written (lightning_runs/schema.py says what it checks)."""
+an editor to check and complete them as they are written (lightning_runs/cli/schema.py says what it checks)."""
 
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from lightning_runs.runs import write_json
-from lightning_runs.schema import subcommand_schema
+from lightning_runs.cli.schema import subcommand_schema
+from lightning_runs.folders.layout import write_json
 from lightning_runs.tools import function_cli
 
 

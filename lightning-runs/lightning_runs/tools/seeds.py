@@ -6,7 +6,7 @@ are parsed: `fit --print_config` parses them as the fits will (refusing a bad on
 and prints the resolved config, whose `data.init_args` are that DataModule's parameters. The score is the test
 counterpart of the metric the best checkpoint monitors (`val/f1` -> `test/f1`).
 
-Beside them, scikit-learn baselines (lightning_runs/baselines.py), fitted on the batches of the same train loader and
+Beside them, scikit-learn baselines (tools/baselines.py), fitted on the batches of the same train loader and
 scored on the same test loader, by the task the targets show: a classification's SVC and logistic regression
 accuracy, a regression's ridge MSE, MAE and R^2; where none apply, the table says why.
 """
@@ -22,11 +22,11 @@ from pathlib import Path
 import yaml
 
 from lightning_runs import errors
-from lightning_runs.baselines import baselines, is_baseline
-from lightning_runs.contract import counterpart, monitored_checkpoint
+from lightning_runs.contract.parts import counterpart, monitored_checkpoint
 from lightning_runs.errors import Failed, UsageError
-from lightning_runs.runs import write_json
+from lightning_runs.folders.layout import write_json
 from lightning_runs.tools import function_cli
+from lightning_runs.tools.baselines import baselines, is_baseline
 
 
 def evaluate_seeds(

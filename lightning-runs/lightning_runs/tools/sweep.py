@@ -29,12 +29,13 @@ import yaml
 from jsonargparse.typing import NonNegativeInt, PositiveInt
 from optuna.trial import TrialState
 
-from lightning_runs import errors, study_storage
-from lightning_runs import trial as trials
+from lightning_runs import errors
 from lightning_runs.console import program
 from lightning_runs.errors import Failed, Stopped, UsageError
-from lightning_runs.naming import is_component
+from lightning_runs.folders.naming import is_component
 from lightning_runs.private import trial_id
+from lightning_runs.sweeps import storage as study_storage
+from lightning_runs.sweeps import trial as trials
 from lightning_runs.tools import function_cli
 
 

@@ -1,0 +1,258 @@
+"""The CLI's argument parser: a bad option is one short line naming it (with the closest real option for a
+typo), raised as a UsageError, instead of jsonargparse's usage dump of 100+ lines; and YAML whose aliases would
+expand past a bound, that holds too many keys or a key twice, is refused before anything is built from it."""
+
+import difflib
+import importlib
+import re
+from typing import ClassVar
+
+import yaml
+from jsonargparse import ArgumentError, ArgumentParser, get_loader, set_loader
+from lightning.pytorch.cli import LightningArgumentParser
+
+from lightning_runs.cli.help import ReadableHelp
+from lightning_runs.console import program
+from lightning_runs.errors import UsageError
+from lightning_runs.limits import MAX_CONFIG_KEYS, MAX_YAML_NODES
+from lightning_runs.private import option_strings
+
+BOUNDED_YAML = "bounded_yaml"  # the parser mode of every ProjectParser: YAML, checked first (bounded_yaml_load)
+
+
+class ParseError(ArgumentError, UsageError):
+    """An ArgumentError to jsonargparse, which catches and rewraps these internally; a UsageError to the entry point."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(None, message)
+
+
+class ProjectParser(ReadableHelp, LightningArgumentParser):
+    """`concise`: set on the parsers LightningCLI builds (the main one and one per subcommand), whose errors reach
+    the user; jsonargparse's own nested parsers (one per class argument) keep its wording, which it composes."""
+
+    concise = False
+    # group -> the class path it defaults to (`model`, `data`): their options are offered for a misspelt one
+    class_defaults: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, *args, **kwargs) -> None:
+        # `--trainer.max_epoch 2` must not silently mean --trainer.max_epochs: no prefix matching.
+        kwargs.setdefault("allow_abbrev", False)
+        # Config files and values given inline, here and in every parser jsonargparse nests in this one (they take
+        # its mode), load through bounded_yaml_load; jsonargparse's own "yaml" mode stays as it was for other parsers.
+        set_loader(BOUNDED_YAML, bounded_yaml_load, exceptions=(yaml.YAMLError,))
+        kwargs.setdefault("parser_mode", BOUNDED_YAML)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str, ex: Exception | None = None):
+        self.logger.error(message)
+        if isinstance(ex, ParseError):  # a subcommand's error on its way out through the main parser
+            raise ex
+        if not self.concise:
+            raise ArgumentError(None, message) from ex
+        options = option_strings(self)
+        for group, class_path in self.class_defaults.items():
+            options += [f"--{group}.{option}" for option in _class_options(class_path, nested=True)]
+        raise ParseError(concise(message, options)) from ex
+
+
+_UNKNOWN = re.compile(r"unrecognized arguments: (?P<argument>\S+)")
+_KEY = re.compile(r'Parser key "(?P<key>[\w.]+)":')
+# A bad value of a class chosen by class path (--data.batch_size 0) comes back as a failed match against every type
+# --data allows; the reason given for the chosen class is what the user needs.
+_SUBCLASS = re.compile(
+    r"Problem with given class_path '[\w.]+':\s*(?P<reason>.*?)"
+    r"(?:\n\s*- Expected a <class 'NoneType'>|\n\s*Given value|$)",
+    flags=re.DOTALL,
+)
+_RESTRICTED = re.compile(r"Not of type (?P<type>\w+): (?P<value>.*?) does not conform to restriction (?P<rule>.+)")
+_NOT_CONVERTED = re.compile(r"Not of type (?P<type>\w+): .*'(?P<value>.*)'$")
+_GIVEN = re.compile(r"(?:Given|Got) value: (?P<value>.*?)(?:\. Got value: .*)?$", flags=re.MULTILINE)
+_EXPECTED = re.compile(r"Expected a (?:<class '(?P<type>[\w.]+)'>|typing\.Literal\[(?P<choices>[^\]]*)\])")
+_IMPORT_PATH = re.compile(r"Expected a dot import path string: (?P<value>\S+)")
+_NO_ATTRIBUTE = re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<name>\w+)'")
+# An unknown argument of a class chosen by class path (--model.network.dropuot, --data.batch_sise) and that class.
+_NOT_ACCEPTED = re.compile(r"Option '(?P<name>\w+)' is not accepted")
+_CLASS_PATH = re.compile(r"class_path=?\s?'(?P<path>[\w.]+)'")
+
+
+def concise(message: str, options: list[str]) -> str:
+    """One line: what is wrong, where, and (for a misspelt option) the closest real one."""
+    if unknown := _UNKNOWN.search(message):
+        argument = unknown["argument"].split("=")[0]
+        if not argument.startswith("-"):
+            return f"unexpected argument {argument!r}: {_help()}"
+        return _unknown(argument, [option for option in options if option.startswith("--")])
+    key, reason = _innermost(message)
+    if key is None:
+        return _one_line(message)
+    if rejected := _NOT_ACCEPTED.search(reason):
+        chosen = _CLASS_PATH.findall(message)  # the innermost class named, whose option it is
+        accepted = _class_options(chosen[-1]) if chosen else []
+        return _unknown(f"--{key}.{rejected['name']}", [f"--{key}.{option}" for option in accepted])
+    return f"--{key}: {_reason(reason)}"
+
+
+def _unknown(option: str, options: list[str]) -> str:
+    """The closest option of the same group (--trainer.max_epoch: --trainer.max_epochs), or of any group when the
+    group itself is misspelt (--modle.lr: --model.lr)."""
+    group, _, name = option.rpartition(".")
+    siblings = {o.rpartition(".")[2]: o for o in options if o.rpartition(".")[0] == group}
+    if siblings:
+        close = [siblings[match] for match in difflib.get_close_matches(name, siblings, n=1, cutoff=0.6)]
+    else:
+        close = difflib.get_close_matches(option, options, n=1, cutoff=0.6)
+    return f"unknown option {option}: " + (f"did you mean {close[0]}?" if close else _help())
+
+
+def _help() -> str:
+    return f"{program()} <subcommand> --help lists the options"
+
+
+def _class_options(class_path: str, nested: bool = False) -> list[str]:
+    """The arguments a class takes, as jsonargparse sees them (a subclass's **kwargs are its parent's); `nested`: with
+    those of a class given as an argument's default (`network.dropout` of a default network class), one level down."""
+    parser = _class_parser(class_path)
+    if parser is None:  # no suggestion then, the error line still prints
+        return []
+    try:
+        defaults = parser.get_defaults()
+    except Exception:  # a required argument (no default): its name is still an option
+        return [o.removeprefix("--") for o in option_strings(parser) if o.startswith("--") and o != "--help"]
+    options = list(vars(defaults))
+    for name in list(options) if nested else []:
+        default = defaults[name]
+        inner = default.class_path if hasattr(default, "class_path") else None
+        if isinstance(default, type):
+            inner = f"{default.__module__}.{default.__qualname__}"
+        options += [f"{name}.{option}" for option in _class_options(inner)] if inner else []
+    return options
+
+
+def _class_parser(class_path: str) -> ArgumentParser | None:
+    module, _, name = class_path.rpartition(".")
+    parser = ArgumentParser()
+    try:
+        parser.add_class_arguments(getattr(importlib.import_module(module), name))
+    except (ImportError, AttributeError, ValueError):
+        return None
+    return parser
+
+
+def own_defaults(section, default_class_path: str, given: set[str], key: str) -> None:
+    """jsonargparse carries the default class's arguments over to a class chosen by class path (jsonargparse #460):
+    `--data my_data.MyDataModule` got the template's batch size instead of its own default, or a restricted type
+    (PositiveInt) its plain `int` parameter refused at instantiation. A value that was not typed on the command line
+    (`given`: "data.batch_size") and equals the default class's default becomes the chosen class's own default."""
+    if section is None or not hasattr(section, "class_path") or section.class_path == default_class_path:
+        return
+    previous, own = (_class_parser(path) for path in (default_class_path, section.class_path))
+    if previous is None or own is None or section.get("init_args") is None:
+        return
+    previous, own = previous.get_defaults(), own.get_defaults()
+    for name, value in section.init_args.items():
+        if f"{key}.{name}" not in given and name in previous and name in own and value == previous[name]:
+            section.init_args[name] = own[name]
+
+
+def _innermost(message: str) -> tuple[str | None, str]:
+    """The option's full name and what was said about it, through nested class arguments: jsonargparse reports
+    `--model.network.dropout x` as key "model.network", then key "dropout" inside the network's own message."""
+    keys = []
+    while key := _KEY.search(message):
+        keys.append(key["key"])
+        message = message[key.end() :]
+        if subclass := _SUBCLASS.search(message):
+            message = subclass["reason"]
+    return ".".join(keys) or None, message
+
+
+def _reason(message: str) -> str:
+    if restricted := _RESTRICTED.search(message):
+        return f"expected {restricted['type']} ({restricted['rule']}), got {restricted['value']}"
+    if not_converted := _NOT_CONVERTED.search(message):
+        return f"expected {not_converted['type']}, got {not_converted['value']}"
+    if path := _IMPORT_PATH.search(message):
+        return f"{path['value']} is not an importable class; give its class path (module.Class)"
+    if missing := _NO_ATTRIBUTE.search(message):
+        return f"{missing['module']} has no {missing['name']}"
+    if expected := _expected(message):
+        given = _GIVEN.search(message)
+        return f"expected {expected}, got {(given['value'] or repr('')) if given else '?'}"
+    return _one_line(message)
+
+
+def _expected(message: str) -> str | None:
+    """`float or int`, `one of step, epoch`: what the type, or each type of a Union, accepts. None: not said."""
+    types, choices = [], {}
+    for match in _EXPECTED.finditer(message):
+        if match["choices"]:
+            choices |= dict.fromkeys(choice.strip().strip("'") for choice in match["choices"].split(","))
+        elif match["type"] != "NoneType":  # every Optional option lists it; nobody means to type None
+            types.append(match["type"])
+    if choices:
+        types.append(f"one of {', '.join(choices)}")
+    return " or ".join(types) or None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(line.strip() for line in text.strip().splitlines() if line.strip())
+
+
+def bounded_yaml_load(stream):
+    """jsonargparse's YAML loader, after checking the document as composed (linear in its size): no aliases that
+    expand past MAX_YAML_NODES, at most MAX_CONFIG_KEYS keys, and no key given twice in one mapping."""
+    if isinstance(stream, str) and (":" in stream or "*" in stream):  # a plain value (`2`, `[1, 2]`) is free
+        root = yaml.compose(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        if root is not None:
+            check_keys(root)
+            _expanded_size(root, {}, set())
+    return get_loader("yaml")(stream)
+
+
+def check_keys(root: yaml.Node) -> None:
+    """YAML lets the last of two equal keys win without a word: `trainer: {max_epochs: 1}` then another `trainer:`
+    further down dropped the first whole. Refused, naming the key and both lines, as the key count past the limit."""
+    keys, seen, stack = 0, set(), [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:  # an alias: one shared node, checked once
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        keys += len(node.value)
+        if keys > MAX_CONFIG_KEYS:
+            raise yaml.YAMLError(f"refusing YAML of more than {MAX_CONFIG_KEYS:,} keys (lightning_runs/limits.py)")
+        lines: dict[str, int] = {}
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value != "<<":  # `<<: *base` merges; it is no key
+                if key.value in lines:
+                    raise yaml.YAMLError(
+                        f"refusing YAML that gives the key {key.value!r} twice (lines {lines[key.value]} and"
+                        f" {key.start_mark.line + 1}), where the last would silently win; keep one"
+                    )
+                lines[key.value] = key.start_mark.line + 1
+            stack.append(value)
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int], open_nodes: set[int]) -> int:
+    """Nodes under `node` once every alias is expanded; an alias is one shared node, so each is counted once."""
+    if id(node) in sizes:
+        return sizes[id(node)]
+    if id(node) in open_nodes:
+        raise yaml.YAMLError("refusing YAML with a recursive alias")
+    open_nodes.add(id(node))
+    children = node.value if isinstance(node, yaml.SequenceNode) else []
+    if isinstance(node, yaml.MappingNode):
+        children = [part for pair in node.value for part in pair]
+    total = 1
+    for child in children:
+        total += _expanded_size(child, sizes, open_nodes)
+        if total > MAX_YAML_NODES:
+            raise yaml.YAMLError(f"refusing YAML whose aliases expand to more than {MAX_YAML_NODES:,} values")
+    open_nodes.discard(id(node))
+    sizes[id(node)] = total
+    return total

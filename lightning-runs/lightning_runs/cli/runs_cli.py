@@ -1,0 +1,272 @@
+"""RunsCLI: a LightningCLI whose every run has a folder of its own, resumes exactly, stops cleanly and says what it did.
+
+A project hands it its LightningModule, its default DataModule (any other is chosen with `--data <class path>`) and
+its recipe's trainer defaults; it adds the callbacks every run has, `--quiet` and `--test_best`, and the hooks below.
+A project's own subclass links its data to its model and sets the callbacks' recipe defaults in
+`add_arguments_to_parser` (after calling this one's), as LightningCLI's documentation does.
+"""
+
+import inspect
+import os
+import sys
+from collections.abc import Sequence
+
+import lightning as L
+from jsonargparse import Namespace
+from lightning.fabric.utilities.exceptions import MisconfigurationException
+from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor, ProgressBar, TQDMProgressBar
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+
+from lightning_runs.checkpoints.callbacks import BestCheckpoint, RandomState, RunCheckpoint
+from lightning_runs.checkpoints.monitored import MonitoredMetrics, stated_early_stopping, stated_monitors
+from lightning_runs.checks import launchers, preflight
+from lightning_runs.cli import placement
+from lightning_runs.cli.bounded import bounded_tensors, check_config_files
+from lightning_runs.cli.parser import ProjectParser, own_defaults
+from lightning_runs.cli.resume import TrainingLength, keys_given, with_checkpoint_classes
+from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
+from lightning_runs.contract.links import link_data_to_model
+from lightning_runs.errors import Terminated, UsageError
+from lightning_runs.faults.divergence import GradientCheck
+from lightning_runs.faults.signals import CheckpointOnSignal, sigterm_held, terminated_line, terminated_outside_training
+from lightning_runs.folders.layout import deletion_said
+from lightning_runs.folders.recipes import keys_in_configs
+from lightning_runs.loggers.configured import open_before_run
+from lightning_runs.pictures.callbacks import Figures, Histograms
+from lightning_runs.predictions.writer import PredictionWriter
+from lightning_runs.private import add_configure_optimizers
+from lightning_runs.records.provenance import SaveConfigInRun
+from lightning_runs.records.report import report_fit
+from lightning_runs.records.step_metrics import LossMonitor, SampleRateMonitor
+from lightning_runs.records.summary import RunSummary
+from lightning_runs.sweeps.trial import callbacks_from_environment
+
+TRAINER_DEFAULTS = {
+    # Checkpoints written next to their target, fsynced and renamed (a kill never leaves a torn file), in a
+    # background thread so that training does not wait for the disk.
+    "plugins": [{"class_path": "lightning_runs.checkpoints.BackgroundCheckpointIO"}],
+    "logger": {
+        "class_path": "lightning.pytorch.loggers.TensorBoardLogger",
+        # name null: named for what the run trains (naming.py)
+        "init_args": {"save_dir": "runs", "name": None, "default_hp_metric": False},
+    },
+}
+# Lightning's progress bar redraws after every batch: 7% of this job's fit phase (python -m benchmarks.levers). Every
+# 10th batch (and each epoch's last) is still several redraws a second.
+PROGRESS_BAR_REFRESH_RATE = 10
+
+
+def tools_help() -> str:
+    return (
+        f"tools, each with its own --help: {program()} export (a checkpoint for serving), runs (a line per run),"
+        " sweep (an Optuna search), seeds (a config over several seeds), schema (the configs' JSON Schema, for editors)"
+    )
+
+
+def adds_default_progress_bar(config, added: Sequence[Callback]) -> bool:
+    """Whether the Trainer would add Lightning's default bar: it is on (not --trainer.enable_progress_bar=false or
+    --quiet) and none is given, neither by the config (--trainer.callbacks+=TQDMProgressBar
+    --trainer.callbacks.refresh_rate=1, or a project's own option) nor among the callbacks `added` to every Trainer."""
+    trainer = config.get("trainer") or {}
+    listed = trainer.get("callbacks") or []
+    given = [*config.values(), *(listed if isinstance(listed, list) else [listed]), *added]
+    return trainer.get("enable_progress_bar") is not False and not any(isinstance(c, ProgressBar) for c in given)
+
+
+def class_path(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class RunsCLI(LightningCLI):
+    """`RunsCLI(model_class, datamodule_class, trainer_defaults=..., callbacks=..., args=...)`.
+
+    `datamodule_class` is the default of `--data`, which takes any LightningDataModule (docs/contract.md);
+    `trainer_defaults` are the project's, over this library's (TRAINER_DEFAULTS); `callbacks`: objects a config
+    cannot build, added to every Trainer (the sweep's pruning callback). Raises the typed errors of
+    lightning_runs.errors; `errors.main()` turns them into exit codes.
+    """
+
+    def __init__(
+        self,
+        model_class: type[L.LightningModule],
+        datamodule_class: type[L.LightningDataModule],
+        trainer_defaults: dict | None = None,
+        callbacks: Sequence[Callback] = (),
+        args: list[str] | None = None,
+        **kwargs,
+    ) -> None:
+        self.default_model, self.default_data = class_path(model_class), class_path(datamodule_class)
+        # Left out of run names: a run of the model's default network is named for its data alone.
+        network = inspect.signature(model_class).parameters.get("network")
+        default = None if network is None else network.default
+        self.default_network = class_path(default) if isinstance(default, type) else None
+        self._claimed = None  # the run folder, once before_instantiate_classes claims it
+        set_program(model_class)  # for a cli_main called without lightning_runs.main (a test, a notebook)
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
+        # The callbacks are appended to those of the config; MonitoredMetrics checks the names the others watch, and
+        # a sweep's trial adds the one that reports to its study.
+        self._monitored = MonitoredMetrics()
+        added = [self._monitored, *callbacks, *callbacks_from_environment()]
+        defaults = {**TRAINER_DEFAULTS, **(trainer_defaults or {}), "callbacks": added}
+        # `usage: python -m my_exp fit ...` rather than `__main__.py`; the subcommands' usage lines follow the main one.
+        kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", tools_help())
+        kwargs["parser_kwargs"].setdefault("prog", program())
+        self._testing_best = None  # the best checkpoint while --test_best tests it
+        self._given: set[str] = set()  # the settings typed or in a --config file, once parsed
+        refused = False
+        with library_noise_silenced(), terminated_outside_training():
+            try:
+                with deletion_said(lambda: self._claimed):  # claimed in before_instantiate_classes
+                    super().__init__(
+                        L.LightningModule,  # any LightningModule, chosen with --model (a class path)
+                        L.LightningDataModule,  # any DataModule, chosen with --data (a class path)
+                        subclass_mode_model=True,
+                        subclass_mode_data=True,
+                        seed_everything_default=0,
+                        trainer_defaults=defaults,
+                        parser_class=ProjectParser,
+                        save_config_callback=SaveConfigInRun,  # into any logger's run folder (Lightning #19441)
+                        args=args,
+                        **kwargs,
+                    )
+            except Terminated:  # said with what it stopped: the subcommand is known by now, if it got that far
+                trainer = getattr(self, "trainer", None)
+                raise Terminated(
+                    terminated_line(getattr(self, "subcommand", None), trainer, self._testing_best)
+                ) from None
+            except UsageError:  # a refusal leaves no run folder, even one the command had begun to write
+                refused = True
+                raise
+            finally:  # LightningCLI runs the subcommand inside __init__: it ends here, however it ends
+                placement.release_run_folder(self._claimed, refused)
+
+    def init_parser(self, **kwargs) -> ProjectParser:
+        parser = super().init_parser(**kwargs)
+        parser.concise = True  # the main and the subcommand parsers: their errors are the ones users read
+        parser.class_defaults = {"model": self.default_model, "data": self.default_data}
+        return parser
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.set_defaults({"model": {"class_path": self.default_model}, "data": {"class_path": self.default_data}})
+        # The metric it stops on is the project's recipe (--early_stopping.monitor). It stops a run whose metric
+        # turns NaN too.
+        parser.add_lightning_class_args(EarlyStopping, "early_stopping")
+        # Two checkpoints in <run>/checkpoints: `best` by the project's --checkpoint.monitor (ties to the later epoch)
+        # and `last` after every epoch. (`save_last` on the best one is rewritten only when the metric improves, so
+        # it falls epochs behind.) Both save at the end of the training epoch, after validation and early stopping,
+        # so their callback state is current.
+        parser.add_lightning_class_args(BestCheckpoint, "checkpoint")
+        parser.set_defaults({"checkpoint.filename": "best", "checkpoint.enable_version_counter": False})
+        parser.add_lightning_class_args(RunCheckpoint, "last_checkpoint")
+        parser.set_defaults({"last_checkpoint.filename": "last", "last_checkpoint.enable_version_counter": False})
+        parser.add_lightning_class_args(LearningRateMonitor, "lr_monitor")
+        parser.set_defaults({"lr_monitor.logging_interval": "step"})
+        parser.add_lightning_class_args(PredictionWriter, "prediction_writer")
+        # Exact resume and clean stops: RNG state in every checkpoint, NaN/Inf stops the run, SIGTERM and Ctrl-C save.
+        parser.add_lightning_class_args(RandomState, "random_state")
+        parser.add_lightning_class_args(TrainingLength, "training_length")  # a resume keeps the schedule's length
+        parser.add_lightning_class_args(GradientCheck, "grad_norm")
+        parser.add_lightning_class_args(CheckpointOnSignal, "checkpoint_on_signal")
+        # Observability: scalars Lightning lacks, pictures every N epochs, and <run>/summary.json.
+        parser.add_lightning_class_args(LossMonitor, "loss")
+        parser.add_lightning_class_args(SampleRateMonitor, "throughput")
+        parser.add_lightning_class_args(Figures, "figures")
+        parser.add_lightning_class_args(Histograms, "histograms")
+        parser.add_lightning_class_args(RunSummary, "summary")
+        add_quiet_option(parser)
+        parser.add_argument(
+            "--test_best", type=bool, default=False, help="fit only: then test the best checkpoint, in this process"
+        )
+
+    def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
+        args = list(sys.argv[1:] if args is None else args)
+        check_config_files(args)  # before anything reads them: a FIFO, a huge or a binary file is one line
+        given = keys_given(args) | keys_in_configs(args)  # what the user typed or wrote, before the line below
+        self._given = given
+        super().parse_arguments(parser, with_checkpoint_classes(args, self.default_model, self.default_data))
+        # Before LightningCLI reads the checkpoint's hyperparameters, so `last`/`best` are real paths by then.
+        if self.config.get("subcommand"):
+            subcommand = self.config.subcommand
+            config = self.config[subcommand]
+            apply_quiet(config)
+            preflight.check_options(config)
+            launchers.check_launch(config.trainer)
+            own_defaults(config.get("model"), self.default_model, given, "model")  # jsonargparse #460
+            own_defaults(config.get("data"), self.default_data, given, "data")
+            placement.name_run(config, self.default_model, self.default_network)
+            chosen = placement.resolve_checkpoint(subcommand, config, given)  # compared as its fit saved it
+            placement.adopt_checkpoint_run(subcommand, config, given, chosen)
+            # What a watched metric the model does not log becomes: a given one is refused, a default follows.
+            watched = ("checkpoint.monitor", "early_stopping.monitor")
+            self._monitored.strict = {f"--{key}" for key in watched if key in given}
+
+    def before_instantiate_classes(self) -> None:
+        config = self.config[self.subcommand]
+        open_before_run(config)  # a store that cannot open is said before any run folder exists
+        with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
+            self._claimed = placement.claim_run_folder(self.subcommand, config)
+        filename = placement.config_filename(self.subcommand, config)
+        if filename is not None:
+            self.save_config_kwargs["config_filename"] = filename
+
+    def instantiate_classes(self) -> None:
+        try:
+            with bounded_tensors(self.config[self.subcommand]):  # channels of 1e9 refused before they are allocated
+                self._instantiate()
+            preflight.check_data(self.subcommand, self.trainer, self.datamodule, self.model)
+            ckpt_path = self.config[self.subcommand].get("ckpt_path")
+            preflight.check_checkpoint_fits(self.model, ckpt_path, evaluating=self.subcommand != "fit")
+        # An argument check in an __init__ (split fractions summing past 1, a bad data file), the Trainer's own
+        # (an accelerator this machine lacks), or a split too small: nothing ran, and __init__ releases the folder.
+        except (ValueError, MisconfigurationException) as error:
+            raise UsageError(str(error.__cause__ or error)) from None  # the class's own words, not jsonargparse's
+
+    def _instantiate(self) -> None:
+        """LightningCLI's instantiate_classes, in an order that lets the data decide what the model is built with
+        (contract/links.py) and the model what the run's best checkpoint watches (monitored.py)."""
+        config = self.config[self.subcommand]
+        datamodule = self._build("data")
+        link_data_to_model(config, datamodule, self.subcommand, self._given)
+        self.__dict__.pop("config_dump", None)  # LightningCLI's dump of the config, for the model's hparams: again
+        model = self._build("model")
+        stated = stated_monitors(model)
+        if stated and "checkpoint.monitor" not in self._given:
+            config.checkpoint.monitor, config.checkpoint.mode = stated[0]
+        if stated:
+            self._monitored.strict.add("--checkpoint.monitor")
+        if stated_early_stopping(model):  # Lightning puts the model's in place of the run's
+            self._monitored.strict.add("--early_stopping.monitor")
+        built = self.config.clone()
+        built[self.subcommand].data, built[self.subcommand].model = datamodule, model  # built once, not again
+        self.config_init = self.parser.instantiate_classes(built)
+        self.datamodule, self.model = datamodule, model
+        add_configure_optimizers(self, self.subcommand)  # --optimizer / --lr_scheduler, for a model without its own
+        self.trainer = self.instantiate_trainer()
+        # First among the callbacks: a metric it replaces is in place before early stopping or a checkpoint reads it.
+        self.trainer.callbacks.remove(self._monitored)
+        self.trainer.callbacks.insert(0, self._monitored)
+
+    def _build(self, key: str):
+        """The command's `model` or `data`, alone, by the CLI's own parser: with LightningCLI's instantiators, which
+        save the section as the module's hyperparameters (its `_class_path` too)."""
+        section = Namespace(**{key: self.config[self.subcommand][key]})
+        alone = Namespace(subcommand=self.subcommand, **{self.subcommand: section})
+        return self.parser.instantiate_classes(alone, instantiate_groups=False)[self.subcommand][key]
+
+    def instantiate_trainer(self, **kwargs) -> L.Trainer:
+        # The last hook before the Trainer, which would add Lightning's default bar (refresh_rate 1) itself.
+        config = self.config_init[self.subcommand] if self.subcommand else self.config_init
+        if adds_default_progress_bar(config, self.trainer_defaults["callbacks"]):
+            # Among the callbacks added to every Trainer, after the config's: it draws what LossMonitor just logged.
+            self.trainer_defaults["callbacks"].append(TQDMProgressBar(refresh_rate=PROGRESS_BAR_REFRESH_RATE))
+        return super().instantiate_trainer(**kwargs)
+
+    def after_fit(self) -> None:
+        # `make train`: the test of the best checkpoint without a second start-up (imports, parsing, data).
+        best = self.trainer.checkpoint_callback
+        tested = bool(self.config.fit.test_best and best is not None and best.best_model_path)
+        if tested:
+            self._testing_best = best.best_model_path
+            self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best.best_model_path)
+            self._testing_best = None
+        report_fit(self.trainer, tested)  # last, so that it is what the terminal ends with

@@ -1,0 +1,61 @@
+"""What the machinery reads from the owner's LightningModule and LightningDataModule: nothing else, and never a field
+name of the example. docs/contract.md is the same list for readers. Every part is optional: a module or DataModule
+without it loses only what reads it.
+
+From the DataModule, where the model's __init__ asks for them (links.py: model parameter <- attribute):
+- `num_classes` -> `num_classes`; `sample_shape` -> `input_shape` (else read from one batch of the command's loader);
+- `sample_kind`: "image" ((H, W) or (C, H, W) samples), "signal" ((L,) or (C, L)) or "table" ((F,)); decides
+  which sample pictures a run gets (pictures/callbacks.py). Anything else, or none: no sample pictures.
+From the LightningModule (any, chosen with `--model <class path>`):
+- what it logs, named `stage/name`; `configure_callbacks()` returning a ModelCheckpoint or EarlyStopping says what
+  the run's best checkpoint and early stopping watch (monitored.py);
+- what `validation_step` / `test_step` / `predict_step` return, described by its shapes
+  (pictures/callbacks.py, predictions/writer.py):
+  (N, C) logits for integer labels or (N,) values for float targets get their pictures; returning nothing, the
+  module is called on the inputs in the epochs whose figures are drawn (tasks.py);
+- `example_input_array` (Lightning's own attribute), a batch of the sample shape: export and the shape check of
+  `predict` read it (export falls back to one batch of the data).
+From the callbacks' configuration:
+- the metric the best checkpoint monitors (`--checkpoint.monitor`, named `stage/name`); its test counterpart is
+  `test/name`.
+"""
+
+from typing import Literal, get_args
+
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
+
+SampleKind = Literal["image", "signal", "table"]
+KINDS = get_args(SampleKind)
+
+
+def sample_kind(datamodule) -> str | None:
+    """The DataModule's `sample_kind`, or None where it gives none (or one this machinery does not draw)."""
+    kind = getattr(datamodule, "sample_kind", None)
+    return kind if kind in KINDS else None
+
+
+def monitored_checkpoint(trainer) -> ModelCheckpoint | None:
+    """The checkpoint callback that keeps the best score of a metric (best.ckpt), or None."""
+    return next((c for c in trainer.checkpoint_callbacks if isinstance(c, ModelCheckpoint) and c.monitor), None)
+
+
+def monitored(trainer) -> str | None:
+    """The metric the best checkpoint is chosen on, whatever a copy configures."""
+    best = monitored_checkpoint(trainer)
+    return None if best is None else best.monitor
+
+
+def counterpart(metric: str | None, stage: str) -> str | None:
+    """`val/f1` -> `test/f1`: the same metric of another stage, by the `stage/name` naming of metrics."""
+    if not metric or "/" not in metric:
+        return None
+    return f"{stage}/{metric.split('/', 1)[1]}"
+
+
+def example_input(model) -> torch.Tensor | None:
+    """The model's `example_input_array` as one tensor (the first, where it is a tuple), or None."""
+    example = getattr(model, "example_input_array", None)
+    if isinstance(example, tuple | list) and example:
+        example = example[0]
+    return example if isinstance(example, torch.Tensor) else None

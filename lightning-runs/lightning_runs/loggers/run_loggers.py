@@ -1,0 +1,276 @@
+"""CSV, MLflow and W&B loggers that write into the run folder the placement chose, as TensorBoard's does.
+
+Each takes `save_dir`, `name` and `version` like TensorBoardLogger, so a run keeps one folder, runs/<name>/version_N,
+with its checkpoints, config and summary.json, whichever logger it has; and a fit resumed in that folder (or an
+evaluation of its checkpoint) continues the logger's own run there. Lightning's own classes do neither:
+CSVLogger deletes the metrics.csv of a folder it reopens; MLFlowLogger and WandbLogger have no run folder (their
+`log_dir` is None, which breaks LightningCLI's config saving: Lightning #19441), put checkpoints under
+<save_dir>/<experiment id>/<run id>, and open a new MLflow or W&B run on every resume.
+"""
+
+import csv
+import logging
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+
+from lightning.fabric.utilities.logger import _flatten_dict
+from lightning.pytorch.core.saving import load_hparams_from_yaml
+from lightning.pytorch.loggers import CSVLogger, MLFlowLogger, WandbLogger
+from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+from lightning.pytorch.loggers.logger import rank_zero_experiment
+from lightning.pytorch.loggers.mlflow import _MLFLOW_AVAILABLE
+from lightning.pytorch.loggers.wandb import _WANDB_AVAILABLE
+from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
+from torch import Tensor
+
+from lightning_runs.atomic import write_atomically
+from lightning_runs.errors import UsageError
+from lightning_runs.folders.layout import next_version, run_dir
+from lightning_runs.loggers.mlflow_store import creation_lock, local_database, open_client, retire_empty_default
+from lightning_runs.records import parameters
+
+INSTALL = "pip install -e '.[loggers]' (make install does)"
+# A logger's `name` when none is given: the CLI gives each run one (naming.py), so only a logger built outside it
+# gets Lightning's own default.
+UNNAMED = "lightning_logs"
+
+
+class RunFolder:
+    """`<save_dir>/<name>/version_N`, laid out as TensorBoardLogger lays it out (a string version is the folder's
+    name), and the id of the tracking service's run kept in a file there."""
+
+    def _place(self, save_dir: str, name: str | None, version: int | str | None) -> None:
+        name = name or UNNAMED
+        # A run without a claimed folder (an evaluation of no checkpoint) takes the next free version, as TensorBoard's.
+        version = next_version(Path(save_dir) / name) if version is None else version
+        self._folder_save_dir, self._folder_name, self._folder_version = save_dir, name, version
+        self._folder = run_dir(save_dir, name, version)
+
+    @property
+    def save_dir(self) -> str:
+        return self._folder_save_dir
+
+    @property
+    def name(self) -> str:
+        return self._folder_name
+
+    @property
+    def version(self) -> int | str:
+        return self._folder_version
+
+    @property
+    def log_dir(self) -> str:
+        return str(self._folder)
+
+    def _stored_id(self) -> str | None:
+        path = self._folder / self.ID_FILE
+        return path.read_text().strip() if path.is_file() else None
+
+    def _store_id(self, run_id: str) -> None:
+        write_atomically(self._folder / self.ID_FILE, run_id + "\n")
+
+
+class CSVRunLogger(CSVLogger):
+    """metrics.csv and hparams.yaml in the run folder; a resumed fit, or a test of its checkpoint, appends to its
+    metrics.csv. Takes CSVLogger's arguments: the CLI builds it for `--trainer.logger <Lightning's CSVLogger>`."""
+
+    def __init__(
+        self, save_dir: str = "runs", name: str | None = None, version: int | str | None = None, **csv_logger
+    ) -> None:
+        super().__init__(save_dir, name or UNNAMED, version, **csv_logger)
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> ExperimentWriter:
+        if self._experiment is None:
+            self._experiment = _AppendingWriter(log_dir=self.log_dir)
+        return self._experiment
+
+    @rank_zero_only
+    def log_hyperparams(self, params) -> None:
+        super().log_hyperparams(parameters(params))
+
+
+class _AppendingWriter(ExperimentWriter):
+    def __init__(self, log_dir: str) -> None:
+        super().__init__(log_dir)
+        # Each command rewrites hparams.yaml with what it logged: an evaluation would drop the fit's trainer settings.
+        hparams = os.path.join(self.log_dir, self.NAME_HPARAMS_FILE)
+        if self._fs.isfile(hparams):
+            self.hparams = load_hparams_from_yaml(hparams)
+
+    def _check_log_dir_exists(self) -> None:
+        # Lightning's deletes an existing metrics.csv (with a warning). Keep it, and its columns: rows appended under
+        # a header of fewer columns would be refused.
+        if self._fs.isfile(self.metrics_file_path):
+            with self._fs.open(self.metrics_file_path, "r", newline="") as file:
+                self.metrics_keys = next(csv.reader(file), [])
+
+
+class MLFlowRunLogger(RunFolder, MLFlowLogger):
+    """MLflow in an SQLite file beside the runs, no server: `<save_dir>/mlflow.db`, artifacts (pictures, the config) in
+    `<save_dir>/mlflow-artifacts/<name>/`. The MLflow experiment is `name`, its run `version_N`, with the run folder
+    as tag `run_folder`. `tracking_uri` (a server's address) sends everything there instead.
+    """
+
+    ID_FILE = "mlflow_run_id.txt"
+
+    def __init__(
+        self,
+        save_dir: str = "runs",
+        name: str | None = None,
+        version: int | str | None = None,
+        tracking_uri: str | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> None:
+        # MLflow 3 reports usage to its servers unless told not to; this project sends nothing anywhere by default.
+        os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+        if _quiet():  # read as mlflow is first imported (the check below imports it): its database set-up lines
+            os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+        if not _MLFLOW_AVAILABLE:
+            raise UsageError(f"the MLflow logger needs mlflow: {INSTALL}")
+        self._place(save_dir, name, version)
+        store = Path(save_dir).resolve()
+        artifacts = None if tracking_uri else str(store / "mlflow-artifacts" / self.name)  # a server chooses its own
+        run_id = self._stored_id()
+        self._resumed = run_id is not None
+        # MlflowClient opens its store as it is built, creating the database on a first run, and MLFlowLogger builds
+        # one at once: on every rank, and under fast_dev_run too. It gets an address it never contacts instead; the
+        # real client is built on first use, which is on rank zero only (the logging methods are rank-zero-only).
+        super().__init__(
+            experiment_name=self.name,
+            run_name=self._folder.name,
+            tracking_uri="http://never-contacted.invalid",
+            tags={"run_folder": str(self._folder), **(tags or {})},
+            artifact_location=artifacts,
+            run_id=run_id,
+        )
+        self._database = local_database(save_dir, tracking_uri)
+        self._tracking_uri = tracking_uri or f"sqlite:///{self._database}"
+        self._own_store = tracking_uri is None  # a server's experiments are its users', not this run's to tidy
+
+    @property
+    @rank_zero_experiment
+    def experiment(self):
+        opened = self._initialized
+        if not opened:
+            with creation_lock(self._database):  # two fits on a fresh store: one creates it, and the experiment
+                self._open_store()
+        client = super().experiment
+        if not opened:  # the MLflow run was just created, or found again: record it, or mark it running again
+            if self._resumed:
+                client.update_run(self._run_id, status="RUNNING")
+            else:
+                self._store_id(self._run_id)
+        return client
+
+    def _open_store(self) -> None:
+        from mlflow.exceptions import MlflowException
+
+        client = self._mlflow_client = open_client(self._tracking_uri, self._database)
+        if self._run_id is not None:
+            try:
+                client.get_run(self._run_id)
+                return
+            except MlflowException:  # a run folder copied without its store, or a store deleted: training goes on
+                rank_zero_warn(f"{self._folder}: MLflow run {self._run_id} is not in {self._tracking_uri}: a new one")
+                self._run_id, self._resumed = None, False
+        if client.get_experiment_by_name(self._experiment_name) is None:  # else MLFlowLogger warns that it is missing
+            client.create_experiment(self._experiment_name, artifact_location=self._artifact_location)
+            if self._own_store:
+                retire_empty_default(client)
+
+    @rank_zero_only
+    def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
+        super().log_metrics(_numbers(metrics), step)
+
+    @rank_zero_only
+    def log_hyperparams(self, params) -> None:
+        # MLflow refuses to change a logged parameter: a resumed run, or an evaluation of its checkpoint with another
+        # batch size, adds only the parameters it does not have yet (a resumed fit keeps its settings: resume.py).
+        logged = self.experiment.get_run(self.run_id).data.params
+        super().log_hyperparams({k: v for k, v in _flatten_dict(parameters(params)).items() if k not in logged})
+
+
+class WandbRunLogger(RunFolder, WandbLogger):
+    """W&B offline by default: the W&B run is written to `<run folder>/wandb/offline-run-*` and nothing leaves the
+    machine; `wandb sync <that folder>` uploads it later. `offline: false` logs online (after `wandb login`). The W&B
+    project is `project`, else `name`; the W&B run is named `version_N`.
+    """
+
+    ID_FILE = "wandb_run_id.txt"
+
+    def __init__(
+        self,
+        save_dir: str = "runs",
+        name: str | None = None,
+        version: int | str | None = None,
+        offline: bool = True,
+        project: str | None = None,
+        entity: str | None = None,
+        tags: list[str] | None = None,
+    ) -> None:
+        if not _WANDB_AVAILABLE:
+            raise UsageError(f"the W&B logger needs wandb: {INSTALL}")
+        self._place(save_dir, name, version)
+        if offline:
+            os.environ.setdefault("WANDB_ERROR_REPORTING", "false")  # crash reports would go to W&B's servers
+        # `mode` rather than WandbLogger's `offline`, which sets WANDB_MODE=dryrun for the rest of the process.
+        settings = {"mode": "offline"} if offline else {}
+        if _quiet():
+            import wandb
+
+            settings["settings"] = wandb.Settings(quiet=True)  # no run history and summary tables at the end
+        super().__init__(
+            name=self._folder.name,
+            # Absolute: W&B's service process, which a process started by another that uses W&B shares, has its
+            # own working directory.
+            save_dir=str(self._folder.resolve()),
+            # The folder's W&B run, or a new id chosen here rather than by W&B: known before the run opens, it is
+            # the same run again when finalize() has closed it and something logs again (a fit's --test_best).
+            id=self._stored_id() or secrets.token_hex(6),
+            resume="allow",  # the run of that id continues, or is created
+            project=project or self.name,
+            entity=entity,
+            tags=tags,
+            **settings,
+        )
+        del self._wandb_init["anonymous"]  # always None here; W&B warns that the setting is going away
+
+    @property
+    @rank_zero_experiment
+    def experiment(self):
+        opened = self._experiment is not None
+        run = super().experiment
+        if not opened and self._stored_id() is None:  # a new run: keep its id for the next command
+            self._store_id(run.id)
+        return run
+
+    @rank_zero_only
+    def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
+        super().log_metrics(_numbers(metrics), step)
+
+    @rank_zero_only
+    def log_hyperparams(self, params) -> None:
+        super().log_hyperparams(parameters(params))
+
+    @rank_zero_only
+    def finalize(self, status: str) -> None:
+        super().finalize(status)
+        # WandbLogger leaves the W&B run open: the next logger in this process (a sweep's next trial) would join it.
+        if self._experiment is not None:
+            self._experiment.finish(exit_code=0 if status == "success" else 1)
+            self._experiment = None
+
+
+def _quiet() -> bool:
+    """--quiet: console.py raises Lightning's log level before anything is built; the trackers' own lines follow it."""
+    return logging.getLogger("lightning.pytorch").getEffectiveLevel() > logging.INFO
+
+
+def _numbers(metrics: Mapping) -> dict:
+    """Tensors as Python numbers: the project's own scalars reach the loggers as tensors, which TensorBoard's and
+    CSV's read out themselves (train/grad_norm stays on the device until then: faults/)."""
+    return {key: value.item() if isinstance(value, Tensor) else value for key, value in metrics.items()}

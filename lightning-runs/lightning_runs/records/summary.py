@@ -1,0 +1,296 @@
+"""<run>/summary.json: what a run was, how it ended and what it scored; the config and the scores for its loggers
+(in TensorBoard, its HPARAMS entry).
+
+The scores follow the metric the best checkpoint monitors (contract/parts.py): `hp/best_val_f1` for `val/f1`, and its
+test counterpart `hp/test_f1`.
+
+Every evaluation records the data it ran on, as a config names it (the DataModule's class path, and its
+hyperparameters as init args); the fit records its own the same way, under `data` (an older summary: its config's).
+A `test` on the data the run was fitted on updates the summary's `metrics`: the same class path, and equal values
+for every argument both give, apart from `batch_size` (Lightning's name for it), which changes no sample. A test on
+other data (`--data.<argument>` or `--data <class>` given to `test --ckpt_path`) keeps its metrics under
+`results[<data label>]` (naming.py), one entry per dataset, so that another dataset's score never passes for the
+run's own. Where either side is unknown (no saved config, no DataModule), the test counts as the run's own.
+"""
+
+import json
+import math
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.utilities import rank_zero_warn
+from lightning.pytorch.utilities.data import extract_batch_size
+
+from lightning_runs.console import owner_package
+from lightning_runs.contract import parts as contract
+from lightning_runs.errors import Stopped, Terminated
+from lightning_runs.folders.layout import free_path, run_folder, write_json
+from lightning_runs.folders.naming import data_label
+from lightning_runs.folders.recipes import recipe_hash
+from lightning_runs.pictures.writers import picture_writers
+from lightning_runs.records import provenance
+from lightning_runs.records.parameters import log_parameters
+
+# A data argument that changes no split: Lightning's own name for it (BatchSizeFinder's `batch_arg_name`).
+BATCH_SIZE = "batch_size"
+
+
+class RunSummary(Callback):
+    """Writes `summary.json` into the run directory (rank zero only, atomically): `running` when fit starts and
+    after every epoch, then `completed`, `failed` (with the exception) or `interrupted` (Ctrl+C, SIGTERM).
+    `test` and `validate` on a checkpoint of the run add their metrics to it under `evaluations`.
+    """
+
+    def __init__(self, filename: str = "summary.json") -> None:
+        self.filename = filename
+        self._started = None
+        self._epochs = self._samples = 0
+        self._facts = self._config_text = None
+        self._recipe, self._earlier = {}, []
+        self._loaded = {}  # epoch and global_step of the checkpoint loaded, if any
+        self.fit_record: dict | None = None  # how the fit ended, also without a run folder: fit's closing block
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        if trainer.is_global_zero and not trainer.fast_dev_run and stage != "predict":
+            package = owner_package() or type(pl_module).__module__.partition(".")[0]  # no CLI: the model's own
+            self._facts = {
+                "git": provenance.git_state(*provenance.code_folders(package)),
+                "versions": provenance.versions(),
+                "device": provenance.device(trainer),
+            }
+
+    def on_load_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
+        # `test` and `validate` restore weights only: trainer.global_step stays 0 there.
+        self._loaded = {"epoch": checkpoint.get("epoch"), "global_step": checkpoint.get("global_step")}
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        self._started, self._samples = time.time(), 0
+        self._config_text = provenance.saved_config(trainer)
+        # Parsed, hashed and read once: rewritten after every epoch, the summary must cost next to nothing.
+        config = None if self._config_text is None else yaml.safe_load(self._config_text)
+        self._recipe = {"config": config, "config_hash": recipe_hash(config), **(self._facts or {})}
+        self._recipe["data"] = _data(trainer.datamodule)  # read as an evaluation reads its data, to compare
+        self._recipe["seeds"] = provenance.seeds(config)
+        self._earlier = (self._read(trainer) or {}).get("evaluations", [])  # a resumed run keeps its tests
+        self._write(trainer, self._fit_record(trainer, "running"))
+        config_path = provenance.saved_config_path(trainer)
+        if config_path is not None:
+            for writer in picture_writers(trainer):  # TensorBoard's Text tab, an MLflow artifact
+                writer.config(config_path)
+        monitor = contract.monitored(trainer)
+        scores = [best_tag(monitor), hparams_tag(contract.counterpart(monitor, "test"))]
+        log_parameters(trainer, pl_module, [tag for tag in scores if tag])  # with the trainer's settings
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self._epochs = trainer.current_epoch  # after a resumed checkpoint has been restored
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self._samples += extract_batch_size(batch) * trainer.world_size
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self._epochs = trainer.current_epoch + 1
+        self._write(trainer, self._fit_record(trainer, "running"))
+
+    def on_fit_end(self, trainer, pl_module) -> None:
+        # A SIGTERM handler may stop training cleanly instead of raising: still not a completed run.
+        error = {"type": "SIGTERM", "message": "stopped early on SIGTERM"} if trainer.received_sigterm else None
+        self.fit_record = self._fit_record(trainer, "interrupted" if error else "completed", error)
+        self._write(trainer, self.fit_record)
+        self._log_best(trainer)
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if trainer.state.fn == "validate":
+            self._evaluated(trainer, "completed")
+
+    def on_test_end(self, trainer, pl_module) -> None:
+        self._evaluated(trainer, "completed")
+        test = contract.counterpart(contract.monitored(trainer), "test")
+        if test in trainer.callback_metrics:
+            _log_scores(trainer, {hparams_tag(test): trainer.callback_metrics[test]})
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        # Stopped: SIGTERM or Ctrl-C after a checkpoint (faults/); Terminated: SIGTERM outside training; Ctrl-C.
+        stop = isinstance(exception, KeyboardInterrupt | SystemExit | Stopped | Terminated)
+        status = "interrupted" if stop else "failed"
+        message = str(exception) or {KeyboardInterrupt: "Ctrl+C", Terminated: "SIGTERM"}.get(type(exception), "")
+        error = {"type": type(exception).__name__, "message": message}
+        try:
+            if trainer.state.fn == "fit":
+                self._write(trainer, self._fit_record(trainer, status, error))
+                self._log_best(trainer)  # before Lightning closes the writer, which it does next
+            elif trainer.state.fn in ("validate", "test"):
+                self._evaluated(trainer, status, error)
+        except Exception as failure:  # raising here would skip Lightning's closing of the event files
+            rank_zero_warn(f"could not record the {status} run in {self.filename}: {failure!r}")
+
+    def _fit_record(self, trainer, status: str, error: dict | None = None) -> dict:
+        now = time.time()
+        wall = None if self._started is None else now - self._started
+        return {
+            "status": status,
+            "error": error,
+            "started": _iso(self._started),
+            "updated": _iso(now),
+            "wall_time_s": wall,
+            **self._recipe,
+            "epochs": self._epochs,
+            "global_step": trainer.global_step,
+            # Training samples over the fit's wall time, validation and checkpointing included.
+            "samples_per_sec": self._samples / wall if wall else None,
+            "resumed_from": _relative(trainer.ckpt_path, trainer),
+            **_checkpoints(trainer),
+            "metrics": _metrics(trainer.callback_metrics),
+            "evaluations": self._earlier,
+        }
+
+    def _evaluated(self, trainer, status: str, error: dict | None = None) -> None:
+        summary = self._read(trainer)
+        if summary is None:  # a checkpoint from elsewhere: this directory gets a summary of its own
+            summary = {
+                "status": status,
+                "error": error,
+                "config": yaml.safe_load(provenance.saved_config(trainer) or "null"),
+                **(self._facts or {}),
+                "data": _data(trainer.datamodule),
+            }
+            summary |= {"metrics": {}, "evaluations": []}
+        stage = trainer.state.fn.value
+        metrics = _metrics({k: v for k, v in trainer.callback_metrics.items() if k.startswith(("val/", "test/"))})
+        data = _data(trainer.datamodule)
+        summary["evaluations"].append(
+            {
+                "subcommand": stage,
+                "status": status,
+                "error": error,
+                "checkpoint": _relative(trainer.ckpt_path, trainer),
+                "checkpoint_epoch": self._loaded.get("epoch"),
+                "checkpoint_step": self._loaded.get("global_step"),
+                "finished": _iso(time.time()),
+                "data": data,
+                "metrics": metrics,
+            }
+        )
+        if stage == "test":  # validate scores a checkpoint, not the end of fit: it stays under evaluations
+            fitted = summary.get("data") or (summary.get("config") or {}).get("data")
+            if _same_data(fitted, data):
+                summary["metrics"].update(metrics)
+            else:  # another dataset's score: under its own name, never as the run's
+                summary.setdefault("results", {}).setdefault(data_label(data), {}).update(metrics)
+        self._write(trainer, summary)
+
+    def _log_best(self, trainer) -> None:
+        best = contract.monitored_checkpoint(trainer)
+        if best is not None and best.best_model_score is not None:
+            _log_scores(trainer, {best_tag(best.monitor): best.best_model_score})
+
+    def _path(self, trainer) -> Path | None:
+        folder = run_folder(trainer)
+        if not trainer.is_global_zero or trainer.fast_dev_run or folder is None:
+            return None
+        return folder / self.filename
+
+    def _read(self, trainer) -> dict | None:
+        """The run's summary so far, or None. A file that is not one (corrupt, or another tool's) is kept under a
+        new name, with a warning, and a new summary started: a bad summary never fails or loses a run."""
+        path = self._path(trainer)
+        if path is None or not path.is_file():
+            return None
+        try:
+            summary = json.loads(path.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            problem = f"not JSON ({error})"
+        else:
+            shapes = {"evaluations": list, "metrics": dict}
+            found = summary if isinstance(summary, dict) else {}
+            wrong = [key for key, kind in shapes.items() if not isinstance(found.get(key), kind)]
+            if not wrong:
+                return summary
+            problem = f"not a run summary (no {' or '.join(wrong)})"
+        kept = free_path(path.with_name(f"{path.stem}.unreadable{path.suffix}"))
+        path.rename(kept)
+        rank_zero_warn(f"{path} is {problem}: kept as {kept.name}, starting a new summary")
+        return None
+
+    def _write(self, trainer, summary: dict) -> None:
+        path = self._path(trainer)
+        if path is not None:
+            write_json(path, summary)
+
+
+def best_tag(monitor: str | None) -> str | None:
+    """The HPARAMS metric of the best score of `monitor`: `val/f1` -> `hp/best_val_f1`."""
+    return None if not monitor else f"hp/best_{monitor.replace('/', '_')}"
+
+
+def hparams_tag(metric: str | None) -> str | None:
+    """The HPARAMS metric of `metric`: `test/f1` -> `hp/test_f1`."""
+    return None if not metric else f"hp/{metric.replace('/', '_')}"
+
+
+def _data(datamodule) -> dict | None:
+    """What an evaluation ran on, as a config names it: the DataModule's class path and its hyperparameters."""
+    if datamodule is None:
+        return None
+    cls = type(datamodule)
+    given = {key: value for key, value in datamodule.hparams.items() if not key.startswith("_")}  # not _class_path
+    init_args = json.loads(json.dumps(given, default=str))  # as summary.json will hold them
+    return {"class_path": f"{cls.__module__}.{cls.__qualname__}", "init_args": init_args}
+
+
+def _same_data(fitted: dict | None, evaluated: dict | None) -> bool:
+    """The same class path, and equal values for the arguments both give, the batch size aside; unknown on either
+    side: the same."""
+    if not isinstance(fitted, dict) or evaluated is None:
+        return True
+    if fitted.get("class_path") != evaluated["class_path"]:
+        return False
+    given, used = fitted.get("init_args") or {}, evaluated["init_args"]
+    shared = (given.keys() & used.keys()) - {BATCH_SIZE}
+    return all(json.loads(json.dumps(given[key], default=str)) == used[key] for key in shared)
+
+
+def _log_scores(trainer, scores: dict) -> None:
+    """To every logger: a scalar in TensorBoard (and its HPARAMS entry), a metric in MLflow, W&B and metrics.csv."""
+    if trainer.is_global_zero:
+        for logger in trainer.loggers:
+            logger.log_metrics(scores, step=trainer.global_step)
+
+
+def _checkpoints(trainer) -> dict:
+    saved = [c for c in trainer.checkpoint_callbacks if isinstance(c, ModelCheckpoint) and c.best_model_path]
+    best = next((c for c in saved if c.monitor), None)
+    last = next((c for c in saved if not c.monitor), None)
+    summary = {"best_checkpoint": None, "last_checkpoint": None}
+    if best is not None:
+        summary["best_checkpoint"] = {"path": _relative(best.best_model_path, trainer), "monitor": best.monitor}
+        summary["best_checkpoint"] |= {"mode": best.mode, "score": _number(best.best_model_score)}
+    if last is not None:  # without a monitor, ModelCheckpoint's "best" is simply the newest
+        summary["last_checkpoint"] = _relative(last.best_model_path, trainer)
+    return summary
+
+
+def _relative(path, trainer) -> str | None:
+    """Relative to the run directory when inside it, so that the folder can be moved or copied whole."""
+    if not path:
+        return None
+    folder = run_folder(trainer)
+    resolved = Path(path).resolve()
+    if folder is not None and resolved.is_relative_to(folder.resolve()):
+        return str(resolved.relative_to(folder.resolve()))
+    return str(resolved)
+
+
+def _metrics(metrics: dict) -> dict:
+    return {name: _number(value) for name, value in sorted(metrics.items())}
+
+
+def _number(value) -> float | str | None:
+    value = float(value) if value is not None else None
+    return value if value is None or math.isfinite(value) else str(value)  # JSON has no NaN or infinity
+
+
+def _iso(seconds: float | None) -> str | None:
+    return None if seconds is None else datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds")

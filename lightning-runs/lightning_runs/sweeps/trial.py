@@ -1,0 +1,128 @@
+"""A sweep's trial as a training process of its own: the sweep worker starts `python -m <package> fit ...` (behind a
+launcher such as torchrun, if one is given) and waits for it; the fit reports each validation to its trial in the
+study's storage and stops when the trial is pruned.
+
+The worker hands the trial to the fit in one environment variable: the variable survives every launcher (torchrun,
+srun, Lightning's own re-execution of the command for its other ranks), where an option would have to be threaded
+through each. Optuna is imported only where that variable is set: it stays an optional extra of the library.
+"""
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+
+from lightning.pytorch.callbacks import Callback
+
+from lightning_runs.faults.signals import PYTHON_DEFAULTS
+from lightning_runs.folders.layout import run_folder
+
+# JSON: {"storage": URL, "study": name, "trial_id": id, "metric": name, "pruner": MedianPruner's arguments}
+VARIABLE = "LIGHTNING_RUNS_TRIAL"
+# Workers on one machine share one SQLite file, which takes one writer at a time: a writer waits up to this long for
+# its turn instead of failing with "database is locked" (a trial's writes are a few rows an epoch).
+SQLITE_TIMEOUT_S = 60
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+STOPS = (signal.SIGTERM, signal.SIGINT)
+
+
+def open_storage(url: str, **heartbeat):
+    import optuna
+
+    engine = {"connect_args": {"timeout": SQLITE_TIMEOUT_S}} if url.startswith("sqlite") else {"pool_pre_ping": True}
+    return optuna.storages.RDBStorage(url, engine_kwargs=engine, **heartbeat)
+
+
+def callbacks_from_environment() -> list[Callback]:
+    """What a fit started by a sweep worker adds to its Trainer; nothing for any other fit."""
+    given = os.environ.get(VARIABLE)
+    return [ReportToTrial(**json.loads(given))] if given else []
+
+
+class ReportToTrial(Callback):
+    """Rank zero records the run folder on the trial (user attr "run") and reports `metric` after every validation
+    (`trial.report(value, epoch)`); when the pruner says so, every rank stops at the end of that epoch, with its
+    checkpoints, and the trial's user attr "pruned_at_epoch" tells the worker why the fit ended early."""
+
+    def __init__(self, storage: str, study: str, trial_id: int, metric: str, pruner: dict) -> None:
+        self.storage, self.study, self.trial_id, self.metric, self.pruner = storage, study, trial_id, metric, pruner
+        self._trial = None
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        if trainer.is_global_zero:
+            import optuna
+
+            # The storage keeps no pruner: the sweep's, rebuilt from its arguments.
+            pruner = optuna.pruners.MedianPruner(**self.pruner)
+            study = optuna.load_study(study_name=self.study, storage=open_storage(self.storage), pruner=pruner)
+            self._trial = optuna.trial.Trial(study, self.trial_id)
+            self._trial.set_user_attr("run", str(run_folder(trainer) or trainer.default_root_dir))
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if trainer.sanity_checking:  # Lightning's two batches before training: not an epoch's score
+            return
+        prune = False
+        if trainer.is_global_zero:
+            score = trainer.callback_metrics.get(self.metric)  # None: the worker says the metric was never logged
+            if score is not None:
+                self._trial.report(float(score), step=trainer.current_epoch)
+                prune = self._trial.should_prune()
+        # The same decision on every rank, or the others would wait in the next epoch's collectives.
+        if trainer.strategy.broadcast(prune):
+            if trainer.is_global_zero:
+                self._trial.set_user_attr("pruned_at_epoch", trainer.current_epoch)
+            trainer.should_stop = True
+
+
+def run_process(command: list[str], env: dict[str, str]) -> tuple[int, int | None]:
+    """Run one trial's command to its end: its exit code, and the stop signal (SIGTERM, SIGINT) this worker received
+    meanwhile, if any. The signal is passed on to the trial, which saves its last checkpoint and exits 143 or 130.
+
+    The trial runs in a process group of its own, so that a Ctrl-C in the terminal reaches it once, through this
+    worker (twice would be the "stop at once" second Ctrl-C); and it gets SIGTERM when this worker dies, even by
+    kill -9, so that no trial outlives its worker.
+    """
+    child: subprocess.Popen | None = None
+    received: list[int] = []
+
+    def forward(signum, frame) -> None:
+        received.append(signum)
+        if child is not None:
+            child.send_signal(signum)
+
+    previous = {signum: signal.signal(signum, forward) for signum in STOPS}  # before the start: no signal is lost
+    try:
+        child = subprocess.Popen(command, env=env, preexec_fn=_end_with_parent(os.getpid()))
+        if received:
+            child.send_signal(received[0])
+        code = child.wait()
+    finally:
+        for signum, handler in previous.items():  # None: set outside Python, not restorable; Python's own instead
+            signal.signal(signum, PYTHON_DEFAULTS[signum] if handler is None else handler)
+    return code, (received[0] if received else None)
+
+
+def _end_with_parent(parent: int):
+    # Resolved here, in the worker: between fork and exec the child should only call, not load (threads, such as
+    # Optuna's heartbeat, may hold locks that a load would wait for). PR_SET_PDEATHSIG fires when the thread that
+    # forked exits: the worker starts trials from its main thread, which lives as long as the worker.
+    prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+
+    def in_child() -> None:
+        os.setpgid(0, 0)
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+            if os.getppid() != parent:  # the worker died before the line above: nobody will send the signal
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    return in_child
+
+
+def stop_signal(code: int) -> int | None:
+    """The stop signal a trial's exit code reports: 143/130 from its own handler, -15/-2 if it had none yet."""
+    for signum in STOPS:
+        if code in (128 + signum, -signum):
+            return signum
+    return None
