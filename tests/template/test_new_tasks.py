@@ -13,12 +13,13 @@ import numpy as np
 import onnxruntime
 import pytest
 import torch
+import yaml
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LogisticRegression
 
 from experiments.autoencoder import samples
 from experiments.other_template import wine_split
-from experiments.sequence import GRUClassifier, sequences
+from experiments.sequence import GRUClassifier, WalkData, sequences
 from lightning_runs.errors import main
 from lightning_runs.tools import runs
 from project.cli import cli_main, run
@@ -143,16 +144,26 @@ class GRUAskingForClasses(GRUClassifier):
         super().__init__(num_classes, features, hidden, lr)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=SystemExit,
-    reason="a required num_classes is refused at parse time ('the following arguments are required: num_classes'),"
-    " before wiring.link_data_to_model could fill it from the data",
-)
-def test_a_module_whose_num_classes_has_no_default_gets_it_from_the_data(in_tmp):
-    fitted = cli("fit", "--model", f"{__name__}.GRUAskingForClasses", "--data", "experiments.sequence.WalkData",
-                 "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")  # fmt: skip
+class WalkDataWithoutClasses(WalkData):
+    num_classes = None
+
+
+ASKING = ["--model", f"{__name__}.GRUAskingForClasses", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
+
+
+def test_a_module_whose_num_classes_has_no_default_gets_it_from_the_data(in_tmp, capsys):
+    fitted = cli("fit", *ASKING, "--data", "experiments.sequence.WalkData")
     assert fitted.model.hparams.num_classes == 2
+    best = Path(fitted.trainer.checkpoint_callback.best_model_path)
+    assert yaml.safe_load((best.parents[1] / "config.yaml").read_text())["model"]["init_args"]["num_classes"] == 2
+    assert cli("test", f"--ckpt_path={best}").model.hparams.num_classes == 2, "from the checkpoint alone"
+    given = cli("fit", *ASKING, "--data", "experiments.sequence.WalkData", "--model.num_classes=3")
+    assert given.model.hparams.num_classes == 3, "given, it wins over the data's"
+
+    with pytest.raises(SystemExit) as refused:
+        cli("fit", *ASKING, "--data", f"{__name__}.WalkDataWithoutClasses")
+    assert refused.value.code == 2
+    assert "has no num_classes, which --model" in capsys.readouterr().err
 
 
 # Each experiment (args, steps an epoch) killed with -9 in a process of its own, as its third epoch's sixth step

@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import yaml
 from jsonargparse import Namespace
 from lightning.pytorch.callbacks import Callback
 
@@ -171,6 +172,37 @@ def keys_given(args: list[str]) -> set[str]:
         elif arg.split("=")[0] in ("--data", "--model"):
             keys.add(f"{arg.split('=')[0][2:]}.class_path")
     return keys
+
+
+def chosen_class_path(args: list[str], group: str, default: str) -> str:
+    """The class `args` choose for `group` (`model`, `data`), as the parser will read them: the last of `--model X`,
+    `--model=X`, `--model '{"class_path": X, ...}'` and the `model` of each `--config` file, in their order; else
+    `default`. Read as text, nothing imported."""
+    chosen = default
+    for i, arg in enumerate(args):
+        value = None
+        if arg in (f"--{group}", f"--{group}.class_path", "--config") and i + 1 < len(args):
+            value = args[i + 1] if arg != "--config" else _config_section(args[i + 1], group)
+        elif arg.startswith((f"--{group}=", f"--{group}.class_path=", "--config=")):
+            value = arg.split("=", 1)[1] if not arg.startswith("--config=") else _config_section(arg[9:], group)
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = None
+        if isinstance(value, dict):
+            value = value.get("class_path")
+        if isinstance(value, str) and value:
+            chosen = value
+    return chosen
+
+
+def _config_section(path: str, group: str):
+    try:
+        loaded = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):  # the parser refuses it, in its own words
+        return None
+    return loaded.get(group) if isinstance(loaded, dict) else None
 
 
 def _as_trainer_reads(key: str, value):

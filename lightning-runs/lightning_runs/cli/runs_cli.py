@@ -18,14 +18,15 @@ from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMon
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from lightning_runs.checkpoints.callbacks import BestCheckpoint, RandomState, RunCheckpoint
+from lightning_runs.checkpoints.class_paths import import_named_class
 from lightning_runs.checkpoints.monitored import MonitoredMetrics, stated_early_stopping, stated_monitors
 from lightning_runs.checks import launchers, preflight
 from lightning_runs.cli import placement
 from lightning_runs.cli.bounded import bounded_tensors, check_config_files
 from lightning_runs.cli.parser import ProjectParser, own_defaults
-from lightning_runs.cli.resume import TrainingLength, keys_given, with_checkpoint_classes
+from lightning_runs.cli.resume import TrainingLength, chosen_class_path, keys_given, with_checkpoint_classes
 from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
-from lightning_runs.contract.links import link_data_to_model
+from lightning_runs.contract.links import link_data_to_model, placeholders
 from lightning_runs.errors import Terminated, UsageError
 from lightning_runs.faults.divergence import GradientCheck
 from lightning_runs.faults.signals import CheckpointOnSignal, sigterm_held, terminated_line, terminated_outside_training
@@ -183,7 +184,10 @@ class RunsCLI(LightningCLI):
         check_config_files(args)  # before anything reads them: a FIFO, a huge or a binary file is one line
         given = keys_given(args) | keys_in_configs(args)  # what the user typed or wrote, before the line below
         self._given = given
-        super().parse_arguments(parser, with_checkpoint_classes(args, self.default_model, self.default_data))
+        args = with_checkpoint_classes(args, self.default_model, self.default_data)
+        # A model that requires num_classes or input_shape gets it from the data, which exists only after parsing.
+        model_class = import_named_class(chosen_class_path(args, "model", self.default_model), L.LightningModule)
+        super().parse_arguments(parser, [*args, *placeholders(model_class, given)] if "--help" not in args else args)
         # Before LightningCLI reads the checkpoint's hyperparameters, so `last`/`best` are real paths by then.
         if self.config.get("subcommand"):
             subcommand = self.config.subcommand

@@ -11,6 +11,7 @@ key "model.num_classes"` for a module without it), and its source must be an att
 
 import importlib
 import inspect
+import json
 
 import lightning as L
 import torch
@@ -20,6 +21,9 @@ from lightning_runs.errors import UsageError
 
 # model parameter <- DataModule attribute (docs/contract.md)
 DATA_LINKS = {"num_classes": "num_classes", "input_shape": "sample_shape"}
+# Stand-ins, at parse time only, for a linked parameter the model requires (no default) and nobody gave: the parser
+# would refuse it before the data exists; link_data_to_model replaces them from the data before the model is built.
+PLACEHOLDERS = {"num_classes": 1, "input_shape": [1]}
 # The model's settings that follow from its data: no recipe's own (recipes.py), no option to change (bounded.py).
 DERIVED = tuple(f"model.{parameter}" for parameter in DATA_LINKS)
 # subcommand -> (setup stage, the loader a batch is read from)
@@ -35,6 +39,20 @@ def model_parameters(class_path: str) -> dict[str, inspect.Parameter]:
     module, _, name = class_path.rpartition(".")
     cls = getattr(importlib.import_module(module), name)  # imported by the parser already
     return dict(inspect.signature(cls).parameters)
+
+
+def placeholders(model_class: type | None, given: set[str]) -> list[str]:
+    """`--model.num_classes=1` and the like for each parameter of DATA_LINKS that `model_class.__init__` requires and
+    the user did not give (`given`: `model.num_classes`), so that it can come from the data."""
+    if model_class is None:
+        return []
+    parameters = inspect.signature(model_class).parameters
+    required = [
+        name
+        for name in DATA_LINKS
+        if name in parameters and parameters[name].default is inspect.Parameter.empty and f"model.{name}" not in given
+    ]
+    return [f"--model.{name}={json.dumps(PLACEHOLDERS[name])}" for name in required]
 
 
 def link_data_to_model(config, datamodule, subcommand: str, given: set[str]) -> None:
