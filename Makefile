@@ -13,7 +13,7 @@ PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile
 -include template.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install train evaluate-seeds test test-slow test-all lint format tensorboard runs clean sweep export schema
+.PHONY: help install train evaluate-seeds test test-slow test-all lint format tensorboard runs clean sweep export schema completion
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ export: install ## export CKPT=<file.ckpt> as FORMAT (onnx, torchscript or pt2),
 
 schema: install ## write configs/schema.json, the JSON Schema editors check configs with (docs/making-it-yours.md)
 	$(PY) -m project schema --output configs/schema.json
+
+completion: install ## write .venv/completion.bash: `source` it, then `project fit --<TAB>` completes (docs/making-it-yours.md)
+	$(PY) -m project completion --output $(VENV)/completion.bash
 
 .PHONY: update-template
 update-template: ## in a copy: merge in the template's changes since it was made (docs/updating.md); TEMPLATE=path/URL

@@ -6,41 +6,27 @@ what the machinery reads of them is docs/contract.md. A project's entry point ha
 class to `main` below.
 """
 
+import importlib
 import sys
 from collections.abc import Callable
 
 from lightning_runs import errors
 from lightning_runs.console import set_program
 
-TOOLS = ("export", "runs", "sweep", "seeds", "schema")
+TOOLS = ("export", "runs", "sweep", "seeds", "schema", "completion")
 
 
 def main(cli_main: Callable, model_class: type, args: list[str] | None = None):
     """`python -m <package> <subcommand or tool> ...`: fit, validate, test and predict go to the project's LightningCLI
-    (`cli_main`), export, runs, sweep, seeds and schema to the tool of that name (imported only then: sweep needs
-    Optuna)."""
+    (`cli_main`), each tool to `lightning_runs.tools.<name>.main`, imported only then (sweep needs Optuna). Every one
+    enters through `errors.main`, the one place that turns an error into an exit code."""
     set_program(model_class)  # before anything prints: every message names `python -m <the owner's package>`
     argv = sys.argv[1:] if args is None else list(args)
     tool, rest = (argv[0], argv[1:]) if argv else (None, [])
-    if tool == "export":
-        from lightning_runs.tools import export
-
-        return export.main(model_class, rest)
-    if tool == "runs":
-        from lightning_runs.tools import runs
-
-        return runs.main(rest)
-    if tool == "sweep":
-        from lightning_runs.tools import sweep
-
-        return sweep.main(cli_main, rest)
-    if tool == "seeds":
-        from lightning_runs.tools import seeds
-
-        return seeds.main(cli_main, rest)
-    if tool == "schema":
-        from lightning_runs.tools import schema
-
-        return schema.main(cli_main, rest)
+    if tool in TOOLS:
+        module = importlib.import_module(f"lightning_runs.tools.{tool}")
+        # What each tool is handed: the CLI it runs (sweep, seeds, schema, completion), the module class (export).
+        handed = {"export": (model_class,), "runs": ()}.get(tool, (cli_main,))
+        return errors.main(lambda: module.main(*handed, rest))
     # No args for the CLI when none were given: LightningCLI reads sys.argv itself, as DDP's launcher expects.
     return errors.main(lambda: cli_main(args))

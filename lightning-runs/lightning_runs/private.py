@@ -149,6 +149,12 @@ def option_strings(parser: argparse.ArgumentParser) -> list[str]:
     return list(parser._option_string_actions)
 
 
+def option_nargs(parser: argparse.ArgumentParser) -> dict[str, int | str | None]:
+    """Each option string with the values it takes (its action's `nargs`: 0 for a flag), for shell completion; from
+    the same private `_option_string_actions` as option_strings."""
+    return {option: action.nargs for option, action in parser._option_string_actions.items()}
+
+
 def add_configure_optimizers(cli, subcommand: str) -> None:
     """LightningCLI's `--optimizer` / `--lr_scheduler` (the model's `configure_optimizers` replaced by the ones given),
     for a model RunsCLI builds itself, in its own order (cli.py): LightningCLI.instantiate_classes calls the private

@@ -31,6 +31,7 @@ from lightning_runs.private import (
     early_stopping_states,
     epochs_processed,
     lightning_modules_traceable,
+    option_nargs,
     option_strings,
     save_now,
     saved_arguments,
@@ -134,6 +135,8 @@ def test_argparse_keeps_every_option_string_of_a_parser():
     parser = ArgumentParser()
     parser.add_class_arguments(TinyDataModule, "data")
     assert {"-h", "--help", "--data.batch_size", "--data.seed"} <= set(option_strings(parser))
+    nargs = option_nargs(parser)
+    assert nargs["--help"] == 0 and nargs["--data.batch_size"] != 0, "a flag takes no value, an option one"
 
 
 def test_jsonargparse_ends_a_class_typed_options_help_with_every_imported_subclass(monkeypatch):

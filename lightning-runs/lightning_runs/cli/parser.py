@@ -52,7 +52,7 @@ class ProjectParser(ReadableHelp, LightningArgumentParser):
             raise ArgumentError(None, message) from ex
         options = option_strings(self)
         for group, class_path in self.class_defaults.items():
-            options += [f"--{group}.{option}" for option in _class_options(class_path, nested=True)]
+            options += [f"--{group}.{option}" for option in class_options(class_path, nested=True)]
         raise ParseError(concise(message, options)) from ex
 
 
@@ -88,7 +88,7 @@ def concise(message: str, options: list[str]) -> str:
         return _one_line(message)
     if rejected := _NOT_ACCEPTED.search(reason):
         chosen = _CLASS_PATH.findall(message)  # the innermost class named, whose option it is
-        accepted = _class_options(chosen[-1]) if chosen else []
+        accepted = class_options(chosen[-1]) if chosen else []
         return _unknown(f"--{key}.{rejected['name']}", [f"--{key}.{option}" for option in accepted])
     return f"--{key}: {_reason(reason)}"
 
@@ -109,7 +109,7 @@ def _help() -> str:
     return f"{program()} <subcommand> --help lists the options"
 
 
-def _class_options(class_path: str, nested: bool = False) -> list[str]:
+def class_options(class_path: str, nested: bool = False) -> list[str]:
     """The arguments a class takes, as jsonargparse sees them (a subclass's **kwargs are its parent's); `nested`: with
     those of a class given as an argument's default (`network.dropout` of a default network class), one level down."""
     parser = _class_parser(class_path)
@@ -125,7 +125,7 @@ def _class_options(class_path: str, nested: bool = False) -> list[str]:
         inner = default.class_path if hasattr(default, "class_path") else None
         if isinstance(default, type):
             inner = f"{default.__module__}.{default.__qualname__}"
-        options += [f"{name}.{option}" for option in _class_options(inner)] if inner else []
+        options += [f"{name}.{option}" for option in class_options(inner)] if inner else []
     return options
 
 
