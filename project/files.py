@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lightning_runs.errors import UsageError
+from lightning_runs.errors import UsageError, first_line
 from lightning_runs.limits import MAX_CLASSES, MAX_ROWS
 
 # The array names a .npz holds: `samples` (or `images`, the name the first version of this template read) and `labels`.
@@ -73,7 +73,7 @@ def _read(path: Path, read):
     except UsageError:
         raise
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:  # truncated, objects inside, ...
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        reason = first_line(error)
         raise UsageError(f"{path}: not a readable {path.suffix} file ({reason})") from None
 
 

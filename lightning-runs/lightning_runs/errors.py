@@ -44,6 +44,13 @@ class Terminated(BaseException):
     takes it for an error of its own. The message says what was saved. Exit 143."""
 
 
+def first_line(error: BaseException) -> str:
+    """What went wrong, in one line: the error's first line, with the next where the first only announces it
+    (`Error(s) in loading state_dict:`); its type's name where it says nothing."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()] or [type(error).__name__]
+    return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+
+
 def main(command: Callable[[], T]) -> T:
     """Run `command`; on failure exit as a scheduler or a shell script expects: 1 failed, 2 bad input, 130/143."""
     try:

@@ -9,7 +9,7 @@ import torch
 
 from lightning_runs.checkpoints.class_paths import imported_class, names_class, plain_parameters
 from lightning_runs.checkpoints.field_types import wrong_type
-from lightning_runs.errors import UsageError
+from lightning_runs.errors import UsageError, first_line
 from lightning_runs.private import CLASS_PATH_KEY, INSTANTIATOR_KEY, saved_class_path
 
 # The only instantiator Lightning should ever call when it rebuilds a model from a checkpoint's hparams.
@@ -42,7 +42,7 @@ def read_checkpoint(path: Path, model_class: type | None = None) -> dict:
     try:
         checkpoint = load_plain(path)
     except Exception as error:  # empty, truncated, not a torch file, or holding objects that are not plain data
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        reason = first_line(error)
         raise UsageError(f"--ckpt_path {path}: not a readable checkpoint ({reason})") from None
     if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
         raise UsageError(f"--ckpt_path {path}: not a Lightning checkpoint (no state_dict)")

@@ -17,6 +17,7 @@ from lightning.fabric.plugins.environments import (
     TorchElasticEnvironment,
 )
 
+from lightning_runs.checks.preflight import device_count
 from lightning_runs.errors import UsageError
 
 # Launchers that start every rank themselves, as Lightning detects them (their public `detect`).
@@ -45,7 +46,7 @@ def check_launch(trainer) -> None:
                 " MASTER_ADDR and NODE_RANK on each node), so this process would wait for the others forever;"
                 " start it through one (scripts/slurm.sh) or give 1"
             )
-        if _processes_per_node(trainer.devices) != 1 or nodes > 1:
+        if device_count(trainer.devices) != 1 or nodes > 1:
             _check_port_free()
     elif launcher == "torchrun":
         _check_torchrun_world(trainer)
@@ -66,7 +67,7 @@ def _check_no_stray_ranks() -> None:
 
 def _check_torchrun_world(trainer) -> None:
     per_node, world = int(os.environ["LOCAL_WORLD_SIZE"]), int(os.environ["WORLD_SIZE"])
-    devices, nodes = _processes_per_node(trainer.devices), trainer.num_nodes or 1
+    devices, nodes = device_count(trainer.devices), trainer.num_nodes or 1
     if devices is not None and devices != per_node:
         raise UsageError(
             f"torchrun started {per_node} processes per node (--nproc_per_node {per_node}) but --trainer.devices is"
@@ -95,15 +96,3 @@ def _check_port_free() -> None:
                 f"MASTER_PORT={port}: cannot listen there ({reason}); unset MASTER_PORT (Lightning then picks a free"
                 " port) or choose another"
             ) from None
-
-
-def _processes_per_node(devices) -> int | None:
-    """How many processes a node runs for --trainer.devices, where the value says it: 2, "2", [0, 1], "0,1"; None for
-    "auto" and -1 (as many as the accelerator has)."""
-    if isinstance(devices, list | tuple):
-        return len(devices)
-    if isinstance(devices, str):
-        if "," in devices:
-            return len([d for d in devices.split(",") if d.strip()])
-        devices = int(devices) if devices.strip().lstrip("-").isdigit() else None
-    return devices if isinstance(devices, int) and devices > 0 else None

@@ -51,6 +51,18 @@ def check_options(config) -> None:
         )
 
 
+def device_count(devices) -> int | None:
+    """How many devices --trainer.devices asks for where the value says it: 2, "2", [0, 1], "0,1"; None for "auto"
+    and -1 (as many as the accelerator has), and for a value check_devices refuses."""
+    if isinstance(devices, list | tuple):
+        return len(devices)
+    if isinstance(devices, str):
+        if "," in devices:
+            return len([d for d in devices.split(",") if d.strip()])
+        devices = int(devices) if devices.strip().lstrip("-").isdigit() else None
+    return devices if isinstance(devices, int) and not isinstance(devices, bool) and devices > 0 else None
+
+
 def check_devices(devices) -> None:
     """What Lightning's parsing of `devices` accepts: a count of at least 1, -1 (all), "auto", or device indices
     ("0,1", [0, 1]). Anything else (`foo`, -2) was a TypeError traceback from inside the accelerator."""

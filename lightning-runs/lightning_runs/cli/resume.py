@@ -9,6 +9,7 @@ from lightning.pytorch.callbacks import Callback
 
 from lightning_runs.checkpoints.class_paths import names_class
 from lightning_runs.checkpoints.loading import load_plain
+from lightning_runs.checks.preflight import device_count
 from lightning_runs.console import say
 from lightning_runs.errors import UsageError
 from lightning_runs.private import (
@@ -214,15 +215,7 @@ def _as_trainer_reads(key: str, value):
         return int(value) if value > 1 and value % 1 == 0 else value
     if key != "devices":
         return value
-    devices = value
-    if isinstance(devices, list | tuple):
-        return len(devices)
-    if isinstance(devices, str) and "," in devices:
-        return len([d for d in devices.split(",") if d.strip()])
-    try:
-        return int(devices) if int(devices) > 0 else None
-    except (TypeError, ValueError):
-        return None
+    return device_count(value)
 
 
 def _same(a, b) -> bool:

@@ -14,8 +14,8 @@ import warnings
 import torch
 from torch.export import Dim
 
-from lightning_runs.errors import UsageError
-from lightning_runs.export.saved_modules import dotted_name, first_line
+from lightning_runs.errors import UsageError, first_line
+from lightning_runs.export.saved_modules import dotted_name
 from lightning_runs.private import lightning_modules_traceable
 
 BATCH = ({0: Dim("batch", min=1)},)  # the first dimension of the input stays free

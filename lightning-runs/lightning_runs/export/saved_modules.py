@@ -12,7 +12,7 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs.checkpoints.class_paths import import_named_class
 from lightning_runs.checkpoints.loading import read_checkpoint
-from lightning_runs.errors import UsageError
+from lightning_runs.errors import UsageError, first_line
 from lightning_runs.private import saved_class_path
 
 DATA_KEY = "datamodule_hyper_parameters"
@@ -92,9 +92,3 @@ def _imported(dotted: str, base: type, ckpt_path: Path, key: str) -> type:
 
 def dotted_name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def first_line(error: BaseException) -> str:
-    """The error's first line, with the next where the first only announces it (`Error(s) in loading state_dict:`)."""
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()] or [type(error).__name__]
-    return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]

@@ -11,7 +11,7 @@ import fcntl
 from collections.abc import Iterator
 from pathlib import Path
 
-from lightning_runs.errors import Failed
+from lightning_runs.errors import Failed, first_line
 
 DATABASE = "mlflow.db"
 # The experiment every MLflow store is created with (mlflow.tracking.default_experiment.DEFAULT_EXPERIMENT_ID).
@@ -44,7 +44,7 @@ def open_client(tracking_uri: str, database: Path | None):
         client = MlflowClient(tracking_uri)
         client.search_experiments(max_results=1)  # a read: the store answers, and no other process holds it locked
     except Exception as error:  # SQLAlchemy's OperationalError, MLflow's MlflowException: one line either way
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        reason = first_line(error)
         raise Failed(
             f"the MLflow store {database or tracking_uri} cannot be opened ({reason}); if another process holds it"
             " (a tool writing to it), wait for it or close it, and run again"

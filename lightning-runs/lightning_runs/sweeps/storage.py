@@ -12,7 +12,7 @@ import optuna
 import sqlalchemy.exc
 from optuna.trial import TrialState
 
-from lightning_runs.errors import UsageError
+from lightning_runs.errors import UsageError, first_line
 from lightning_runs.sweeps.trial import open_storage
 
 # A trial whose worker died (kill -9, a lost node) is retried with its values at most this often: a trial that kills
@@ -74,7 +74,7 @@ def open_study(url, name, direction, pruner, save_dir, heartbeat_interval, grace
                     raise
                 time.sleep(1)
             except (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError) as error:
-                reason = str(error.orig if getattr(error, "orig", None) else error).splitlines()[0]
+                reason = first_line(error.orig if getattr(error, "orig", None) else error)
                 raise UsageError(
                     f"{where}: not a readable study database ({reason}); move it away to start afresh"
                 ) from None
