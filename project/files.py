@@ -15,7 +15,12 @@ import numpy as np
 import torch
 
 from lightning_runs.errors import UsageError, first_line
-from lightning_runs.limits import MAX_CLASSES, MAX_ROWS
+
+# Rows of a data file, read no further: every sample is held in memory as float32 and split here; a larger data set
+# wants a DataModule that streams it (docs/making-it-yours.md).
+MAX_ROWS = 10_000_000
+# Classes of a labelled file: the network gets one output per class, the metrics a (C,) or (C, C) state.
+MAX_CLASSES = 100_000
 
 # The array names a .npz holds: `samples` (or `images`, the name the first version of this template read) and `labels`.
 SAMPLES, OLD_SAMPLES, LABELS = "samples", "images", "labels"
@@ -101,7 +106,7 @@ def _csv(path: Path, meaning: str = "one sample a row") -> np.ndarray:
     if rows.size == 0:
         raise UsageError(f"{path}: no rows of numbers in the file ({meaning})")
     if len(rows) > MAX_ROWS:
-        raise UsageError(f"{path}: more than {MAX_ROWS:,} rows, the most a file may hold (lightning_runs/limits.py)")
+        raise UsageError(f"{path}: more than {MAX_ROWS:,} rows, the most a file may hold (MAX_ROWS in files.py)")
     return rows
 
 

@@ -216,7 +216,7 @@ def test_a_first_row_of_numbers_with_an_empty_cell_is_refused_not_skipped_as_a_h
 
 
 def test_a_csv_of_more_rows_or_classes_than_the_limits_is_refused_without_reading_the_rest(tmp_path, monkeypatch):
-    monkeypatch.setattr(files, "MAX_ROWS", 3)  # lightning_runs/limits.py: 10 million
+    monkeypatch.setattr(files, "MAX_ROWS", 3)  # 10 million in files.py
     (tmp_path / "long.csv").write_text("1,0\n" * 4 + "oops\n")  # the fifth row is never parsed
     with pytest.raises(ValueError, match=re.escape("long.csv: more than 3 rows, the most a file may hold")):
         load_samples(tmp_path / "long.csv")

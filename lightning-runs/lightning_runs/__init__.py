@@ -2,8 +2,8 @@
 summaries, and the tools around the CLI (lightning_runs.tools).
 
 Nobody should need to edit this package to train their own model or data: those are the project's own files, and
-what the machinery reads of them is docs/contract.md. A project's entry point hands its `cli_main` and LightningModule
-class to `main` below.
+what the machinery reads of them is lightning_runs.contract. A project's entry point hands its `cli_main` and
+LightningModule class to `main` below.
 """
 
 import importlib

@@ -1,6 +1,6 @@
 """The largest sizes the machinery accepts, each with its reason, written once. Each is checked where the value
-enters (named beside it), and a value past it is refused in one line naming the limit, before any run folder exists;
-docs/reliability.md lists them. Raise one here, with its reason, if your work needs more.
+enters (named beside it), and a value past it is refused in one line naming the limit, before any run folder exists.
+Raise one here, with its reason, if your work needs more.
 """
 
 # Config files (--config, and files named inside one): read before jsonargparse parses them (bounded.py). The
@@ -15,12 +15,6 @@ MAX_YAML_NODES = 100_000
 # Bytes of a run's folder name (naming.py): what Linux and macOS filesystems allow (NAME_MAX); a longer name failed
 # with a traceback after the run had started.
 MAX_NAME_BYTES = 255
-
-# Rows of a data file (project/files.py reads CSVs no further): every sample is held in memory as float32 and split
-# there; a larger data set wants a DataModule that streams it (docs/making-it-yours.md).
-MAX_ROWS = 10_000_000
-# Classes of a labelled file: the network gets one output per class, the metrics a (C,) or (C, C) state.
-MAX_CLASSES = 100_000
 
 # Values of any one tensor built while the model, data and callbacks are instantiated (bounded.py): checked before
 # it is allocated, so that `channels: [1000000000, 64]` (a 36 GB weight) or 1e9 classes is one line, not an

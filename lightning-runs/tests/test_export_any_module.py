@@ -169,7 +169,7 @@ def test_a_checkpoint_of_a_cli_without_model_class_paths_uses_the_projects_class
     assert refusal(capsys, ["--ckpt_path", str(tmp_path / "plain.ckpt")]) == (
         f"error: {HERE}.Regressor has no example_input_array and the checkpoint names no DataModule to take a batch"
         " from: set the model's example_input_array in its __init__ to a batch of one sample's shape"
-        " (docs/contract.md), export traces the model with it"
+        " (python -m pydoc lightning_runs.contract.parts), export traces the model with it"
     )
     error = refusal(capsys, ["--ckpt_path", str(tmp_path / "plain.ckpt")], model_class=TwoHeads)
     assert error.startswith(f"error: --ckpt_path {tmp_path / 'plain.ckpt'}: not a checkpoint of {HERE}.TwoHeads (")

@@ -4,6 +4,7 @@ process that imports it."""
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -116,3 +117,21 @@ def test_importing_any_part_of_the_library_changes_nothing_in_the_process():
     ).stdout
     before, after = json.loads(out.splitlines()[-1])
     assert after == before
+
+
+# What only the template has: its make targets, its folders, its example's command. A copy or another project
+# installing the library has none of them, so no message, comment or docstring of the library may send anyone there.
+TEMPLATE_ONLY = re.compile(
+    r"`make [\w-]+|\bmake (?:install|train|test|runs|sweep|export|schema|completion|bench|lint|tensorboard|mlflow-ui)\b"
+    r"|(?<![\w/.-])(?:project|configs|benchmarks|docs|notebooks|scripts|sweeps)/|tests/template|-m project\b"
+)
+
+
+def test_the_library_names_nothing_of_the_template():
+    named = [
+        f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if TEMPLATE_ONLY.search(line)
+    ]
+    assert named == []

@@ -1,5 +1,5 @@
 """The library's own tiny task, in the spirit of Lightning's `lightning.pytorch.demos.boring_classes`: what a project
-hands RunsCLI, written against the contract (docs/contract.md) and nothing of the template's example.
+hands RunsCLI, written against the contract (lightning_runs/contract/parts.py) and nothing of the template's example.
 
 - `TinyDataModule`: an ordinary LightningDataModule over seeded random points whose class is the largest of a few
   fixed linear functions of them (learnable by one Linear layer), with plain DataLoaders;
@@ -38,7 +38,7 @@ class TinyDataModule(L.LightningDataModule):
         self.splits = None
 
     def setup(self, stage: str) -> None:
-        if self.splits is not None:  # called twice (docs/contract.md): once before the run writes, once by the Trainer
+        if self.splits is not None:  # called twice (contract/parts.py): before the run writes, then by the Trainer
             return
         generator = torch.Generator().manual_seed(self.hparams.seed)
         points = torch.randn(self.hparams.n, self.hparams.features, generator=generator)

@@ -500,5 +500,5 @@ def test_a_logger_whose_package_is_missing_is_one_line_naming_the_extra(logger, 
     with pytest.raises(SystemExit) as exit:
         run("fit", "--config", CONFIGS[logger], "--trainer.max_epochs=1")
     assert exit.value.code == 2
-    assert f"needs {logger}: pip install -e '.[loggers]'" in capsys.readouterr().err
+    assert f"needs {logger}: pip install 'lightning-runs[loggers]'" in capsys.readouterr().err
     assert not Path("runs/digits").exists()

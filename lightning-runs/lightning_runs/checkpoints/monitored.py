@@ -12,7 +12,7 @@ back to `val/loss` (min) where that is logged, and where the model logs no valid
 validation) the run keeps no best-by-score checkpoint (best.ckpt is then the newest) and does not stop early, said in
 one line; otherwise it is refused, listing what is logged.
 
-Metrics are named `stage/name` (docs/contract.md). A name of a stage that has not logged yet (`train/loss` before
+Metrics are named `stage/name` (contract/parts.py). A name of a stage that has not logged yet (`train/loss` before
 training) waits for Lightning's check.
 """
 
@@ -109,7 +109,7 @@ class MonitoredMetrics(Callback):
         if said:
             say(
                 f"{model} logs no {' or '.join(dict.fromkeys(missing))}: {'; '.join(said)} (give the monitors, or"
-                " state them in its configure_callbacks(): docs/contract.md)"
+                " state them in its configure_callbacks(): python -m pydoc lightning_runs.contract.parts)"
             )
 
 
@@ -125,7 +125,7 @@ def _refusal(option: str, metric: str, stage: str, known: list[str], model: str,
         + (f" (did you mean {close[0]}?)" if close else "")
         + (
             f"; give {option} <one> with its mode, or have {model}.configure_callbacks() return a ModelCheckpoint"
-            " that says it (docs/contract.md)"
+            " that says it (python -m pydoc lightning_runs.contract.parts)"
             if default
             else ""
         )

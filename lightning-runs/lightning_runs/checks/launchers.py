@@ -44,7 +44,7 @@ def check_launch(trainer) -> None:
             raise UsageError(
                 f"--trainer.num_nodes {nodes}: no launcher set up the nodes (SLURM's srun, torchrun, or"
                 " MASTER_ADDR and NODE_RANK on each node), so this process would wait for the others forever;"
-                " start it through one (scripts/slurm.sh) or give 1"
+                " start it through one (srun, torchrun) or give 1"
             )
         if device_count(trainer.devices) != 1 or nodes > 1:
             _check_port_free()

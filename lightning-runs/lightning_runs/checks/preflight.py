@@ -140,7 +140,7 @@ def check_validation_runs(trainer, datamodule) -> None:
     if limit is None or (limit if isinstance(limit, int) else float(limit)) > 0:
         return
     for option, metric in watched(trainer.callbacks):
-        if metric.startswith("val"):  # metrics are named stage/name (docs/contract.md)
+        if metric.startswith("val"):  # metrics are named stage/name (contract/parts.py)
             raise UsageError(
                 f"--trainer.limit_val_batches {limit}: no validation runs, so {option} {metric} is never logged;"
                 " keep validation, or watch a training metric"

@@ -43,7 +43,6 @@ def name_run(config, default_model: str, default_network: str | None) -> None:
     if isinstance(logger, list) and len(logger) != 1:  # each would choose its own version_N: one run, two folders
         raise UsageError(
             f"--trainer.logger: a list of {len(logger)} loggers would split one run across as many folders; give one"
-            " (docs/loggers.md)"
         )
     logger = config.trainer.logger = logger[0] if isinstance(logger, list) else logger
     if not logger:
@@ -89,7 +88,7 @@ def resolve_checkpoint(subcommand: str, config, given: set[str]) -> str | None:
 
 def resolve_in_given_run(subcommand: str, config, ckpt_path: str) -> str:
     """`--ckpt_path last|best` with a version given by hand: that run's own file, or None for a first fit into it.
-    scripts/slurm.sh pins one run per job, so a requeued job resumes its own run, never another job's newer one."""
+    A SLURM script pins one run per job this way: a requeued job resumes its own run, never another job's newer one."""
     log_args = config.trainer.logger.init_args
     folder = run_dir(log_args.save_dir, log_args.name, log_args.version)
     wanted = folder / "checkpoints" / f"{ckpt_path}.ckpt"

@@ -81,7 +81,7 @@ def class_path(cls: type) -> str:
 class RunsCLI(LightningCLI):
     """`RunsCLI(model_class, datamodule_class, trainer_defaults=..., callbacks=..., args=...)`.
 
-    `datamodule_class` is the default of `--data`, which takes any LightningDataModule (docs/contract.md);
+    `datamodule_class` is the default of `--data`, which takes any LightningDataModule (contract/parts.py);
     `trainer_defaults` are the project's, over this library's (TRAINER_DEFAULTS); `callbacks`: objects a config
     cannot build, added to every Trainer (the sweep's pruning callback). Raises the typed errors of
     lightning_runs.errors; `errors.main()` turns them into exit codes.
@@ -266,7 +266,7 @@ class RunsCLI(LightningCLI):
         return super().instantiate_trainer(**kwargs)
 
     def after_fit(self) -> None:
-        # `make train`: the test of the best checkpoint without a second start-up (imports, parsing, data).
+        # --test_best: the test of the best checkpoint without a second start-up (imports, parsing, data).
         best = self.trainer.checkpoint_callback
         tested = bool(self.config.fit.test_best and best is not None and best.best_model_path)
         if tested:

@@ -1,5 +1,6 @@
 """What the machinery reads of the owner's code: the DataModule's and LightningModule's parts (parts), the links
-from data to model (links), and the kind of task a batch and an output are (tasks). docs/contract.md."""
+from data to model (links), and the kind of task a batch and an output are (tasks).
+The list: `python -m pydoc lightning_runs.contract.parts`."""
 
 from lightning_runs.contract.links import link_data_to_model, model_parameters, shape_from_batch
 from lightning_runs.contract.parts import (

@@ -19,7 +19,7 @@ from jsonargparse import Namespace
 
 from lightning_runs.errors import UsageError
 
-# model parameter <- DataModule attribute (docs/contract.md)
+# model parameter <- DataModule attribute (parts.py)
 DATA_LINKS = {"num_classes": "num_classes", "input_shape": "sample_shape"}
 # Stand-ins, at parse time only, for a linked parameter the model requires (no default) and nobody gave: the parser
 # would refuse it before the data exists; link_data_to_model replaces them from the data before the model is built.
@@ -72,7 +72,7 @@ def link_data_to_model(config, datamodule, subcommand: str, given: set[str]) -> 
             raise UsageError(
                 f"--data {_named(datamodule)} has no {attribute}, which --model {config.model.class_path} takes as"
                 f" {parameter}: give the DataModule a `{attribute}` attribute, or give --model.{parameter}"
-                " (docs/contract.md)"
+                " (python -m pydoc lightning_runs.contract.parts)"
             )
         # A shape as a list of ints: the model's hyperparameters then stay plain YAML in hparams.yaml.
         init_args[parameter] = [int(size) for size in value] if isinstance(value, torch.Size | tuple | list) else value
@@ -83,7 +83,7 @@ def shape_from_batch(datamodule, subcommand: str) -> list[int] | None:
     """One sample's shape, from the first batch of the command's loader (its inputs: a tensor batch, or the first
     element of a tuple or list); None where there is no such batch."""
     stage, loader_name = LOADERS[subcommand]
-    datamodule.setup(stage)  # called again by the Trainer: a DataModule's setup must not mind (docs/contract.md)
+    datamodule.setup(stage)  # called again by the Trainer: a DataModule's setup must not mind (parts.py)
     try:
         batch = next(iter(getattr(datamodule, loader_name)()), None)
     except NotImplementedError:  # Lightning's default for a loader the DataModule does not define

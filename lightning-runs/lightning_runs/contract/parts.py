@@ -1,6 +1,6 @@
 """What the machinery reads from the owner's LightningModule and LightningDataModule: nothing else, and never a field
-name of the example. docs/contract.md is the same list for readers. Every part is optional: a module or DataModule
-without it loses only what reads it.
+name of the example (`python -m pydoc lightning_runs.contract.parts` shows this list wherever the library is
+installed). Every part is optional: a module or DataModule without it loses only what reads it.
 
 From the DataModule, where the model's __init__ asks for them (links.py: model parameter <- attribute):
 - `num_classes` -> `num_classes`; `sample_shape` -> `input_shape` (else read from one batch of the command's loader);

@@ -1,6 +1,6 @@
 """In-memory batches, plain PyTorch: the seeded split, each rank's sample order, and batches sliced from tensors.
 
-No Lightning here: benchmarks/plain_loop.py draws the same split and order from these, so the baseline it times
+No Lightning here: a plain PyTorch loop can draw the same split and order from these, so the baseline it times
 cannot drift from the project's data.
 """
 

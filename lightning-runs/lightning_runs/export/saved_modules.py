@@ -25,7 +25,10 @@ LOADERS = (
     ("validate", "val_dataloader"),
     ("fit", "train_dataloader"),
 )
-HINT = "set the model's example_input_array in its __init__ to a batch of one sample's shape (docs/contract.md)"
+HINT = (
+    "set the model's example_input_array in its __init__ to a batch of one sample's shape"
+    " (python -m pydoc lightning_runs.contract.parts)"
+)
 
 
 def saved_model(ckpt_path: Path, default: type[L.LightningModule]) -> L.LightningModule:

@@ -7,8 +7,8 @@ arguments (those without a default), else its class's short name without a "Data
 default data has no required argument and gives its class name; a `FileDataModule(path="three.npz")` gives
 `three`, with another network `three-mlp`. Own data or another network never lands in the default data's folder
 unless asked, and `--ckpt_path last|best` with the same options finds its runs again. A config that changes the
-recipe names its runs itself (configs/experiments/mlp.yaml, configs/debug/overfit.yaml); one that only moves it to
-other hardware (configs/gpu.yaml) keeps them with the others.
+recipe names its runs itself (a config of another network, a debugging config); one that only moves it to other
+hardware (a GPU config) keeps them with the others.
 
 Two DataModules never share a folder: where `runs/<name>` holds runs of other data (another class, or other files
 with the same stems, `bc.csv` and `bc.npz`), a run takes the next of its longer names (`bc-npz`, then `bc-<class>`,

@@ -3,7 +3,7 @@ config its fit saved) holds the recipe this command describes, not merely the ne
 
 A recipe is what makes two fits the same run: the model and data sections and the seed (RECIPE), and the settings
 that fix how long and how it trains (TRAINING). What only places or shows a run may differ: `--ckpt_path`, the
-logger and its version, progress bars and verbosity, the devices (configs/gpu.yaml moves the same recipe to other
+logger and its version, progress bars and verbosity, the devices (a GPU config moves the same recipe to other
 hardware; a resume on another count of devices is refused by resume.py, which holds the step count).
 
 A fit resumes only its own recipe, TRAINING included: "rerun the same command with --ckpt_path last". An evaluation

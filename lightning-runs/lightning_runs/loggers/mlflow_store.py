@@ -54,7 +54,7 @@ def open_client(tracking_uri: str, database: Path | None):
 
 def retire_empty_default(client) -> None:
     """MLflow creates an experiment "Default" (id 0) with every new store, for runs started without one; runs here
-    always have their own, so an empty Default is only clutter in `make mlflow-ui`. It is deleted (MLflow's trash:
+    always have their own, so an empty Default is only clutter in `mlflow ui`. It is deleted (MLflow's trash:
     `mlflow experiments restore --experiment-id 0` brings it back) while it holds no run, never once it has one."""
     default = client.get_experiment(DEFAULT_EXPERIMENT_ID)
     if default.lifecycle_stage == "active" and not client.search_runs([DEFAULT_EXPERIMENT_ID], max_results=1):

@@ -119,7 +119,7 @@ class Figures(Callback):
         self._none(
             stage,
             "its outputs are neither (N, C) class scores for integer labels nor one value a sample for"
-            " float targets (docs/contract.md)",
+            " float targets (python -m pydoc lightning_runs.contract.parts)",
         )
         return None
 

@@ -3,7 +3,7 @@
 The exported model is the checkpoint's LightningModule (whatever class its run was fitted with) and its own `forward`:
 it takes what that forward takes, inputs as the run's DataModule batches give them, for any batch size N, and gives
 its outputs. The example it is exported from is the model's `example_input_array`, or else a batch of the
-checkpoint's DataModule (docs/contract.md). The checkpoint is read as the CLI reads one (refused in one line if it is
+checkpoint's DataModule (contract/parts.py). The checkpoint is read as the CLI reads one (refused in one line if it is
 not safe or not whole), the file is checked at other batch sizes against the model before it is written, atomically,
 and the input is never overwritten.
 """

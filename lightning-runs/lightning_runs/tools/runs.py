@@ -1,4 +1,4 @@
-"""`python -m <package> runs [--name NAME]` (or `make runs`): one line per run, newest first, from the
+"""`python -m <package> runs [--name NAME]`: one line per run, newest first, from the
 summary.json every run keeps, so that runs compare at a glance without opening TensorBoard.
 
 `best` is the score of the run's best checkpoint on the metric it monitors, `test` that metric's test counterpart

@@ -1,4 +1,4 @@
-"""`python -m <package> sweep --config sweeps/<study>.yaml`: an Optuna search over ranges declared in a YAML file.
+"""`python -m <package> sweep --config <study>.yaml`: an Optuna search over ranges declared in a YAML file.
 
 Each trial is an ordinary `python -m <package> fit` run, a process of its own (behind `--launcher`, if given, so a
 trial may use several devices as `fit` does), in runs/sweeps/<study>/version_N, with the sampled values as command-line
