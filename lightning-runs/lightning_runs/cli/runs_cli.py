@@ -23,6 +23,7 @@ from lightning_runs.checks import launchers, preflight
 from lightning_runs.cli import placement
 from lightning_runs.cli.bounded import bounded_tensors, check_config_files
 from lightning_runs.cli.parser import ProjectParser, own_defaults
+from lightning_runs.cli.references import check_class_paths, imports_judged
 from lightning_runs.cli.resume import TrainingLength, keys_given, with_checkpoint_classes
 from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
 from lightning_runs.contract.links import link_data_to_model
@@ -114,7 +115,9 @@ class RunsCLI(LightningCLI):
         self._testing_best = None  # the best checkpoint while --test_best tests it
         self._given: set[str] = set()  # the settings typed or in a --config file, once parsed
         refused = False
-        with library_noise_silenced(), terminated_outside_training():
+        # imports_judged: a dotted value (parsed, then adapted again as classes are built) is imported only once its
+        # module is seen to define it.
+        with library_noise_silenced(), terminated_outside_training(), imports_judged():
             try:
                 with deletion_said(lambda: self._claimed):  # claimed in before_instantiate_classes
                     super().__init__(
@@ -188,6 +191,7 @@ class RunsCLI(LightningCLI):
         if self.config.get("subcommand"):
             subcommand = self.config.subcommand
             config = self.config[subcommand]
+            check_class_paths(config)  # before anything is built: `class_path: os.system` would run at instantiation
             apply_quiet(config)
             preflight.check_options(config)
             launchers.check_launch(config.trainer)
