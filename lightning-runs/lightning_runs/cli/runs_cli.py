@@ -30,6 +30,7 @@ from lightning_runs.contract.links import link_data_to_model
 from lightning_runs.errors import Terminated, UsageError
 from lightning_runs.faults.divergence import GradientCheck
 from lightning_runs.faults.signals import CheckpointOnSignal, sigterm_held, terminated_line, terminated_outside_training
+from lightning_runs.folders.files import check_run_files
 from lightning_runs.folders.layout import deletion_said
 from lightning_runs.folders.recipes import keys_in_configs
 from lightning_runs.loggers.configured import open_before_run
@@ -198,6 +199,7 @@ class RunsCLI(LightningCLI):
             own_defaults(config.get("model"), self.default_model, given, "model")  # jsonargparse #460
             own_defaults(config.get("data"), self.default_data, given, "data")
             placement.name_run(config, self.default_model, self.default_network)
+            check_run_files(config)  # no option names a file of the run that another writes (folders/files.py)
             chosen = placement.resolve_checkpoint(subcommand, config, given)  # compared as its fit saved it
             placement.adopt_checkpoint_run(subcommand, config, given, chosen)
             # What a watched metric the model does not log becomes: a given one is refused, a default follows.
