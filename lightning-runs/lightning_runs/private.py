@@ -25,7 +25,9 @@ silenced in console.py; the template's tests of bad input and of the terminal fa
 
 import argparse
 import ast
+import contextlib
 import signal
+from collections.abc import Callable, Iterator
 
 # LightningCLI's record, in a module's saved hyper_parameters, of how it built the module: the function that
 # rebuilds it, and the class of one chosen by class path (--data). Written by lightning.pytorch.cli._InstantiatorFn,
@@ -118,6 +120,28 @@ def save_now(callback, trainer) -> None:
         candidates = callback._monitor_candidates(trainer)
         callback._save_topk_checkpoint(trainer, candidates)
         callback._save_last_checkpoint(trainer, candidates)
+
+
+@contextlib.contextmanager
+def value_imports_judged(judge: Callable[[str], None]) -> Iterator[None]:
+    """Within: `judge(path)` runs before jsonargparse imports a dotted path that a parsed value names (a class_path, a
+    callable, a type, from a config file or the command line; never one from code: an annotation, a default), and
+    refuses it by raising ImportError. That is where jsonargparse checks its import path denylist
+    (`check_import_path`, bound by name in `_util` and `_typehints`); its public settings take fixed lists only,
+    process-wide, and the check before them cannot read a module's source (class_paths.py). jsonargparse 4.53."""
+    from jsonargparse import _typehints, _util  # here: `import lightning_runs` stays without jsonargparse's internals
+
+    original = _util.check_import_path
+
+    def judged(path: str) -> None:
+        judge(path)
+        original(path)
+
+    _util.check_import_path = _typehints.check_import_path = judged
+    try:
+        yield
+    finally:
+        _util.check_import_path = _typehints.check_import_path = original
 
 
 def signal_launched_ranks(launcher, signum: signal.Signals) -> None:

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 
 import lightning as L
 import pytest
@@ -43,6 +44,7 @@ from lightning_runs.private import (
     tensorboard_file_writer,
     trial_id,
     typed_options,
+    value_imports_judged,
 )
 from tiny_tasks import TinyDataModule, cli_main
 
@@ -176,6 +178,26 @@ def test_argparse_formats_the_usage_and_the_descriptions_through_the_overridden_
     assert ("usage", 31) in seen and ("text", f"A description.\n\n{laid_out}") in seen
     assert "--group.option_0" not in text.split("\n\n")[0], "the usage names the top-level options only"
     assert laid_out in text, "kept as laid out"
+
+
+def test_jsonargparse_asks_the_judge_before_it_imports_a_dotted_value():
+    judged = []
+
+    def judge(path):
+        judged.append(path)
+        if path.startswith("tiny_tasks."):
+            raise ImportError(f"{path}: refused")
+
+    parser = ArgumentParser(exit_on_error=False)
+    parser.add_argument("--data", type=L.LightningDataModule | None, default=None)
+    parser.add_argument("--fn", type=Callable | None, default=None)
+    with value_imports_judged(judge):
+        assert parser.parse_args(["--fn", "json.dumps"]).fn.__name__ == "dumps"
+        with pytest.raises(Exception, match=r"tiny_tasks\.TinyDataModule: refused"):
+            parser.parse_args(["--data", "tiny_tasks.TinyDataModule"])
+    assert set(judged) == {"json.dumps", "tiny_tasks.TinyDataModule"}, "each dotted value, before its import"
+    parser.parse_args(["--fn", "json.loads"])
+    assert "json.loads" not in judged, "judged only within"
 
 
 def test_jsonargparse_keeps_each_options_type_hint_and_each_subcommands_parser():

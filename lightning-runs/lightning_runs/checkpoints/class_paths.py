@@ -31,13 +31,51 @@ def names_class(dotted: str) -> bool | None:
         return False  # a bare name is no class path
     if module_name in sys.modules:
         return isinstance(getattr(sys.modules[module_name], name, None), type)
+    kinds = _defined_in_source(module_name)
+    return None if kinds is None else kinds.get(name) == "class"
+
+
+def defines(dotted: str) -> bool | None:
+    """Whether importing `module.Name` could give anything: True if the module is imported and has it, or its source
+    binds the name at top level (a class, a function, an assignment, an import: `torch.optim.Adam` is re-exported);
+    False if it does not (`this.Zen`: importing `this` prints the Zen and gives no Zen), or the module cannot be read
+    without running it; None if no such module exists here. `a.b.C` whose `a.b` is a class: `a` must define `b`."""
+    module_name, _, name = dotted.rpartition(".")
+    if not module_name:
+        return False
+    if module_name in sys.modules:
+        return hasattr(sys.modules[module_name], name)
+    kinds = _defined_in_source(module_name)
+    if kinds is None:  # no such module; `a.b` may still be an attribute of `a` (jsonargparse tries that next)
+        return defines(module_name) if "." in module_name else None
+    return name in kinds or "*" in kinds or "__getattr__" in kinds  # a star import or a lazy module may give it
+
+
+def _defined_in_source(module_name: str) -> dict[str, str] | None:
+    """The names a module's source binds at top level, each `class` or `other`, read without importing it; {} for a
+    module that cannot be read so (compiled, a namespace package); None if no such module exists."""
     spec = _find_without_importing(module_name)
     if spec is None:
         return None
     if not (spec.origin or "").endswith(".py"):
-        return False
+        return {}
     tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8", errors="replace"))
-    return any(isinstance(node, ast.ClassDef) and node.name == name for node in tree.body)
+    kinds, nodes = {}, list(tree.body)
+    while nodes:  # the module's statements, and those under its top-level if/try/with (never a def's or a class's)
+        node = nodes.pop()
+        if isinstance(node, ast.If | ast.Try | ast.With):
+            nodes += [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]
+            nodes += [part for handler in getattr(node, "handlers", []) for part in handler.body]
+        elif isinstance(node, ast.ClassDef):
+            kinds[node.name] = "class"
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            kinds[node.name] = "other"
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            kinds |= {(alias.asname or alias.name).partition(".")[0]: "other" for alias in node.names}
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            kinds |= {target.id: "other" for target in targets if isinstance(target, ast.Name)}
+    return kinds
 
 
 def imported_class(dotted: str | None) -> type | None:

@@ -1,6 +1,6 @@
 """The command line: RunsCLI (LightningCLI with run folders, resume and the checks), its parser and one-line
-errors (parser, bounded), its help (help), where a run goes (placement), what a resume keeps (resume), and the
-JSON Schema of its options (schema)."""
+errors (parser, bounded), what a config may import and build (references), its help (help), where a run goes
+(placement), what a resume keeps (resume), and the JSON Schema of its options (schema)."""
 
 from lightning_runs.cli.parser import ProjectParser
 from lightning_runs.cli.runs_cli import RunsCLI

@@ -12,6 +12,7 @@ from jsonargparse import ArgumentError, ArgumentParser, get_loader, set_loader
 from lightning.pytorch.cli import LightningArgumentParser
 
 from lightning_runs.cli.help import ReadableHelp
+from lightning_runs.cli.references import NOT_IMPORTED
 from lightning_runs.console import program
 from lightning_runs.errors import UsageError
 from lightning_runs.limits import MAX_CONFIG_KEYS, MAX_YAML_NODES
@@ -69,6 +70,10 @@ _RESTRICTED = re.compile(r"Not of type (?P<type>\w+): (?P<value>.*?) does not co
 _NOT_CONVERTED = re.compile(r"Not of type (?P<type>\w+): .*'(?P<value>.*)'$")
 _GIVEN = re.compile(r"(?:Given|Got) value: (?P<value>.*?)(?:\. Got value: .*)?$", flags=re.MULTILINE)
 _EXPECTED = re.compile(r"Expected a (?:<class '(?P<type>[\w.]+)'>|typing\.Literal\[(?P<choices>[^\]]*)\])")
+_NOT_SUBCLASS = re.compile(
+    r"(?:Import path |Expected ')(?P<path>[\w.]+)'? (?:does not correspond to|to be) a subclass of"
+    r" (?:<class ')?(?P<base>\w+)"
+)
 _IMPORT_PATH = re.compile(r"Expected a dot import path string: (?P<value>\S+)")
 _NO_ATTRIBUTE = re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<name>\w+)'")
 # An unknown argument of a class chosen by class path (--model.network.dropuot, --data.batch_sise) and that class.
@@ -168,6 +173,13 @@ def _innermost(message: str) -> tuple[str | None, str]:
 
 
 def _reason(message: str) -> str:
+    if refused := NOT_IMPORTED.search(message):
+        path = f"{refused['module']}.{refused['name']}"
+        return (
+            f"{path}: {refused['module']} does not define {refused['name']}, so nothing was imported; give a class path"
+        )
+    if bases := _NOT_SUBCLASS.findall(message):  # a class of another base (`subprocess.Popen` as a callback)
+        return f"{bases[0][0]} is not a subclass of {' or '.join(dict.fromkeys(base for _, base in bases))}"
     if restricted := _RESTRICTED.search(message):
         return f"expected {restricted['type']} ({restricted['rule']}), got {restricted['value']}"
     if not_converted := _NOT_CONVERTED.search(message):

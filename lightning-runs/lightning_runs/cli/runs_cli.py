@@ -24,12 +24,14 @@ from lightning_runs.checks import launchers, preflight
 from lightning_runs.cli import placement
 from lightning_runs.cli.bounded import bounded_tensors, check_config_files
 from lightning_runs.cli.parser import ProjectParser, own_defaults
+from lightning_runs.cli.references import check_class_paths, imports_judged
 from lightning_runs.cli.resume import TrainingLength, chosen_class_path, keys_given, with_checkpoint_classes
 from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
 from lightning_runs.contract.links import link_data_to_model, placeholders
 from lightning_runs.errors import Terminated, UsageError
 from lightning_runs.faults.divergence import GradientCheck
 from lightning_runs.faults.signals import CheckpointOnSignal, sigterm_held, terminated_line, terminated_outside_training
+from lightning_runs.folders.files import check_run_files
 from lightning_runs.folders.layout import deletion_said
 from lightning_runs.folders.recipes import keys_in_configs
 from lightning_runs.loggers.configured import open_before_run
@@ -115,7 +117,9 @@ class RunsCLI(LightningCLI):
         self._testing_best = None  # the best checkpoint while --test_best tests it
         self._given: set[str] = set()  # the settings typed or in a --config file, once parsed
         refused = False
-        with library_noise_silenced(), terminated_outside_training():
+        # imports_judged: a dotted value (parsed, then adapted again as classes are built) is imported only once its
+        # module is seen to define it.
+        with library_noise_silenced(), terminated_outside_training(), imports_judged():
             try:
                 with deletion_said(lambda: self._claimed):  # claimed in before_instantiate_classes
                     super().__init__(
@@ -192,12 +196,14 @@ class RunsCLI(LightningCLI):
         if self.config.get("subcommand"):
             subcommand = self.config.subcommand
             config = self.config[subcommand]
+            check_class_paths(config)  # before anything is built: `class_path: os.system` would run at instantiation
             apply_quiet(config)
             preflight.check_options(config)
             launchers.check_launch(config.trainer)
             own_defaults(config.get("model"), self.default_model, given, "model")  # jsonargparse #460
             own_defaults(config.get("data"), self.default_data, given, "data")
             placement.name_run(config, self.default_model, self.default_network)
+            check_run_files(config)  # no option names a file of the run that another writes (folders/files.py)
             chosen = placement.resolve_checkpoint(subcommand, config, given)  # compared as its fit saved it
             placement.adopt_checkpoint_run(subcommand, config, given, chosen)
             # What a watched metric the model does not log becomes: a given one is refused, a default follows.

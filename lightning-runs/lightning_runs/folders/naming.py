@@ -22,13 +22,12 @@ import os
 from pathlib import Path, PurePath
 
 from lightning_runs.errors import UsageError
+from lightning_runs.folders.files import FILE_OPTIONS
 from lightning_runs.folders.layout import saved_config
 from lightning_runs.limits import MAX_NAME_BYTES
 
 # Logger settings that name one folder inside the runs root (or the run): never a path that leads elsewhere.
 COMPONENTS = ("name", "version", "sub_dir")
-# File names inside the run folder; a checkpoint's may hold a sub-folder ("{epoch}/best"), never "..".
-FILENAMES = ("checkpoint.filename", "last_checkpoint.filename", "prediction_writer.filename", "summary.filename")
 # Parameters a config gives by name (not *args or **kwargs).
 NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
@@ -142,7 +141,7 @@ def check_names(config) -> None:
             )
     if init_args is not None and "save_dir" in init_args:
         check_runs_root(init_args.save_dir)
-    for key in FILENAMES:
+    for key in FILE_OPTIONS:  # a checkpoint's may hold a sub-folder ("{epoch}/best"), never ".."
         value = config.get(key)
         if value is not None and (PurePath(value).is_absolute() or ".." in PurePath(value).parts):
             raise UsageError(f"--{key} {value!r}: must be a file name inside the run folder")
