@@ -6,14 +6,15 @@
 # `source .venv/bin/activate && sbatch --array=0-7 scripts/sweep-array.sh`. Each worker takes the next trial from
 # the study's storage and runs it as its own `python -m project fit` process; the workers stop together once the
 # study holds n_trials finished trials. A task that dies (preempted, its node lost) takes its trial along: another
-# worker notices the missing heartbeat after --grace_period seconds and retries the trial's values. Submitting the
+# worker notices it (below) and retries the trial's values. Submitting the
 # array again continues the study; a finished study starts nothing.
 #
-# The storage: the default SQLite file runs/sweeps/<study>.db works when runs/ is on a filesystem every node shares
-# (NFS, Lustre) and for a handful of workers: SQLite takes one writer at a time, and network filesystems lock files
-# poorly. For more workers, or nodes without a shared filesystem, give a database server every node reaches:
-#   STORAGE=postgresql://user:password@dbhost/optuna sbatch --array=0-31 scripts/sweep-array.sh
-# (PostgreSQL or MySQL, with its SQLAlchemy driver installed, e.g. psycopg2-binary; the study is created on first use.)
+# The storage: the default journal file runs/sweeps/<study>.journal is for the workers of one machine (a worker
+# sees only its own machine's processes, so a task lost with its node would leave its trial RUNNING on a journal the
+# nodes share). For tasks on several nodes, give a database server every node reaches (docs/scaling.md):
+#   STORAGE=postgresql+psycopg2://user:password@dbhost/optuna sbatch --array=0-31 scripts/sweep-array.sh
+# (the driver is lightning-runs' postgres extra, psycopg2-binary; the study is created on first use). Its heartbeat
+# tells a lost task's trial after --grace_period seconds.
 #
 # Each worker runs its trials as `srun python -m project fit ...` steps on its task's GPUs, as scripts/slurm.sh trains:
 # the GPU config (configs/gpu.yaml, DDP on every GPU of the task) with one process per GPU. A trial on two GPUs:

@@ -221,3 +221,16 @@ def test_a_corrupt_sweep_database_is_one_line_and_stays_as_it_was(capsys):
     )
     assert f"{database}: not a readable study database (file is not a database)" in error
     assert not assert_kept(before, snapshot())
+
+
+def test_a_corrupt_sweep_journal_is_one_line_and_stays_as_it_was(capsys):
+    journal = Path("runs/sweeps/broken.journal")
+    journal.parent.mkdir(parents=True)
+    journal.write_text('{"op_code": 99, "worker_id": "w"}\n')  # an operation no Optuna knows
+    Path("configs").symlink_to(ROOT / "configs")
+    before = snapshot()
+    error = refusal(
+        capsys, lambda: sweep.main(cli_main, ["--config", str(ROOT / "sweeps/digits.yaml"), "--study=broken"])
+    )
+    assert f"{journal.resolve()}: not a readable study journal (" in error
+    assert not assert_kept(before, snapshot())

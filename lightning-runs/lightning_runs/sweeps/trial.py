@@ -19,18 +19,23 @@ from lightning.pytorch.callbacks import Callback
 from lightning_runs.faults.signals import PYTHON_DEFAULTS
 from lightning_runs.folders.layout import run_folder
 
-# JSON: {"storage": URL, "study": name, "trial_id": id, "metric": name, "pruner": MedianPruner's arguments}
+# JSON: {"storage": URL or journal file, "study": name, "trial_id": id, "metric": name, "pruner": MedianPruner's
+# arguments}
 VARIABLE = "LIGHTNING_RUNS_TRIAL"
-# Workers on one machine share one SQLite file, which takes one writer at a time: a writer waits up to this long for
-# its turn instead of failing with "database is locked" (a trial's writes are a few rows an epoch).
+# A SQLite file takes one writer at a time: a writer waits up to this long for its turn instead of failing with
+# "database is locked" (a trial's writes are a few rows an epoch).
 SQLITE_TIMEOUT_S = 60
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 STOPS = (signal.SIGTERM, signal.SIGINT)
 
 
 def open_storage(url: str, **heartbeat):
+    """`url`: an SQLAlchemy URL (sqlite:///..., postgresql+psycopg2://...), or else the path of a journal file, as
+    Optuna's own command line reads it. The heartbeat's arguments are RDBStorage's (a journal has none)."""
     import optuna
 
+    if "://" not in url:
+        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(url))
     engine = {"connect_args": {"timeout": SQLITE_TIMEOUT_S}} if url.startswith("sqlite") else {"pool_pre_ping": True}
     return optuna.storages.RDBStorage(url, engine_kwargs=engine, **heartbeat)
 

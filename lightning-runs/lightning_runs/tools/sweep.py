@@ -1,14 +1,16 @@
 """`python -m <package> sweep --config <study>.yaml`: an Optuna search over ranges declared in a YAML file.
 
 Each trial is an ordinary `python -m <package> fit` run, a process of its own (behind `--launcher`, if given, so a
-trial may use several devices as `fit` does), in runs/sweeps/<study>/version_N, with the sampled values as command-line
-overrides. The study lives in Optuna's storage: by default a SQLite file, runs/sweeps/<study>.db, or any SQLAlchemy URL
-(`--storage postgresql://...`). Running the same command again, or N times at once on one machine or many, works on
-the same study: each worker takes the next trial from the storage, a trial whose worker died is failed and retried
-with its values, and the workers stop together once the study holds `n_trials` finished trials. TPE samples; trials
-whose validation metric trails the median of earlier trials are pruned. A worker whose every trial failed exits 1.
-Unless told otherwise, a trial is scored as its best checkpoint is chosen: on the metric `--checkpoint.monitor`
-names, in its `--checkpoint.mode`, as the trials' configs set them.
+trial may use several devices as `fit` does), in runs/sweeps/<study>/version_N, with the sampled values as
+command-line overrides. The study lives in Optuna's storage: by default a journal file, runs/sweeps/<study>.journal,
+which the workers of one machine share (a study begun before in runs/sweeps/<study>.db, SQLite, continues there), or
+any SQLAlchemy URL (`--storage postgresql+psycopg2://...`) for workers on many machines. Running the same command
+again, or N times at once on one machine or many, works on the same study: each worker takes the next trial from the
+storage, a trial whose worker died is failed and retried with its values, and the workers stop together once the
+study holds `n_trials` finished trials. TPE samples; trials whose validation metric trails the median of earlier
+trials are pruned. A worker whose every trial failed exits 1. Unless told otherwise, a trial is scored as its best
+checkpoint is chosen: on the metric `--checkpoint.monitor` names, in its `--checkpoint.mode`, as the trials' configs
+set them.
 """
 
 import contextlib
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 import optuna
+import sqlalchemy
 import yaml
 from jsonargparse.typing import NonNegativeInt, PositiveInt
 from optuna.trial import TrialState
@@ -36,6 +39,7 @@ from lightning_runs.folders.naming import is_component
 from lightning_runs.private import trial_id
 from lightning_runs.sweeps import storage as study_storage
 from lightning_runs.sweeps import trial as trials
+from lightning_runs.sweeps import workers
 from lightning_runs.tools import function_cli
 
 
@@ -89,15 +93,17 @@ def sweep(
         pruning_startup_trials: trials that always run to the end, to learn what a median epoch looks like
         pruning_warmup_epochs: epochs of every trial that are never pruned
         seed: the sampler's seed, offset by each trial's number (workers sharing a study sample different values)
-        save_dir: the folder of studies: <save_dir>/<study>.db and the trials' runs in <save_dir>/<study>/
-        storage: the study's storage as an SQLAlchemy URL, such as postgresql://user:password@host/db for workers on
-            many machines (default: the SQLite file <save_dir>/<study>.db, for workers on one machine)
+        save_dir: the folder of studies: <save_dir>/<study>.journal and the trials' runs in <save_dir>/<study>/
+        storage: the study's storage: an SQLAlchemy URL, such as postgresql+psycopg2://user:password@host/db for
+            workers on many machines, or a journal file's path (default: the journal file <save_dir>/<study>.journal
+            for workers on one machine; <save_dir>/<study>.db, SQLite, where a study began there)
         launcher: the command each trial's `python -m <package> fit ...` is started behind, such as
             [torchrun, --standalone, --nproc_per_node=2, --no-python] (default: none, one process)
         threads: OMP_NUM_THREADS of each trial, so that workers sharing a machine do not oversubscribe its cores
             (default: this worker's environment's)
-        heartbeat_interval: seconds between a worker's signs of life for its running trial
-        grace_period: seconds without one after which another worker fails that trial and retries its values
+        heartbeat_interval: seconds between a worker's signs of life for its running trial (an RDB's heartbeat)
+        grace_period: seconds without one after which another worker fails that trial and retries its values (on a
+            journal file, another worker of the machine sees at once that a worker's process is gone)
     """
     if not is_component(study):  # it names a file and a folder in save_dir: never a path that leads out of it
         raise UsageError(f"--study {study!r}: must be one file name (no '/', not '..' or empty)")
@@ -110,15 +116,16 @@ def sweep(
         metric = metric or monitor
         direction = direction or ("maximize" if mode == "max" else "minimize")
     Path(save_dir).mkdir(parents=True, exist_ok=True)
-    database = Path(save_dir, f"{study}.db")
-    url = storage or f"sqlite:///{database.resolve()}"
+    url = storage or _default_storage(Path(save_dir), study)
+    url = url if "://" in url else str(Path(url).resolve())  # a journal file, as the trials' processes open it too
     pruning = {"n_startup_trials": pruning_startup_trials, "n_warmup_steps": pruning_warmup_epochs}
     pruner = optuna.pruners.MedianPruner(**pruning)  # decides in the trials' processes (trial.py), rebuilt there
+    shown = _shown(url)
     optuna_study = study_storage.open_study(
-        url, study, direction, pruner, save_dir, heartbeat_interval, grace_period, where=storage or database
+        url, study, direction, pruner, save_dir, heartbeat_interval, grace_period, where=shown
     )
     remaining = n_trials - study_storage.finished(optuna_study)
-    print(f"Study {study!r} in {url}: {n_trials - remaining} of {n_trials} trials finished", flush=True)
+    print(f"Study {study!r} in {shown}: {n_trials - remaining} of {n_trials} trials finished", flush=True)
     package = cli_main.__module__.partition(".")[0]
     # `python -m <package>`, as the user starts it; a project run as a script (`python train.py`) is started that way.
     python = [sys.executable, "-m", package] if package != "__main__" else [sys.executable, sys.argv[0]]
@@ -127,6 +134,7 @@ def sweep(
 
     def objective(trial: optuna.Trial) -> float:
         mine.append(trial.number)
+        workers.mark(trial)  # on a journal file, how other workers tell whether this one still runs it
         if trial.user_attrs.get("pruned_at_epoch") is not None:  # a retried trial inherits the user attributes
             trial.set_user_attr("pruned_at_epoch", None)
         # Seeded by the trial's number, unique in the study: workers that start together sample different values,
@@ -169,7 +177,8 @@ def sweep(
 
     previous = signal.signal(signal.SIGTERM, stop_between_trials)  # Ctrl-C raises KeyboardInterrupt by itself
     try:
-        study_storage.work(optuna_study, objective, n_trials, attempts=remaining, wait=heartbeat_interval)
+        journal_grace = grace_period if "://" not in url else None
+        study_storage.work(optuna_study, objective, n_trials, remaining, heartbeat_interval, journal_grace)
     except KeyboardInterrupt:
         signum = stopped[0] if stopped else signal.SIGINT
         raise Stopped(signum, "Interrupted: run the same command again to continue the study.") from None
@@ -183,6 +192,21 @@ def sweep(
             " retries them"
         )
     return optuna_study
+
+
+def _default_storage(save_dir: Path, study: str) -> str:
+    """The journal file for a new study; the SQLite file for one an earlier version began (it continues there)."""
+    database, journal = save_dir / f"{study}.db", save_dir / f"{study}.journal"
+    return f"sqlite:///{database.resolve()}" if database.is_file() and not journal.exists() else str(journal)
+
+
+def _shown(url: str) -> str:
+    """The storage as messages name it: a file by its path, a server's URL without its password."""
+    if url.startswith("sqlite:///"):
+        return url.removeprefix("sqlite:///")
+    if "://" in url:
+        return sqlalchemy.engine.make_url(url).render_as_string(hide_password=True)
+    return url
 
 
 def _monitored(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, str]:

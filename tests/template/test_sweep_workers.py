@@ -1,0 +1,112 @@
+"""Many sweep workers on one study, on the storages Optuna recommends for them: the default journal file for the
+workers of one machine, a real PostgreSQL server that the tests start (postgres_server.py) for workers on many. Each
+worker is `python -m project sweep` as a process of its own, with tiny trials (test_sweep.py's)."""
+
+import collections
+import itertools
+import json
+import os
+import signal
+from pathlib import Path
+
+import optuna
+import pytest
+import sqlalchemy
+from optuna.trial import TrialState
+from test_sweep import NO_PRUNING, gone, start_worker, sweep, trial_processes, trials_see_this_checkout  # noqa: F401
+
+from support import QUIET, wait_for
+
+HEARTBEAT = ["--heartbeat_interval=1", "--grace_period=3"]  # a dead worker is noticed 3 s on, not 30
+
+
+def test_the_tests_postgresql_is_a_real_server_that_optuna_keeps_a_study_in(postgres_url):
+    with sqlalchemy.create_engine(postgres_url).connect() as connection:
+        version = connection.execute(sqlalchemy.text("SHOW server_version")).scalar()
+    assert int(version.split(".")[0]) >= 12, version
+    study = optuna.create_study(storage=postgres_url, study_name="smoke")
+    study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
+    assert len(optuna.load_study(study_name="smoke", storage=postgres_url).trials) == 2
+
+
+@pytest.fixture(params=["journal", "postgresql"])
+def storage(request) -> list[str]:
+    """The workers' --storage: none, the default journal file runs/sweeps/<study>.journal, or a database of its own on
+    the tests' PostgreSQL server."""
+    return [] if request.param == "journal" else ["--storage", request.getfixturevalue("postgres_url")]
+
+
+def load(name: str, storage: list[str]) -> optuna.Study:
+    journal = optuna.storages.journal.JournalFileBackend(f"runs/sweeps/{name}.journal")
+    return optuna.load_study(
+        study_name=name, storage=storage[1] if storage else optuna.storages.JournalStorage(journal)
+    )
+
+
+def taken(outputs: list[tuple[str, str]]) -> collections.Counter:
+    """How many workers started each trial number ("Trial N: <command>" in their output)."""
+    return collections.Counter(
+        int(line.split()[1].rstrip(":")) for out, _ in outputs for line in out.splitlines() if line.startswith("Trial ")
+    )
+
+
+@pytest.mark.slow
+def test_four_workers_finish_exactly_n_trials_each_run_by_one_of_them(storage):
+    workers = [start_worker("--study=four", "--n_trials=6", *NO_PRUNING, *storage) for _ in range(4)]
+    outputs = [worker.communicate(timeout=900) for worker in workers]
+    for worker, (_, err) in zip(workers, outputs, strict=True):
+        assert worker.returncode == 0, err[-3000:]
+    study = load("four", storage)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 6, "exactly n_trials, none left RUNNING"
+    assert taken(outputs) == {number: 1 for number in range(6)}, "each trial run, and its value set, by one worker"
+    assert len({t.user_attrs["run"] for t in study.trials}) == 6 == len(list(Path("runs/sweeps/four").iterdir()))
+    assert len({json.dumps(t.params, sort_keys=True) for t in study.trials}) == 6, "no values tried twice"
+    assert sum(1 for out, _ in outputs if "Trial " in out) >= 2, "the work was shared"
+    spans = sorted((t.datetime_start, t.datetime_complete) for t in study.trials)
+    assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans)), "two trials ran at once"
+
+
+@pytest.mark.slow
+def test_a_worker_killed_with_minus_9_has_its_trial_retried_once_by_another(storage):
+    long = ["--args", json.dumps(["--trainer.max_epochs=50", "--trainer.limit_train_batches=5", *QUIET])]
+    first = start_worker("--study=killed", "--n_trials=3", *NO_PRUNING, *HEARTBEAT, *long, *storage)
+    wait_for(lambda: Path("runs/sweeps/killed/version_0/checkpoints/last.ckpt").exists(), what="the first epoch")
+    trial = trial_processes(first.pid)
+    second = start_worker("--study=killed", "--n_trials=3", *NO_PRUNING, *HEARTBEAT, *storage)
+    os.kill(first.pid, signal.SIGKILL)
+    first.communicate(timeout=60)
+    wait_for(lambda: all(gone(pid) for pid in trial), timeout=60, what="the killed worker's trial to end")
+    _, err = second.communicate(timeout=600)
+    assert second.returncode == 0, err[-3000:]
+
+    study = load("killed", storage)
+    killed = study.trials[0]
+    assert killed.state == TrialState.FAIL, "not RUNNING forever"
+    retries = [t for t in study.trials if optuna.storages.RetryHeartbeatStaleTrialCallback.retried_trial_number(t) == 0]
+    assert len(retries) == 1, "retried once"
+    assert retries[0].params == killed.params and retries[0].state == TrialState.COMPLETE
+    assert [t.state for t in study.trials].count(TrialState.COMPLETE) == 3 and len(study.trials) == 4
+    summary = json.loads((Path(killed.user_attrs["run"]) / "summary.json").read_text())
+    assert summary["status"] == "interrupted", "SIGTERM from its dying worker: it saved last.ckpt and stopped"
+
+
+@pytest.mark.slow
+def test_a_trial_trailing_the_median_is_pruned_on_postgresql(postgres_url):  # on the journal: test_sweep.py's
+    queued = optuna.create_study(storage=postgres_url, study_name="pruning", direction="maximize")
+    for params in ({"model.lr": 0.05}, {"model.lr": 1e-5}):  # a good trial, then one that learns far too slowly
+        queued.enqueue_trial(params)
+    study = sweep("--study=pruning", "--n_trials=2", "--storage", postgres_url)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.PRUNED]
+    assert list(study.trials[1].intermediate_values) == [0], "pruned after its first validation"
+
+
+def test_a_study_begun_in_sqlite_continues_there_and_the_worker_says_sqlite_serves_one_worker(capsys):
+    Path("runs/sweeps").mkdir(parents=True)
+    database = Path("runs/sweeps/old.db").resolve()
+    begun = optuna.create_study(storage=f"sqlite:///{database}", study_name="old", direction="maximize")
+    begun.add_trial(optuna.create_trial(value=0.9, params={}, distributions={}))
+    study = sweep("--study=old", "--n_trials=1")
+    assert len(study.trials) == 1 and not Path("runs/sweeps/old.journal").exists()
+    out, err = capsys.readouterr()
+    assert f"Study 'old' in {database}: 1 of 1 trials finished" in out
+    assert "is SQLite, which Optuna advises against for several workers at once" in err
