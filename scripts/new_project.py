@@ -35,7 +35,7 @@ TRAILER = "Template-commit:"
 # tests (tests/template/), template.mk (the template's own make targets).
 COPIED = ("pyproject.toml", "Makefile", ".gitignore", ".pre-commit-config.yaml", ".ci/", f"{PACKAGE}/", "configs/",
           "sweeps/", "notebooks/", "tests/", "scripts/")  # fmt: skip
-LEFT_OUT = ("tests/template/", "scripts/copy-README.md")
+LEFT_OUT = ("tests/template/", "scripts/copy-README.md", "scripts/copier_task.py")  # the last: copier.yml's task
 README = "scripts/copy-README.md"  # the copy's README.md, with <name> and <template> filled in
 LIBRARY = "lightning-runs"  # the library's distribution, and its folder in this repository
 # The library's line in the template's pyproject.toml dependencies; a copy's names the template's commit instead.

@@ -75,6 +75,14 @@ def test_the_copy_holds_the_designs_top_level_with_the_package_renamed_and_no_ma
         assert not CODE_NAME.search((copy / path).read_text(errors="ignore")), f"{path} still names {PACKAGE}"
 
 
+def test_the_copys_readme_names_only_files_the_copy_has(made):
+    copy, _ = made
+    readme = (copy / "README.md").read_text()
+    named = set(re.findall(r"\]\(([^)#]+)", readme)) | set(re.findall(r"(?<![\w/.-])([\w.-]+/[\w./-]*\w)", readme))
+    named = {path for path in named if "://" not in path and not path.startswith(("/", "git+"))}
+    assert named and {path for path in named if not (copy / path).exists()} == set()
+
+
 def test_the_copy_depends_on_the_library_at_the_templates_commit_and_runs_only_its_own_tests(made, template):
     pyproject = (made[0] / "pyproject.toml").read_text()
     url = f"git+file://{template}@{head_commit(template)}#subdirectory=lightning-runs"

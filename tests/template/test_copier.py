@@ -1,0 +1,89 @@
+"""The spike of docs/updating.md ("Copies by Copier"): copier.yml makes the same copy as `make new-project`, and
+`copier update` merges a later template commit into an edited copy. Runs where copier is installed (`COPIER=<its
+command>`, or `copier` on PATH); skipped otherwise, as the template does not depend on it."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from new_project import head_commit
+from support import GIT_ENV, template_repository
+
+COPIER = os.environ.get("COPIER") or shutil.which("copier")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not COPIER, reason="copier is not installed")]
+NAME = "my_exp"
+
+
+def run(cwd, *command):
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=GIT_ENV)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def copier_copy(template, dest, *args):
+    run(template.parent, COPIER, "copy", "--quiet", "--trust", "--defaults", "-d", f"package={NAME}", *args,
+        str(template), str(dest))  # fmt: skip
+
+
+def tree(folder):
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts
+    }
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    return template_repository(tmp_path_factory.mktemp("template") / "template")
+
+
+def test_copier_makes_the_copy_that_make_new_project_makes(template, tmp_path):
+    copier_copy(template, tmp_path / "by-copier", "--vcs-ref", head_commit(template))
+    run(template, "python3", "scripts/new_project.py", str(tmp_path / "by-script"), NAME)
+    by_copier, by_script = tree(tmp_path / "by-copier"), tree(tmp_path / "by-script")
+    scripts = {"scripts/new_project.py", "scripts/update_template.py", ".template.json"}
+    assert by_copier.keys() - by_script.keys() == {".copier-answers.yml"}
+    assert by_script.keys() - by_copier.keys() == scripts
+    assert {path for path in by_copier.keys() & by_script.keys() if by_copier[path] != by_script[path]} == set()
+    assert run(tmp_path / "by-copier", "git", "status", "--porcelain") == "", "one commit holds the copy"
+
+
+def test_only_committed_files_arrive_when_the_commit_is_named(template, tmp_path):
+    (template / "configs/scratch.yaml").write_text("mine: 1\n")
+    try:
+        copier_copy(template, tmp_path / "named", "--vcs-ref", head_commit(template))
+        copier_copy(template, tmp_path / "head")  # no --vcs-ref: copier's HEAD of a local template is its work tree
+    finally:
+        (template / "configs/scratch.yaml").unlink()
+    assert not (tmp_path / "named/configs/scratch.yaml").exists()
+    assert (tmp_path / "head/configs/scratch.yaml").exists(), "copier fixed its dirty copies: drop the --vcs-ref note"
+
+
+def test_copier_update_merges_a_later_template_commit_into_an_edited_copy(tmp_path):
+    template = template_repository(tmp_path / "template")
+    copy = tmp_path / "copy"
+    copier_copy(template, copy, "--vcs-ref", head_commit(template))
+    networks = (copy / NAME / "networks.py").read_text().splitlines(keepends=True)
+    line = next(i for i, text in enumerate(networks) if "dropout: float = 0.1," in text)
+    networks[0] = networks[0].replace("The networks:", "The networks (mine):")  # the owner's, alone
+    networks[line] = networks[line].replace("0.1", "0.2")  # the owner's, where the template also changes
+    (copy / NAME / "networks.py").write_text("".join(networks))
+    (copy / NAME / "mine.py").write_text('KIND = "project"\n')  # the owner's file: never renamed
+    run(copy, "git", "add", "--all")
+    run(copy, "git", "commit", "--quiet", "-m", "mine")
+
+    theirs = (template / "project/networks.py").read_text().splitlines(keepends=True)
+    theirs[line] = theirs[line].replace("0.1", "0.3")
+    (template / "project/networks.py").write_text("".join(theirs))
+    (template / "configs/new.yaml").write_text("model:\n  network:\n    class_path: project.networks.MLP\n")
+    run(template, "git", "add", "--all")
+    run(template, "git", "commit", "--quiet", "-m", "later")
+    run(copy, COPIER, "update", "--quiet", "--trust", "--defaults", "--vcs-ref", head_commit(template))
+
+    merged = (copy / NAME / "networks.py").read_text()
+    assert "The networks (mine):" in merged and "<<<<<<< before updating" in merged and "0.3," in merged
+    assert run(copy, "git", "diff", "--name-only", "--diff-filter=U").split() == [f"{NAME}/networks.py"]
+    assert "class_path: my_exp.networks.MLP" in (copy / "configs/new.yaml").read_text()
+    assert (copy / NAME / "mine.py").read_text() == 'KIND = "project"\n'
+    assert f"@{head_commit(template)}#subdirectory=lightning-runs" in (copy / "pyproject.toml").read_text()
