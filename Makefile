@@ -48,7 +48,7 @@ export: install ## export CKPT=<file.ckpt> as FORMAT (onnx, torchscript or pt2),
 schema: install ## write configs/schema.json, the JSON Schema editors check configs with (docs/making-it-yours.md)
 	$(PY) -m project schema --output configs/schema.json
 
-completion: install ## write .venv/completion.bash: `source` it, then `project fit --<TAB>` completes (docs/making-it-yours.md)
+completion: install ## write .venv/completion.bash: `source` it, then the package's own command completes (fit --<TAB>)
 	$(PY) -m project completion --output $(VENV)/completion.bash
 
 .PHONY: update-template
