@@ -62,8 +62,8 @@ PROGRESS_BAR_REFRESH_RATE = 10
 def tools_help() -> str:
     return (
         f"tools, each with its own --help: {program()} export (a checkpoint for serving), runs (a line per run),"
-        " sweep (an Optuna search), seeds (a config over several seeds), schema (the configs' JSON Schema, for editors),"
-        " completion (a shell's tab completion)"
+        " sweep (an Optuna search), seeds (a config over several seeds), schema (the configs' JSON Schema, for"
+        " editors), completion (a shell's tab completion)"
     )
 
 

@@ -29,7 +29,7 @@ from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import UsageError
 from lightning_runs.folders.layout import next_version, run_dir
 from lightning_runs.loggers.mlflow_store import creation_lock, local_database, open_client, retire_empty_default
-from lightning_runs.records import parameters
+from lightning_runs.records.parameters import parameters
 
 INSTALL = "pip install 'lightning-runs[loggers]'"
 # A logger's `name` when none is given: the CLI gives each run one (naming.py), so only a logger built outside it

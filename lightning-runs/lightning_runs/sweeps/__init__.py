@@ -1,6 +1,7 @@
-"""Optuna sweeps: the study's storage and who finishes it (storage), and a fit reporting to its trial (trial)."""
+"""Optuna sweeps: a fit reporting to its trial (trial), the study's storage and who finishes it (storage), and the
+trials of workers that died (workers). Only `trial` is imported here: every fit imports it, and Optuna is the `sweep`
+extra, imported by the sweep tool alone."""
 
-from lightning_runs.sweeps.storage import open_study
 from lightning_runs.sweeps.trial import ReportToTrial
 
-__all__ = ["ReportToTrial", "open_study"]
+__all__ = ["ReportToTrial"]
