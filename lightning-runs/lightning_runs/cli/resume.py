@@ -3,7 +3,6 @@
 import json
 from pathlib import Path
 
-import yaml
 from jsonargparse import Namespace
 from lightning.pytorch.callbacks import Callback
 
@@ -12,6 +11,7 @@ from lightning_runs.checkpoints.loading import load_plain
 from lightning_runs.checks.preflight import device_count
 from lightning_runs.console import say
 from lightning_runs.errors import UsageError
+from lightning_runs.folders.recipes import config_file
 from lightning_runs.private import (
     early_stopping_states,
     epochs_processed,
@@ -199,10 +199,7 @@ def chosen_class_path(args: list[str], group: str, default: str) -> str:
 
 
 def _config_section(path: str, group: str):
-    try:
-        loaded = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):  # the parser refuses it, in its own words
-        return None
+    loaded = config_file(path)
     return loaded.get(group) if isinstance(loaded, dict) else None
 
 

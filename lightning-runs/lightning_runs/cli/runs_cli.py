@@ -192,7 +192,7 @@ class RunsCLI(LightningCLI):
         args = with_checkpoint_classes(args, self.default_model, self.default_data)
         # A model that requires num_classes or input_shape gets it from the data, which exists only after parsing.
         model_class = import_named_class(chosen_class_path(args, "model", self.default_model), L.LightningModule)
-        super().parse_arguments(parser, [*args, *placeholders(model_class, given)] if "--help" not in args else args)
+        super().parse_arguments(parser, [*args, *placeholders(model_class, given)])
         # Before LightningCLI reads the checkpoint's hyperparameters, so `last`/`best` are real paths by then.
         if self.config.get("subcommand"):
             subcommand = self.config.subcommand

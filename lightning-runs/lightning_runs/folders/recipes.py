@@ -52,10 +52,7 @@ def keys_in_configs(args: list[str]) -> set[str]:
     paths += [arg.split("=", 1)[1] for arg in args if arg.startswith("--config=")]
     keys = set()
     for path in paths:
-        try:
-            loaded = yaml.safe_load(Path(path).read_text())
-        except (OSError, yaml.YAMLError):  # the parser refuses it, in its own words
-            continue
+        loaded = config_file(path)
         for group, section in (loaded or {}).items() if isinstance(loaded, dict) else ():
             if not isinstance(section, dict):
                 keys.add(group)
@@ -65,6 +62,15 @@ def keys_in_configs(args: list[str]) -> set[str]:
                 section = section.get("init_args") or {}
             keys |= {f"{group}.{key}" for key in section}
     return keys
+
+
+def config_file(path: str):
+    """A `--config` file's YAML as plain data, or None where it cannot be read (the parser refuses it, in its own
+    words). Read as text: nothing it names is imported."""
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
 
 
 def recipe(config: dict, subcommand: str, given: set[str]) -> dict:

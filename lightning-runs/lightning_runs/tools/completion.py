@@ -18,11 +18,11 @@ from jsonargparse import capture_parser
 from lightning_runs import TOOLS
 from lightning_runs.atomic import write_atomically
 from lightning_runs.cli.parser import class_options
+from lightning_runs.cli.resume import SUBCOMMANDS
 from lightning_runs.console import owner_package
 from lightning_runs.private import option_nargs, subcommand_parser
 from lightning_runs.tools import function_cli
 
-SUBCOMMANDS = ("fit", "validate", "test", "predict")
 TAKES_A_FILE = ("--config", "--ckpt_path")
 
 
