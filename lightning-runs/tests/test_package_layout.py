@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import lightning_runs
 
 PACKAGE = Path(lightning_runs.__file__).parent
@@ -111,6 +113,7 @@ print(json.dumps([before, state()]))
 """
 
 
+@pytest.mark.slow  # ~9 s: a fresh interpreter imports all 70-odd modules
 def test_importing_any_part_of_the_library_changes_nothing_in_the_process():
     out = subprocess.run(
         [sys.executable, "-c", PROCESS_STATE, *modules()], capture_output=True, text=True, check=True

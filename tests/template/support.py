@@ -270,3 +270,14 @@ def template_repository(dest: Path, history: bool = False) -> Path:
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 GIT_ENV |= {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER") for what, value in
             (("NAME", "Test"), ("EMAIL", "t@example.com"))}  # fmt: skip
+
+
+def every_other_daily(cases: list, ids: list[str]) -> list:
+    """Parameters for a matrix whose neighbours check alike: every other case runs in `make test`, the rest in
+    `make test-slow` (CI runs both), so the everyday suite keeps each kind of case and its ~100 s."""
+    import pytest
+
+    return [
+        pytest.param(*(case if isinstance(case, tuple) else (case,)), id=name, marks=[pytest.mark.slow] * (i % 2))
+        for i, (case, name) in enumerate(zip(cases, ids, strict=True))
+    ]

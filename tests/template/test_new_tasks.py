@@ -63,6 +63,7 @@ def onnx_matches_eager(best: Path, model: torch.nn.Module, samples: torch.Tensor
     np.testing.assert_allclose(outputs, expected, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow  # ~8 s: 30 epochs; the everyday suite runs the regression chain of test_any_module
 def test_an_autoencoder_whose_batches_have_no_targets_runs_the_whole_chain_beside_pca(in_tmp):
     folder = crashed_and_resumed(AUTOENCODER, epochs=30, crash=25)  # 10 steps an epoch: in its third
     assert folder == Path("runs/factordata-autoencoder/version_0")
