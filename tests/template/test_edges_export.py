@@ -57,13 +57,29 @@ def test_an_output_that_is_another_checkpoint_or_a_file_of_another_kind_is_refus
     assert not assert_kept(before, snapshot())
 
 
-@pytest.mark.parametrize("output,said", [("exports", "a folder"), ("missing/best.onnx", "no folder missing")])
+@pytest.mark.parametrize(
+    "output,said",
+    [
+        ("exports", "a folder; give a file name, such as exports/model.onnx"),
+        (
+            "missing/best.onnx",
+            "no folder missing to write it in; make it first, or give a file in a folder that exists",
+        ),
+    ],
+)
 def test_an_output_that_is_a_folder_or_inside_none_is_refused(runs, output, said, capsys):
     Path("exports").mkdir()  # yours, empty: it stays
     before = snapshot()
     error = refusal(capsys, lambda: export.main(MODEL, ["--ckpt_path", str(BEST), "--output", output]))
-    assert error.startswith(f"error: --output {output}: {said}") and "give a file name" in error
+    assert error == f"error: --output {output}: {said}"
     assert not assert_kept(before, snapshot()) and Path("exports").is_dir()
+
+
+def test_a_checkpoint_that_is_not_there_is_named_not_the_output_derived_from_it(runs, capsys):
+    # Its default output, runs/x/best.onnx, lies in no folder either: the checkpoint is what the user got wrong.
+    for output in ([], ["--output", "model.onnx"]):
+        error = refusal(capsys, lambda: export.main(MODEL, ["--ckpt_path", "runs/x/best.ckpt", *output]))
+        assert error == "error: --ckpt_path runs/x/best.ckpt: no such file"
 
 
 def tampered(path: Path) -> Path:

@@ -43,11 +43,17 @@ def export(
             checkpoint, e.g. best.onnx
     """
     ckpt_path, output = Path(ckpt_path), Path(output or Path(ckpt_path).with_suffix(SUFFIXES[format]))
+    read_checkpoint(ckpt_path)  # a missing or unreadable checkpoint is named first, not the --output derived from it
     if output.resolve() == ckpt_path.resolve() or (output.exists() and output.samefile(ckpt_path)):
         raise UsageError(f"--output {output}: that is the checkpoint itself; give another file")
     if output.is_dir() or not output.parent.is_dir():
-        where = "a folder" if output.is_dir() else f"no folder {output.parent} to write it in"
-        raise UsageError(f"--output {output}: {where}; give a file name, such as {output / 'model'}{SUFFIXES[format]}")
+        if output.is_dir():
+            raise UsageError(
+                f"--output {output}: a folder; give a file name, such as {output / 'model'}{SUFFIXES[format]}"
+            )
+        raise UsageError(
+            f"--output {output}: no folder {output.parent} to write it in; make it first, or give a file in a folder that exists"
+        )
     if output.suffix == ".ckpt" or (output.exists() and not output.name.endswith(SUFFIXES[format])):
         raise UsageError(  # an export replaces only an earlier export of its format, never a run's checkpoint
             f"--output {output}: an existing file that is not a {format} export, or a checkpoint; give a new file"
