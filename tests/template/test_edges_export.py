@@ -78,7 +78,8 @@ def test_an_output_that_is_a_folder_or_inside_none_is_refused(runs, output, said
 def test_a_checkpoint_that_is_not_there_is_named_not_the_output_derived_from_it(runs, capsys):
     # Its default output, runs/x/best.onnx, lies in no folder either: the checkpoint is what the user got wrong.
     for output in ([], ["--output", "model.onnx"]):
-        error = refusal(capsys, lambda: export.main(MODEL, ["--ckpt_path", "runs/x/best.ckpt", *output]))
+        args = ["--ckpt_path", "runs/x/best.ckpt", *output]
+        error = refusal(capsys, lambda: export.main(MODEL, args))  # noqa: B023 - called at once
         assert error == "error: --ckpt_path runs/x/best.ckpt: no such file"
 
 

@@ -52,7 +52,8 @@ def export(
                 f"--output {output}: a folder; give a file name, such as {output / 'model'}{SUFFIXES[format]}"
             )
         raise UsageError(
-            f"--output {output}: no folder {output.parent} to write it in; make it first, or give a file in a folder that exists"
+            f"--output {output}: no folder {output.parent} to write it in; make it first, or give a file in a folder"
+            " that exists"
         )
     if output.suffix == ".ckpt" or (output.exists() and not output.name.endswith(SUFFIXES[format])):
         raise UsageError(  # an export replaces only an earlier export of its format, never a run's checkpoint
