@@ -1,6 +1,13 @@
 """The project's tests run each in an empty directory of its own, so every run's runs/ starts empty."""
 
+import signal
+
 import pytest
+
+# A shell starts a background job (`make test &`, nohup, some CI runners) with SIGINT ignored, and Python then keeps
+# it ignored: every Ctrl-C test would wait for a stop that never comes. The tests stand for a user at a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
