@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import torch
 from lightning.pytorch.callbacks import Callback
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -272,12 +273,22 @@ GIT_ENV |= {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER") for wh
             (("NAME", "Test"), ("EMAIL", "t@example.com"))}  # fmt: skip
 
 
+# Matrices whose neighbours check alike: `make test` keeps each kind of case and its ~100 s, `make test-slow`
+# (CI runs both) the rest.
 def every_other_daily(cases: list, ids: list[str]) -> list:
-    """Parameters for a matrix whose neighbours check alike: every other case runs in `make test`, the rest in
-    `make test-slow` (CI runs both), so the everyday suite keeps each kind of case and its ~100 s."""
-    import pytest
-
+    """Every other case daily, the rest slow."""
     return [
         pytest.param(*(case if isinstance(case, tuple) else (case,)), id=name, marks=[pytest.mark.slow] * (i % 2))
         for i, (case, name) in enumerate(zip(cases, ids, strict=True))
+    ]
+
+
+def each_row_once_daily(rows: list | dict, columns: list | dict) -> list:
+    """Every (row, column) pair as (row value, column value), a list's items named by themselves and a dict's by its
+    keys; daily, each row with one column, the columns in turn."""
+    rows, columns = ({str(x): x for x in xs} if isinstance(xs, list) else xs for xs in (rows, columns))
+    return [
+        pytest.param(row, column, id=f"{r}-{c}", marks=[] if i % len(columns) == j else [pytest.mark.slow])
+        for i, (r, row) in enumerate(rows.items())
+        for j, (c, column) in enumerate(columns.items())
     ]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from support import assert_kept, refusal, run, snapshot
+from support import assert_kept, each_row_once_daily, refusal, run, snapshot
 
 MARKER = "ran.txt"  # what `touch` would create, had the config's command run
 RUNS = {"command": f"touch {MARKER}"}  # os.system's argument
@@ -46,18 +46,7 @@ VALUES = {
     "not defined": spec("this.Zen", {}),
     "a plain name not defined": "antigravity.Fly",
 }
-# Every place with every value is 48 fits to refuse; the everyday suite takes each place once, the values in turn
-# (every value at three places), and the slow suite the rest.
-CASES = [
-    pytest.param(
-        config,
-        id=f"{place}: {kind}",
-        marks=[] if number % len(VALUES) == kinds.index(kind) else [pytest.mark.slow],
-    )
-    for kinds in [list(VALUES)]
-    for kind, value in VALUES.items()
-    for number, (place, config) in enumerate(places(value).items())
-]
+PLACES = list(places(None))
 
 
 def assert_nothing_ran(before: dict[str, str]) -> None:
@@ -66,9 +55,10 @@ def assert_nothing_ran(before: dict[str, str]) -> None:
     assert not assert_kept(before, snapshot()), "a refused command wrote files"
 
 
-@pytest.mark.parametrize("config", CASES)
-def test_a_class_path_in_a_config_file_is_refused_before_anything_runs(config, capsys):
-    Path("evil.yaml").write_text(yaml.safe_dump(config))
+# Every place with every value is 48 fits to refuse: daily, each place once, the values in turn.
+@pytest.mark.parametrize("place,value", each_row_once_daily(PLACES, VALUES))
+def test_a_class_path_in_a_config_file_is_refused_before_anything_runs(place, value, capsys):
+    Path("evil.yaml").write_text(yaml.safe_dump(places(value)[place]))
     before = snapshot()
     refusal(capsys, lambda: run("fit", "--config", "evil.yaml"))
     assert_nothing_ran(before)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lightning_runs.folders.files import CHECKPOINTS, FIXED
-from support import ONE_EPOCH_TWO_BATCHES, assert_kept, refusal, run, snapshot
+from support import ONE_EPOCH_TWO_BATCHES, assert_kept, each_row_once_daily, refusal, run, snapshot
 
 # Each option that names a file of the run, and the file it names by default.
 DEFAULTS = {
@@ -90,17 +90,11 @@ def test_the_issues_collisions_are_one_line_exit_2_and_nothing_written(args, exp
 FIXED_NAMES = ["config.yaml", "config.test.yaml", "hparams.yaml", "metrics.csv", "events.out.tfevents.1.host.2.0"]
 
 
-# Each fixed name against one of the two options in turn every day; the slow suite takes the other.
 NAMING_OPTIONS = ["summary.filename", "prediction_writer.filename"]
-FIXED_CASES = [
-    pytest.param(option, name, id=f"{name}-{option}", marks=[] if (i + j) % 2 == 0 else [pytest.mark.slow])
-    for i, name in enumerate(FIXED_NAMES)
-    for j, option in enumerate(NAMING_OPTIONS)
-]
 
 
-@pytest.mark.parametrize("option,name", FIXED_CASES)
-def test_a_name_the_stack_fixes_is_no_options_to_take(option, name, capsys):
+@pytest.mark.parametrize("name,option", each_row_once_daily(FIXED_NAMES, NAMING_OPTIONS))
+def test_a_name_the_stack_fixes_is_no_options_to_take(name, option, capsys):
     assert f"--{option} {name}: {name} is " in refused(capsys, f"--{option}", name)
 
 

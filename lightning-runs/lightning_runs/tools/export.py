@@ -43,14 +43,12 @@ def export(
             checkpoint, e.g. best.onnx
     """
     ckpt_path, output = Path(ckpt_path), Path(output or Path(ckpt_path).with_suffix(SUFFIXES[format]))
-    read_checkpoint(ckpt_path)  # a missing or unreadable checkpoint is named first, not the --output derived from it
+    read_checkpoint(ckpt_path)  # named first, not the --output derived from it; its load is cached for the reads below
     if output.resolve() == ckpt_path.resolve() or (output.exists() and output.samefile(ckpt_path)):
         raise UsageError(f"--output {output}: that is the checkpoint itself; give another file")
-    if output.is_dir() or not output.parent.is_dir():
-        if output.is_dir():
-            raise UsageError(
-                f"--output {output}: a folder; give a file name, such as {output / 'model'}{SUFFIXES[format]}"
-            )
+    if output.is_dir():
+        raise UsageError(f"--output {output}: a folder; give a file name, such as {output / 'model'}{SUFFIXES[format]}")
+    if not output.parent.is_dir():
         raise UsageError(
             f"--output {output}: no folder {output.parent} to write it in; make it first, or give a file in a folder"
             " that exists"
