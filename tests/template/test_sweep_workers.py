@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import signal
+import threading
 from pathlib import Path
 
 import optuna
@@ -27,6 +28,23 @@ def test_the_tests_postgresql_is_a_real_server_that_optuna_keeps_a_study_in(post
     study = optuna.create_study(storage=postgres_url, study_name="smoke")
     study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
     assert len(optuna.load_study(study_name="smoke", storage=postgres_url).trials) == 2
+
+
+def test_on_postgresql_a_workers_turn_is_a_server_lock_that_excludes_a_worker_of_another_connection(postgres_url):
+    from lightning_runs.sweeps.turns import Turn
+
+    first, second, other_study = (Turn(postgres_url, name, Path("unused")) for name in ("s", "s", "t"))
+    first.take()
+    other_study.take()  # another study's workers take turns of their own
+    taken = threading.Event()
+    waiting = threading.Thread(target=lambda: (second.take(), taken.set()))
+    waiting.start()
+    assert not taken.wait(0.5), "a second worker took the turn while the first held it"
+    first.give()
+    assert taken.wait(10), "the turn given back did not reach the waiting worker"
+    waiting.join()
+    second.give()
+    other_study.give()
 
 
 @pytest.fixture(params=["journal", "postgresql"])

@@ -20,7 +20,7 @@ import sqlalchemy.exc
 from optuna.trial import TrialState
 
 from lightning_runs.errors import UsageError, first_line
-from lightning_runs.sweeps import workers
+from lightning_runs.sweeps import turns, workers
 from lightning_runs.sweeps.trial import open_storage
 
 # A trial whose worker died (kill -9, a lost node) is retried with its values at most this often: a trial that kills
@@ -35,39 +35,66 @@ UNREADABLE = (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalE
 
 
 def finished(study: optuna.Study) -> int:
-    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
+    return counts(study)[0]
+
+
+def counts(study: optuna.Study) -> tuple[int, int]:
+    """The study's finished and running trials, from one read: read apart, a trial that ends between the two reads
+    is counted in neither."""
+    states = [t.state for t in study.get_trials(deepcopy=False)]
+    return sum(s in (TrialState.COMPLETE, TrialState.PRUNED) for s in states), states.count(TrialState.RUNNING)
 
 
 def work(
-    study: optuna.Study, objective: Callable, n_trials: int, attempts: int, wait: float, journal_grace: float | None
+    study: optuna.Study,
+    objective: Callable,
+    n_trials: int,
+    attempts: int,
+    wait: float,
+    journal_grace: float | None,
+    turn: turns.Turn,
 ) -> None:
     """Take trials from the study until it holds `n_trials` finished ones, or this worker has tried `attempts`.
 
-    A trial starts only while the finished and running ones (of every worker) fall short of `n_trials`: the workers
-    together overshoot only by trials started at the same instant. (Optuna's MaxTrialsCallback stops a worker once a
-    trial ends, too late to keep others from starting one.) While other workers' running trials would complete the
-    study, this one waits: one of them may fail, or its worker die, and this worker then runs what is missing.
+    A worker counts the study's trials and starts one only in its turn (turns.py), and gives the turn back once its
+    trial is running: a trial starts only while the finished and running ones (of every worker) fall short of
+    `n_trials`, so the workers together never overshoot. (Optuna's MaxTrialsCallback stops a worker once a trial
+    ends, too late to keep others from starting one.) While other workers' running trials would complete the study,
+    this one waits: one of them may fail, or its worker die, and this worker then runs what is missing.
     `journal_grace`: on a journal file, how long a trial may run unmarked by its worker (workers.py); None on an RDB.
     """
+
+    def started(trial: optuna.Trial):  # Optuna has stored the trial as running: the others may count it now
+        turn.give()
+        return objective(trial)
+
     said_waiting = False
     while attempts > 0:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            optuna.storages.fail_stale_trials(study)  # a dead worker's trial: FAIL, and queued again with its values
-        if journal_grace is not None:  # a journal's stand-in for the heartbeat
-            workers.fail_trials_of_dead_workers(study, journal_grace, _retry())
-        done = finished(study)
-        running = len(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
-        if done >= n_trials:
-            return
-        if done + running >= n_trials:
-            if not said_waiting:
-                print(f"Waiting: the {running} running trial(s) of other workers would finish the study", flush=True)
-                said_waiting = True
-            time.sleep(wait)
-            continue
-        said_waiting = False
-        study.optimize(objective, n_trials=1, catch=(Exception,))
+        turn.take()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                optuna.storages.fail_stale_trials(
+                    study
+                )  # a dead worker's trial: FAIL, and queued again with its values
+            if journal_grace is not None:  # a journal's stand-in for the heartbeat
+                workers.fail_trials_of_dead_workers(study, journal_grace, _retry())
+            done, running = counts(study)
+            if done >= n_trials:
+                return
+            if done + running >= n_trials:
+                turn.give()
+                if not said_waiting:
+                    print(
+                        f"Waiting: the {running} running trial(s) of other workers would finish the study", flush=True
+                    )
+                    said_waiting = True
+                time.sleep(wait)
+                continue
+            said_waiting = False
+            study.optimize(started, n_trials=1, catch=(Exception,))
+        finally:
+            turn.give()
         attempts -= 1
 
 

@@ -39,7 +39,7 @@ from lightning_runs.folders.naming import is_component
 from lightning_runs.private import trial_id
 from lightning_runs.sweeps import storage as study_storage
 from lightning_runs.sweeps import trial as trials
-from lightning_runs.sweeps import workers
+from lightning_runs.sweeps import turns, workers
 from lightning_runs.tools import function_cli
 
 
@@ -178,7 +178,8 @@ def sweep(
     previous = signal.signal(signal.SIGTERM, stop_between_trials)  # Ctrl-C raises KeyboardInterrupt by itself
     try:
         journal_grace = grace_period if "://" not in url else None
-        study_storage.work(optuna_study, objective, n_trials, remaining, heartbeat_interval, journal_grace)
+        turn = turns.Turn(url, study, Path(save_dir))
+        study_storage.work(optuna_study, objective, n_trials, remaining, heartbeat_interval, journal_grace, turn)
     except KeyboardInterrupt:
         signum = stopped[0] if stopped else signal.SIGINT
         raise Stopped(signum, "Interrupted: run the same command again to continue the study.") from None

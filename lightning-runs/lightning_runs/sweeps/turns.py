@@ -1,0 +1,71 @@
+"""A turn among a study's workers: while one holds it, no other counts the study's trials or starts one, so the
+workers together start exactly the trials the study still needs (counting, then starting, is not atomic in Optuna's
+storage: two workers that count at once both start the last trial).
+
+Where the study lives decides what the turn is: on a PostgreSQL or MySQL server, a lock of the server's own that
+every worker's machine sees (an advisory lock, held by one connection); on a file (a journal, SQLite), a lock on
+the folder holding it, which the workers of one machine share. Either dies with the process that holds it: a worker
+killed mid-turn holds up no other."""
+
+import fcntl
+import hashlib
+import os
+from pathlib import Path
+
+import sqlalchemy
+from sqlalchemy.pool import NullPool
+
+# What each server calls its lock; the key is derived from the study's name, so two studies take turns apart.
+SERVER_LOCKS = {
+    "postgresql": ("SELECT pg_advisory_lock(:key)", "SELECT pg_advisory_unlock(:key)"),
+    "mysql": ("SELECT GET_LOCK(:key, -1)", "SELECT RELEASE_LOCK(:key)"),
+}
+
+
+class Turn:
+    """Taken with `take()`, given back with `give()`; giving back a turn not held does nothing (the objective gives
+    it back as soon as its trial is running, and the worker again once the trial ends, whatever happened)."""
+
+    def __init__(self, url: str, study: str, folder: Path) -> None:
+        self._url, self._study, self._folder = url, study, folder
+        self._held = None  # the open folder, or the server connection, while the turn is ours
+
+    def take(self) -> None:
+        if self._held is not None:
+            return
+        backend = sqlalchemy.engine.make_url(self._url).get_backend_name() if "://" in self._url else "file"
+        if backend in SERVER_LOCKS:
+            # A connection of its own, outside Optuna's pool: the lock is the connection's, and closing it gives it
+            # back (on the server too, when this process dies).
+            engine = sqlalchemy.create_engine(self._url, poolclass=NullPool)
+            connection = engine.connect()
+            connection.execute(sqlalchemy.text(SERVER_LOCKS[backend][0]), {"key": _key(backend, self._study)})
+            connection.commit()
+            self._held = (backend, engine, connection)
+        else:
+            folder = os.open(self._folder, os.O_RDONLY | os.O_DIRECTORY)
+            fcntl.flock(folder, fcntl.LOCK_EX)
+            self._held = folder
+
+    def give(self) -> None:
+        held, self._held = self._held, None
+        if held is None:
+            return
+        if isinstance(held, int):
+            os.close(held)  # and with it the lock
+            return
+        backend, engine, connection = held
+        try:
+            connection.execute(sqlalchemy.text(SERVER_LOCKS[backend][1]), {"key": _key(backend, self._study)})
+            connection.commit()
+        finally:
+            connection.close()
+            engine.dispose()
+
+
+def _key(backend: str, study: str):
+    """PostgreSQL's lock key is a signed 64-bit integer; MySQL's a name of at most 64 characters."""
+    digest = hashlib.sha256(f"lightning-runs:{study}".encode()).digest()
+    if backend == "postgresql":
+        return int.from_bytes(digest[:8], "big", signed=True)
+    return f"lightning-runs:{digest.hex()[:40]}"
