@@ -40,7 +40,10 @@ def test_a_regression_of_the_users_own_fits_resumes_tests_predicts_and_exports_b
     fitted = fit(*REGRESSION, "--trainer.max_epochs=12", "--ckpt_path=last")
     folder = Path(fitted.trainer.logger.log_dir)
     assert folder == Path("runs/diabetesdata-regressor/version_0"), "resumed into its own run"
-    assert "watches val/loss" in capsys.readouterr().out or fitted.trainer.checkpoint_callback.monitor == "val/loss"
+    assert "Regressor logs no val/acc: --checkpoint.monitor val/loss (min)" in capsys.readouterr().out
+    assert fitted.trainer.checkpoint_callback.monitor == "val/loss"
+    note = (folder / "config.yaml").read_text().splitlines()[-1]  # the config says val/acc, as the command gave it
+    assert note.startswith("# The run watched otherwise: Regressor logs no val/acc: --checkpoint.monitor val/loss")
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["epochs"] == 12
 

@@ -25,6 +25,7 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 from lightning_runs.checkpoints.callbacks import BestCheckpoint, RunCheckpoint
 from lightning_runs.console import say
 from lightning_runs.errors import UsageError
+from lightning_runs.records.provenance import saved_config_path
 
 VALIDATION = ("val", "validation")  # the stage prefixes a validation loop logs under
 FALLBACK = ("loss", "min")  # the one metric name every task has: val/loss, lower is better
@@ -107,10 +108,21 @@ class MonitoredMetrics(Callback):
                 raise UsageError(_refusal(option, metric, stage, known, model, ours))
             missing.append(metric)
         if said:
+            line = f"{model} logs no {' or '.join(dict.fromkeys(missing))}: {'; '.join(said)}"
             say(
-                f"{model} logs no {' or '.join(dict.fromkeys(missing))}: {'; '.join(said)} (give the monitors, or"
-                " state them in its configure_callbacks(): python -m pydoc lightning_runs.contract.parts)"
+                f"{line} (give the monitors, or state them in its configure_callbacks(): python -m pydoc"
+                " lightning_runs.contract.parts)"
             )
+            _note_in_saved_config(trainer, line)
+
+
+def _note_in_saved_config(trainer, line: str) -> None:
+    """The saved config holds the monitors the command gave; it says as a comment what the run watched instead (a
+    comment: the same config run again follows the same way, and its recipe stays the same one)."""
+    path = saved_config_path(trainer) if trainer.is_global_zero else None
+    if path is not None:
+        with path.open("a") as config:
+            config.write(f"# The run watched otherwise: {line}. summary.json's best_checkpoint says what it kept.\n")
 
 
 def _refusal(option: str, metric: str, stage: str, known: list[str], model: str, default: bool) -> str:
