@@ -31,6 +31,7 @@ def test_a_classification_seeds_its_split_and_initialisation_and_gets_the_classi
     for version, seed in enumerate([0, 1]):  # what each fit ran with, as its run folder records it
         config = saved_config("classes", version)
         assert config["seed_everything"] == seed and config["data"]["init_args"]["seed"] == seed
+    assert result["split_seed"] == "data.seed"
     assert set(result["summary"]) == {"test_loss", "svc_acc", "logistic_regression_acc", "best_val_loss", "fit_seconds"}
     assert set(result["summary"]["test_loss"]) == {"mean", "median", "std"}
     assert json.loads(Path("runs/classes.json").read_text()) == json.loads(json.dumps(result))
@@ -48,6 +49,18 @@ def test_a_regression_whose_data_takes_no_seed_gets_a_ridge_baseline(capsys):
     assert rows[0]["ridge_mse"] == pytest.approx(rows[1]["ridge_mse"], rel=1e-5)
     assert rows[0]["test_loss"] != rows[1]["test_loss"], "another initialisation"
     assert "seed | test_loss | ridge_mse | ridge_mae | ridge_r2 | best_val_loss" in capsys.readouterr().out
+
+
+def test_the_split_is_kept_with_data_seed_null_and_a_parameter_the_data_lacks_is_refused_before_training(capsys):
+    result = evaluate_seeds(cli_main, seeds=[0, 1], args=SHORT, name="kept", data_seed=None)
+    assert result["split_seed"] is None
+    assert [saved_config("kept", v)["data"]["init_args"]["seed"] for v in (0, 1)] == [0, 0], "the config's split"
+    with pytest.raises(SystemExit) as exit_:
+        seeds.main(regression_cli_main, ["--data_seed=split_seed", "--name=refused"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert "error: --data_seed split_seed: the DataModule takes no such parameter (it takes: n, features" in err
+    assert not Path("runs/refused").exists() and not Path("runs/refused.json").exists()
 
 
 def test_a_train_split_past_the_bound_gets_no_baseline_and_the_table_says_so(capsys, monkeypatch):

@@ -1,7 +1,8 @@
 """`python -m <package> seeds`: each seed trained and its best checkpoint tested, beside scikit-learn where it applies.
 
-Each seed sets the initialisation (`--seed_everything`) and, where the chosen DataModule takes a `seed`, its split
-(`--data.seed`). Which DataModule is chosen, and so whether it takes one, is known only once the configs and options
+Each seed sets the initialisation (`--seed_everything`) and, where the chosen DataModule takes a `seed` (or the
+parameter `--data_seed` names, such as `split_seed`), its split (`--data.seed`); the JSON's `split_seed` says which
+option varied the split, null where none did. Which DataModule is chosen, and so whether it takes one, is known only once the configs and options
 are parsed: `fit --print_config` parses them as the fits will (refusing a bad one in one line, before any training)
 and prints the resolved config, whose `data.init_args` are that DataModule's parameters. The score is the test
 counterpart of the metric the best checkpoint monitors (`val/f1` -> `test/f1`).
@@ -36,19 +37,23 @@ def evaluate_seeds(
     args: list[str] = [],  # noqa: B006 - extra `python -m <package> fit` options, e.g. ["--trainer.max_epochs=5"]
     name: str = "seeds",
     output: Path | None = None,
+    data_seed: str | None = "seed",
 ) -> dict:
-    """Trains and tests `configs` once per seed; prints a table and writes it as JSON (default runs/<name>.json)."""
+    """Trains and tests `configs` once per seed; prints a table and writes it as JSON (default runs/<name>.json).
+
+    data_seed: the DataModule's parameter that seeds its split, set to each seed (null: the split stays the config's)
+    """
     output = output or Path("runs") / f"{name}.json"
     _check(configs, seeds, output)
     stacked = [option for path in configs for option in ("--config", str(path))]
     quiet = ["--quiet"]  # ten runs: keep the output to their test tables and the final table
     # Each run gets its options as `args` while sys.argv holds this command's: intended here, not a mistake.
     warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
-    data_seed = _data_takes_seed(cli_main, [*stacked, *quiet, *args])
+    split_seed = _split_seed(data_seed, _data_parameters(cli_main, [*stacked, *quiet, *args]))
     rows = []
     for seed in seeds:
         seeded = [*stacked, *quiet, *args, f"--seed_everything={seed}"]
-        seeded += [f"--data.seed={seed}"] if data_seed else []
+        seeded += [f"--{split_seed}={seed}"] if split_seed else []
         seeded.append(f"--trainer.logger.init_args.name={name}")
         started = time.perf_counter()
         fit = cli_main(["fit", *seeded])
@@ -71,7 +76,8 @@ def evaluate_seeds(
         scores = baselines(fit.datamodule.train_dataloader(), test.datamodule.test_dataloader())
         row.update(scores if isinstance(scores, dict) else {"baselines": f"none: {scores}"})
         rows.append(row)
-    result = {"configs": [str(p) for p in configs], "args": args, "seeds": rows, "summary": _summary(rows)}
+    result = {"configs": [str(p) for p in configs], "args": args, "split_seed": split_seed}
+    result.update(seeds=rows, summary=_summary(rows))
     _print(result)
     write_json(output, result)
     return result
@@ -88,9 +94,19 @@ def _check(configs: list[Path], seeds: list[int], output: Path) -> None:
         raise UsageError(f"--output {output}: a folder; give a file name, such as {output / 'seeds.json'}")
 
 
-def _data_takes_seed(cli_main: Callable, options: list[str]) -> bool:
-    """Whether the DataModule the options choose has a `seed` parameter, from the config `fit --print_config`
-    resolves (it exits before anything is built). A bad config or option is refused here, as the fit would."""
+def _split_seed(data_seed: str | None, parameters: dict) -> str | None:
+    """The option each seed sets the split with: `data.<data_seed>` where the DataModule takes it. The default
+    (`seed`) is skipped where it does not; a name given is refused in one line, before any training."""
+    if data_seed is None or data_seed in parameters:
+        return data_seed and f"data.{data_seed}"
+    if data_seed != "seed":
+        taken = ", ".join(parameters) or "none"
+        raise UsageError(f"--data_seed {data_seed}: the DataModule takes no such parameter (it takes: {taken})")
+    return None
+
+
+def _data_parameters(cli_main: Callable, options: list[str]) -> dict:
+    """The parameters of the DataModule the options choose, from the config `fit --print_config` resolves (it exits before anything is built). A bad config or option is refused here, as the fit would."""
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed):
@@ -102,7 +118,7 @@ def _data_takes_seed(cli_main: Callable, options: list[str]) -> bool:
     # A LightningCLI that chooses its DataModule by class path lists its parameters under init_args, one that takes
     # a fixed class lists them directly.
     parameters = data.get("init_args", data) if isinstance(data, dict) else {}
-    return "seed" in (parameters or {})
+    return parameters if isinstance(parameters, dict) else {}
 
 
 def _column(metric: str) -> str:
