@@ -100,6 +100,17 @@ def test_a_fit_stopped_after_its_first_epoch_resumes_to_the_same_weights(tmp_pat
             assert torch.equal(value, resumed["optimizer_states"][0]["state"][param][key]), (param, key)
 
 
+def test_default_root_dir_is_the_runs_root_and_last_is_found_there_unless_the_loggers_save_dir_is_given():
+    steps = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2", "--trainer.default_root_dir=elsewhere"]
+    with pytest.raises(RuntimeError, match="crash"):
+        run("fit", *steps, callbacks=[CrashAt(step=2)])  # as its second epoch begins
+    resumed = run("fit", *steps, "--ckpt_path=last")
+    assert Path(resumed.trainer.logger.log_dir) == Path("elsewhere/tiny/version_0"), "resumed where it began"
+    assert not Path("runs").exists()
+    given = run("fit", *steps, "--trainer.logger.init_args.save_dir=mine")  # the logger's own wins
+    assert Path(given.trainer.logger.log_dir) == Path("mine/tiny/version_0")
+
+
 @pytest.mark.parametrize(
     ("args", "names"),
     [

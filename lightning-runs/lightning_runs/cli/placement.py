@@ -19,7 +19,7 @@ from lightning_runs.cli.resume import reconcile
 from lightning_runs.console import say
 from lightning_runs.distributed import launched_as_rank_zero
 from lightning_runs.errors import UsageError
-from lightning_runs.folders.layout import claim_version, free_path, lock_run, run_dir, run_of_checkpoint, unlock_run
+from lightning_runs.folders.layout import RUNS, claim_version, free_path, lock_run, run_dir, run_of_checkpoint, unlock_run
 from lightning_runs.folders.naming import check_names, run_name
 from lightning_runs.folders.recipes import choose
 from lightning_runs.loggers.run_loggers import CSVRunLogger, RunFolder
@@ -36,9 +36,10 @@ def logger_class(logger) -> type | None:
     return imported_class(getattr(logger, "class_path", None))  # imported by the parser already
 
 
-def name_run(config, default_model: str, default_network: str | None) -> None:
+def name_run(config, default_model: str, default_network: str | None, given: set[str] = frozenset()) -> None:
     """Every run writes through a logger into its own folder under the runs root, named for what it trains
-    (naming.py) unless given a name; names that lead out of their folder are refused."""
+    (naming.py) unless given a name; names that lead out of their folder are refused. `--trainer.default_root_dir`
+    is the runs root where the logger's save_dir is left at its default, as Lightning's own logger takes it."""
     logger = config.trainer.logger
     if isinstance(logger, list) and len(logger) != 1:  # each would choose its own version_N: one run, two folders
         raise UsageError(
@@ -57,6 +58,9 @@ def name_run(config, default_model: str, default_network: str | None) -> None:
         # Lightning's deletes the metrics.csv of a folder it reopens: a test or a resume into the run would cut the
         # fit's rows. The library's appends, and takes the same arguments.
         logger.class_path = f"{CSVRunLogger.__module__}.{CSVRunLogger.__qualname__}"
+    root = config.trainer.get("default_root_dir")
+    if "trainer.default_root_dir" in given and keeps_run_folder(logger) and logger.init_args.save_dir == RUNS:
+        logger.init_args.save_dir = str(root)
     if keeps_run_folder(logger) and logger.init_args.name is None:
         logger.init_args.name = run_name(config, default_model, default_network, Path(logger.init_args.save_dir))
     check_names(config)

@@ -32,7 +32,7 @@ from lightning_runs.errors import Terminated, UsageError
 from lightning_runs.faults.divergence import GradientCheck
 from lightning_runs.faults.signals import CheckpointOnSignal, sigterm_held, terminated_line, terminated_outside_training
 from lightning_runs.folders.files import check_run_files
-from lightning_runs.folders.layout import deletion_said
+from lightning_runs.folders.layout import RUNS, deletion_said
 from lightning_runs.folders.recipes import keys_in_configs
 from lightning_runs.loggers.configured import open_before_run
 from lightning_runs.pictures.callbacks import Figures, Histograms
@@ -51,7 +51,7 @@ TRAINER_DEFAULTS = {
     "logger": {
         "class_path": "lightning.pytorch.loggers.TensorBoardLogger",
         # name null: named for what the run trains (naming.py)
-        "init_args": {"save_dir": "runs", "name": None, "default_hp_metric": False},
+        "init_args": {"save_dir": RUNS, "name": None, "default_hp_metric": False},
     },
 }
 # Lightning's progress bar redraws after every batch: 7% of this job's fit phase (python -m benchmarks.levers). Every
@@ -203,7 +203,7 @@ class RunsCLI(LightningCLI):
             launchers.check_launch(config.trainer)
             own_defaults(config.get("model"), self.default_model, given, "model")  # jsonargparse #460
             own_defaults(config.get("data"), self.default_data, given, "data")
-            placement.name_run(config, self.default_model, self.default_network)
+            placement.name_run(config, self.default_model, self.default_network, given)
             check_run_files(config)  # no option names a file of the run that another writes (folders/files.py)
             chosen = placement.resolve_checkpoint(subcommand, config, given)  # compared as its fit saved it
             placement.adopt_checkpoint_run(subcommand, config, given, chosen)

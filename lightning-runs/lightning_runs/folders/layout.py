@@ -14,6 +14,7 @@ import yaml
 from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import Failed, UsageError
 
+RUNS = "runs"  # the runs root every logger of the library defaults to, relative to the working directory
 _VERSION = re.compile(r"version_(\d+)")
 
 

@@ -27,7 +27,7 @@ from torch import Tensor
 
 from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import UsageError
-from lightning_runs.folders.layout import next_version, run_dir
+from lightning_runs.folders.layout import RUNS, next_version, run_dir
 from lightning_runs.loggers.mlflow_store import creation_lock, local_database, open_client, retire_empty_default
 from lightning_runs.records.parameters import parameters
 
@@ -77,7 +77,7 @@ class CSVRunLogger(CSVLogger):
     metrics.csv. Takes CSVLogger's arguments: the CLI builds it for `--trainer.logger <Lightning's CSVLogger>`."""
 
     def __init__(
-        self, save_dir: str = "runs", name: str | None = None, version: int | str | None = None, **csv_logger
+        self, save_dir: str = RUNS, name: str | None = None, version: int | str | None = None, **csv_logger
     ) -> None:
         super().__init__(save_dir, name or UNNAMED, version, **csv_logger)
 
@@ -119,7 +119,7 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
 
     def __init__(
         self,
-        save_dir: str = "runs",
+        save_dir: str = RUNS,
         name: str | None = None,
         version: int | str | None = None,
         tracking_uri: str | None = None,
@@ -204,7 +204,7 @@ class WandbRunLogger(RunFolder, WandbLogger):
 
     def __init__(
         self,
-        save_dir: str = "runs",
+        save_dir: str = RUNS,
         name: str | None = None,
         version: int | str | None = None,
         offline: bool = True,
