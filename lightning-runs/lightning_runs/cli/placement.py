@@ -19,7 +19,15 @@ from lightning_runs.cli.resume import reconcile
 from lightning_runs.console import say
 from lightning_runs.distributed import launched_as_rank_zero
 from lightning_runs.errors import UsageError
-from lightning_runs.folders.layout import RUNS, claim_version, free_path, lock_run, run_dir, run_of_checkpoint, unlock_run
+from lightning_runs.folders.layout import (
+    RUNS,
+    claim_version,
+    free_path,
+    lock_run,
+    run_dir,
+    run_of_checkpoint,
+    unlock_run,
+)
 from lightning_runs.folders.naming import check_names, run_name
 from lightning_runs.folders.recipes import choose
 from lightning_runs.loggers.run_loggers import CSVRunLogger, RunFolder
