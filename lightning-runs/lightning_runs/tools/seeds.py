@@ -2,9 +2,9 @@
 
 Each seed sets the initialisation (`--seed_everything`) and, where the chosen DataModule takes a `seed` (or the
 parameter `--data_seed` names, such as `split_seed`), its split (`--data.seed`); the JSON's `split_seed` says which
-option varied the split, null where none did. Which DataModule is chosen, and so whether it takes one, is known only once the configs and options
-are parsed: `fit --print_config` parses them as the fits will (refusing a bad one in one line, before any training)
-and prints the resolved config, whose `data.init_args` are that DataModule's parameters. The score is the test
+option varied the split, null where none did. Which DataModule is chosen, and so whether it takes one, is known only
+once the configs and options are parsed: `fit --print_config` parses them as the fits will (refusing a bad one in one
+line, before any training) and prints the resolved config, whose `data.init_args` are that DataModule's parameters. The score is the test
 counterpart of the metric the best checkpoint monitors (`val/f1` -> `test/f1`).
 
 Beside them, scikit-learn baselines (tools/baselines.py), fitted on the batches of the same train loader and
@@ -106,7 +106,8 @@ def _split_seed(data_seed: str | None, parameters: dict) -> str | None:
 
 
 def _data_parameters(cli_main: Callable, options: list[str]) -> dict:
-    """The parameters of the DataModule the options choose, from the config `fit --print_config` resolves (it exits before anything is built). A bad config or option is refused here, as the fit would."""
+    """The parameters of the DataModule the options choose, from the config `fit --print_config` resolves (it exits
+    before anything is built). A bad config or option is refused here, as the fit would."""
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed):
