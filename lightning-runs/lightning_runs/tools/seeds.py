@@ -4,8 +4,8 @@ Each seed sets the initialisation (`--seed_everything`) and, where the chosen Da
 parameter `--data_seed` names, such as `split_seed`), its split (`--data.seed`); the JSON's `split_seed` says which
 option varied the split, null where none did. Which DataModule is chosen, and so whether it takes one, is known only
 once the configs and options are parsed: `fit --print_config` parses them as the fits will (refusing a bad one in one
-line, before any training) and prints the resolved config, whose `data.init_args` are that DataModule's parameters. The score is the test
-counterpart of the metric the best checkpoint monitors (`val/f1` -> `test/f1`).
+line, before any training) and prints the resolved config, whose `data.init_args` are that DataModule's parameters.
+The score is the test counterpart of the metric the best checkpoint monitors (`val/f1` -> `test/f1`).
 
 Beside them, scikit-learn baselines (tools/baselines.py), fitted on the batches of the same train loader and
 scored on the same test loader, by the task the targets show: a classification's SVC and logistic regression
