@@ -127,8 +127,13 @@ def for_copy(relative: Path, text: str, template: str, commit: str) -> str:
     return re.sub(r"^testpaths = .*$", 'testpaths = ["tests"]', text, flags=re.MULTILINE)
 
 
+# A mention of the template's docs (docs/results.md, in a comment or a message): a copy has no docs/ folder, so it
+# reads "the template's docs/results.md", which its README says where to find.
+DOCS = re.compile(r"(?<![\w./-])(?<!template's )docs/(?=[\w-]+\.md)")
+
+
 def rename(text: str, name: str, package: str = PACKAGE) -> str:
-    return code_name(package).sub(name, text)
+    return DOCS.sub("the template's docs/", code_name(package).sub(name, text))
 
 
 def render(source: Path, dest: Path, name: str, package: str, template: str, commit: str) -> None:

@@ -83,6 +83,15 @@ def test_the_copys_readme_names_only_files_the_copy_has(made):
     assert named and {path for path in named if not (copy / path).exists()} == set()
 
 
+def test_the_copys_files_send_their_reader_to_the_templates_docs_which_the_copy_does_not_hold(made, template):
+    copy, _ = made
+    said = {path: (copy / path).read_text(errors="ignore") for path in files(copy) - {"README.md"}}
+    bare = {path for path, text in said.items() if re.search(r"(?<![\w./-])(?<!template's )docs/[\w-]+\.md", text)}
+    assert bare == set(), "a copy has no docs/: each mention says it is the template's"
+    mentioned = {name for text in said.values() for name in re.findall(r"the template's docs/([\w-]+\.md)", text)}
+    assert "updating.md" in mentioned and all((template / "docs" / name).is_file() for name in mentioned)
+
+
 def test_the_copy_depends_on_the_library_at_the_templates_commit_and_runs_only_its_own_tests(made, template):
     pyproject = (made[0] / "pyproject.toml").read_text()
     url = f"git+file://{template}@{head_commit(template)}#subdirectory=lightning-runs"
