@@ -4,8 +4,10 @@ installs the library by the template's version and passes its own tests."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +153,26 @@ def test_the_copy_trains_under_its_new_name_and_passes_its_own_tests(made):
     tested = subprocess.run(tests, cwd=copy, capture_output=True, text=True, env=env, timeout=600)
     assert tested.returncode == 0, tested.stdout[-3000:]
     assert re.search(r"\d+ passed", tested.stdout) and " failed" not in tested.stdout
+
+
+@pytest.mark.slow
+def test_the_copys_own_tests_pass_once_cli_py_trains_a_regression_of_the_owners(template, tmp_path):
+    """cli.py's MODEL and DataModule switched to a module of another task (experiments/regression.py, written as
+    Lightning's docs write one): the copy's workflow and config tests read the run, not the example."""
+    copy = tmp_path / "switched"
+    new_project(template, copy)
+    shutil.copy(Path(__file__).parent / "experiments/regression.py", copy / NAME / "regression.py")
+    cli = copy / NAME / "cli.py"
+    text = cli.read_text().replace("MODEL = DigitsClassifier", "MODEL = Regressor")
+    text = text.replace("(MODEL, DigitsDataModule,", "(MODEL, DiabetesData,")
+    cli.write_text(
+        text.replace(
+            "import lightning_runs\n", f"import lightning_runs\nfrom {NAME}.regression import DiabetesData, Regressor\n"
+        )
+    )
+    assert "MODEL = Regressor" in cli.read_text() and "(MODEL, DiabetesData," in cli.read_text()
+    env = {**os.environ, "PYTHONPATH": str(copy), "OMP_NUM_THREADS": "1"}
+    tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_workflow.py"]
+    tested = subprocess.run([*tests, "tests/test_configs.py"], cwd=copy, capture_output=True, text=True, env=env)
+    assert tested.returncode == 0, tested.stdout[-3000:]
+    assert re.search(r"\b(\d\d+) passed", tested.stdout) and " failed" not in tested.stdout, tested.stdout[-3000:]
