@@ -275,12 +275,17 @@ GIT_ENV |= {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER") for wh
 
 # Matrices whose neighbours check alike: `make test` keeps each kind of case and its ~100 s, `make test-slow`
 # (CI runs both) the rest.
-def every_other_daily(cases: list, ids: list[str]) -> list:
-    """Every other case daily, the rest slow."""
-    return [
-        pytest.param(*(case if isinstance(case, tuple) else (case,)), id=name, marks=[pytest.mark.slow] * (i % 2))
-        for i, (case, name) in enumerate(zip(cases, ids, strict=True))
-    ]
+def every_other_daily(cases: list, ids: list[str] | None = None) -> list:
+    """Every other case daily, the rest slow; a case may be a pytest.param, whose id and marks it keeps."""
+    params = []
+    for i, case in enumerate(cases):
+        slow = [pytest.mark.slow] * (i % 2)
+        name = ids[i] if ids else None
+        if hasattr(case, "values") and hasattr(case, "marks"):  # pytest.param(...)
+            params.append(pytest.param(*case.values, id=case.id or name, marks=[*case.marks, *slow]))
+        else:
+            params.append(pytest.param(*(case if isinstance(case, tuple) else (case,)), id=name, marks=slow))
+    return params
 
 
 def each_row_once_daily(rows: list | dict, columns: list | dict) -> list:

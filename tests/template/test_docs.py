@@ -16,7 +16,7 @@ import pytest
 import project
 from lightning_runs import TOOLS
 from project.cli import DigitsCLI, cli_main, run
-from support import ONE_EPOCH_TWO_BATCHES, QUIET, ROOT
+from support import ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, every_other_daily
 
 PACKAGE = project.__name__  # `project` here; a copy made by `make new-project` has its own name
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -139,11 +139,10 @@ def parser():
     return built.value.args[0]
 
 
-@pytest.mark.parametrize(
-    "args",
-    sorted({shlex.join(args) for module, args in module_runs() if module == PACKAGE and not is_tool(args)}),
-    ids=str,
-)
+DOCUMENTED = sorted({shlex.join(args) for module, args in module_runs() if module == PACKAGE and not is_tool(args)})
+
+
+@pytest.mark.parametrize("args", every_other_daily(DOCUMENTED, DOCUMENTED))
 def test_every_documented_command_parses(args, parser, in_tmp, monkeypatch):
     write_documented_files(in_tmp)
     monkeypatch.syspath_prepend(str(in_tmp))  # the documented my_models.py and my_data.py, as class paths

@@ -140,7 +140,7 @@ TRAIN_FILES = [
 ]
 
 
-@pytest.mark.parametrize("name,content,expected", TRAIN_FILES, ids=[case[0] for case in TRAIN_FILES])
+@pytest.mark.parametrize("name,content,expected", every_other_daily(TRAIN_FILES, [case[0] for case in TRAIN_FILES]))
 def test_training_on_a_bad_file_of_your_own_is_refused_before_any_run_folder_exists(name, content, expected, capsys):
     write(name, content)
     before = snapshot()

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from project.data import DigitsDataModule
-from support import assert_kept, refusal, run, snapshot, steps_per_epoch
+from support import assert_kept, every_other_daily, refusal, run, snapshot, steps_per_epoch
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
 CNN, MLP = ["--model.network=project.networks.DigitsCNN"], ["--model.network=project.networks.MLP"]
@@ -75,7 +75,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("subcommand,args,expected", CASES)
+@pytest.mark.parametrize("subcommand,args,expected", every_other_daily(CASES))
 def test_a_command_that_would_do_nothing_or_crash_later_is_refused_first(subcommand, args, expected, capsys):
     if args == ["TINY"]:  # a dataset of three samples
         images = DigitsDataModule().load()[0][:3]

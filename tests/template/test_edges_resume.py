@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from lightning_runs.checkpoints.callbacks import RunCheckpoint
-from support import assert_kept, load, refusal, run, scalars, snapshot, working_directory
+from support import assert_kept, every_other_daily, load, refusal, run, scalars, snapshot, working_directory
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 # No epoch improves val/loss by 100: early stopping ends the run after its second.
@@ -57,7 +57,7 @@ REFUSED = [  # `last` is the run of this command's recipe: other settings find n
 ]
 
 
-@pytest.mark.parametrize("made_run,args,expected", REFUSED)
+@pytest.mark.parametrize("made_run,args,expected", every_other_daily(REFUSED))
 def test_a_resume_that_would_change_the_step_count_or_extend_a_finished_run_is_refused(
     made, made_run, args, expected, capsys
 ):

@@ -115,6 +115,7 @@ def test_a_gru_on_sequences_runs_the_whole_chain_beside_a_constant_and_a_logisti
     assert [row["run"] for row in runs.main([])] == [str(folder)]
 
 
+@pytest.mark.slow  # ~6 s: the everyday suite runs the regression chain of test_any_module
 def test_a_classifier_written_for_another_template_runs_from_its_own_config_beside_logistic_regression(in_tmp):
     folder = crashed_and_resumed(OTHER_TEMPLATE, epochs=30, crash=20)  # 7 steps an epoch: in its third
     assert folder == Path("runs/winetable-tabularnet/version_0")
