@@ -100,6 +100,13 @@ def test_a_fit_stopped_after_its_first_epoch_resumes_to_the_same_weights(tmp_pat
             assert torch.equal(value, resumed["optimizer_states"][0]["state"][param][key]), (param, key)
 
 
+@pytest.mark.parametrize("sanity", ["--trainer.num_sanity_val_steps=2", "--trainer.num_sanity_val_steps=0"])
+def test_a_fit_that_reaches_max_steps_inside_its_first_epoch_ends_with_its_last_checkpoint(sanity):
+    fitted = run("fit", "--trainer.max_steps=2", sanity)  # 6 steps an epoch: no validation before it ends
+    assert fitted.trainer.state.finished and fitted.trainer.global_step == 2
+    assert Path(fitted.trainer.logger.log_dir, "checkpoints/last.ckpt").is_file()
+
+
 def test_default_root_dir_is_the_runs_root_and_last_is_found_there_unless_the_loggers_save_dir_is_given():
     steps = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2", "--trainer.default_root_dir=elsewhere"]
     with pytest.raises(RuntimeError, match="crash"):

@@ -84,6 +84,15 @@ class MonitoredMetrics(Callback):
         if not trainer.sanity_checking:
             self._check(trainer, pl_module)
 
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        # A fit that reaches max_steps inside an epoch stops before that epoch's validation: Lightning's early stopping
+        # would raise at the epoch's end for a metric not logged since the sanity check. Nothing is left to stop.
+        if trainer.max_steps in (None, -1) or trainer.global_step < trainer.max_steps:
+            return
+        for callback, _, metric in watching(trainer.callbacks):
+            if isinstance(callback, EarlyStopping) and metric not in trainer.callback_metrics:
+                unwatch(callback)
+
     def _check(self, trainer, pl_module) -> None:
         if self._checked:
             return
