@@ -1,3 +1,6 @@
-from project.cli import run
+import lightning_runs
 
-run()
+if not lightning_runs.reader_tool(__package__):  # `runs` answers at once, without importing torch or the model
+    from project.cli import run
+
+    run()

@@ -11,9 +11,24 @@ import sys
 from collections.abc import Callable
 
 from lightning_runs import errors
-from lightning_runs.console import set_program
+from lightning_runs.console import set_package, set_program
 
 TOOLS = ("export", "runs", "sweep", "seeds", "schema", "completion")
+# The tools that only read files: they answer without importing torch, Lightning or the owner's model (a second
+# or more, before anything is printed).
+READERS = ("runs",)
+
+
+def reader_tool(package: str, args: list[str] | None = None) -> bool:
+    """`python -m <package> runs ...` from the package's __main__.py, before it imports its cli.py: True once the
+    tool has answered; False for any other command, which the CLI then runs (`main` below)."""
+    argv = sys.argv[1:] if args is None else list(args)
+    if not argv or argv[0] not in READERS:
+        return False
+    set_package(package)
+    module = importlib.import_module(f"lightning_runs.tools.{argv[0]}")
+    errors.main(lambda: module.main(argv[1:]))
+    return True
 
 
 def main(cli_main: Callable, model_class: type, args: list[str] | None = None):

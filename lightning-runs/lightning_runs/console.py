@@ -81,8 +81,12 @@ def apply_quiet(config) -> None:
 
 
 def set_program(model_class: type) -> None:
+    set_package(model_class.__module__.partition(".")[0])
+
+
+def set_package(package: str) -> None:
     global _program, _package
-    _package = package = model_class.__module__.partition(".")[0]
+    _package = package
     # A LightningModule defined in a script run as `python train.py` lives in `__main__`.
     _program = f"python -m {package}" if package != "__main__" else f"python {sys.argv[0]}"
 

@@ -4,6 +4,8 @@ predictions, the export, a bad option in one line, the progress bar's rate and t
 
 import csv
 import json
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from tiny_tasks import CrashAt, TinyClassifier, cli_main
 
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
+CAPTURE = {"capture_output": True, "text": True, "timeout": 120}
 
 
 def run(subcommand: str, *args: str, callbacks=()):
@@ -98,6 +101,21 @@ def test_a_fit_stopped_after_its_first_epoch_resumes_to_the_same_weights(tmp_pat
     for param, state in whole["optimizer_states"][0]["state"].items():
         for key, value in state.items():
             assert torch.equal(value, resumed["optimizer_states"][0]["state"][param][key]), (param, key)
+
+
+def test_the_runs_table_answers_from_a_projects_main_without_importing_torch_or_the_project(fitted):
+    main_py = (  # a project's __main__.py: the reader tool first, its CLI only for any other command
+        "import sys, lightning_runs\n"
+        "answered = lightning_runs.reader_tool('my_exp', sys.argv[1:])\n"
+        "print(answered, sorted({'torch', 'lightning', 'my_exp'} & set(sys.modules)))\n"
+    )
+    table = subprocess.run([sys.executable, "-c", main_py, "runs"], cwd=fitted.folder.parents[2], **CAPTURE)
+    assert table.returncode == 0 and table.stdout.splitlines()[-1] == "True []", table.stderr[-2000:]
+    assert f"{fitted.folder.relative_to(fitted.folder.parents[2])}  completed" in table.stdout
+    other = subprocess.run([sys.executable, "-c", main_py, "fit"], **CAPTURE)
+    assert other.stdout.strip() == "False []", "any other command is the CLI's, which imports torch"
+    refused = subprocess.run([sys.executable, "-c", main_py, "runs", "--nme=x"], **CAPTURE)
+    assert refused.returncode == 2 and "python -m my_exp runs" in refused.stderr
 
 
 @pytest.mark.parametrize("sanity", ["--trainer.num_sanity_val_steps=2", "--trainer.num_sanity_val_steps=0"])

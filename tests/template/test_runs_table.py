@@ -5,6 +5,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,16 @@ def test_a_summary_with_a_field_of_the_wrong_type_is_skipped_naming_it_and_the_o
 def test_no_runs_says_so(capsys):
     assert list_runs() == []
     assert capsys.readouterr().out == "no runs in runs/\n"
+
+
+def test_python_m_project_runs_answers_without_importing_torch():
+    as_typed = (  # `python -m project runs`, then what the process imported
+        "import runpy, sys; sys.argv = ['project', 'runs']; runpy.run_module('project', run_name='__main__')\n"
+        "print(sorted({'torch', 'lightning', 'project.cli', 'lightning_runs.tools.runs'} & set(sys.modules)))"
+    )
+    listed = subprocess.run([sys.executable, "-c", as_typed], capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert listed.stdout.splitlines() == ["no runs in runs/", "['lightning_runs.tools.runs']"]
 
 
 def test_make_help_lists_make_runs():

@@ -20,7 +20,7 @@ from torch.nn.parameter import UninitializedParameter
 from torch.overrides import TorchFunctionMode
 
 from lightning_runs.cli.parser import check_keys
-from lightning_runs.contract.links import DERIVED
+from lightning_runs.contract.names import DERIVED
 from lightning_runs.errors import UsageError
 from lightning_runs.limits import MAX_CONFIG_BYTES, MAX_TENSOR_VALUES
 

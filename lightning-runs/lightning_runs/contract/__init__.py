@@ -1,29 +1,24 @@
 """What the machinery reads of the owner's code: the DataModule's and LightningModule's parts (parts), the links
-from data to model (links), and the kind of task a batch and an output are (tasks).
-The list: `python -m pydoc lightning_runs.contract.parts`."""
+from data to model (links), the kind of task a batch and an output are (tasks), and the names it goes by (names: how
+metrics are named, which model parameters the data fills), which need no torch.
+The list: `python -m pydoc lightning_runs.contract.parts`.
 
-from lightning_runs.contract.links import link_data_to_model, model_parameters, shape_from_batch
-from lightning_runs.contract.parts import (
-    SampleKind,
-    counterpart,
-    example_input,
-    monitored,
-    monitored_checkpoint,
-    sample_kind,
-)
-from lightning_runs.contract.tasks import inputs_and_targets, output_task, target_task
+Each name below is imported from its module when first used, so that reading `names` (the `runs` table does)
+imports no torch."""
 
-__all__ = [
-    "SampleKind",
-    "counterpart",
-    "example_input",
-    "inputs_and_targets",
-    "link_data_to_model",
-    "model_parameters",
-    "monitored",
-    "monitored_checkpoint",
-    "output_task",
-    "sample_kind",
-    "shape_from_batch",
-    "target_task",
-]
+import importlib
+
+_MODULES = {
+    "links": ("link_data_to_model", "model_parameters", "shape_from_batch"),
+    "names": ("counterpart",),
+    "parts": ("SampleKind", "example_input", "monitored", "monitored_checkpoint", "sample_kind"),
+    "tasks": ("inputs_and_targets", "output_task", "target_task"),
+}
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)

@@ -17,15 +17,12 @@ import lightning as L
 import torch
 from jsonargparse import Namespace
 
+from lightning_runs.contract.names import DATA_LINKS
 from lightning_runs.errors import UsageError
 
-# model parameter <- DataModule attribute (parts.py)
-DATA_LINKS = {"num_classes": "num_classes", "input_shape": "sample_shape"}
 # Stand-ins, at parse time only, for a linked parameter the model requires (no default) and nobody gave: the parser
 # would refuse it before the data exists; link_data_to_model replaces them from the data before the model is built.
 PLACEHOLDERS = {"num_classes": 1, "input_shape": [1]}
-# The model's settings that follow from its data: no recipe's own (recipes.py), no option to change (bounded.py).
-DERIVED = tuple(f"model.{parameter}" for parameter in DATA_LINKS)
 # subcommand -> (setup stage, the loader a batch is read from)
 LOADERS = {
     "fit": ("fit", "train_dataloader"),

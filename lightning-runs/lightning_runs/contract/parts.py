@@ -46,13 +46,6 @@ def monitored(trainer) -> str | None:
     return None if best is None else best.monitor
 
 
-def counterpart(metric: str | None, stage: str) -> str | None:
-    """`val/f1` -> `test/f1`: the same metric of another stage, by the `stage/name` naming of metrics."""
-    if not metric or "/" not in metric:
-        return None
-    return f"{stage}/{metric.split('/', 1)[1]}"
-
-
 def example_input(model) -> torch.Tensor | None:
     """The model's `example_input_array` as one tensor (the first, where it is a tuple), or None."""
     example = getattr(model, "example_input_array", None)

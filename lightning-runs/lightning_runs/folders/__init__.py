@@ -1,9 +1,6 @@
-"""Run folders: where they are and who holds one (layout), the files in one and which option names each (files),
-what a run is named (naming), and which earlier run is the same recipe, what `--ckpt_path best|last` resumes
-(recipes)."""
+"""Run folders: where they are and who holds one (layout: run_dir, run_folder), the files in one and which option
+names each (files), what a run is named (naming: run_name), and which earlier run is the same recipe, what
+`--ckpt_path best|last` resumes (recipes: choose, recipe, recipe_hash).
 
-from lightning_runs.folders.layout import run_dir, run_folder
-from lightning_runs.folders.naming import run_name
-from lightning_runs.folders.recipes import choose, recipe, recipe_hash
-
-__all__ = ["choose", "recipe", "recipe_hash", "run_dir", "run_folder", "run_name"]
+Nothing is imported here: `layout` and `recipes` need no torch, and the `runs` table, which reads them, starts
+without it."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from lightning_runs.contract.links import DERIVED
+from lightning_runs.contract.names import DERIVED
 from lightning_runs.errors import UsageError
 from lightning_runs.folders.layout import runs_with_checkpoint, saved_config
 

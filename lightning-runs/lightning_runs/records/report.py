@@ -11,6 +11,7 @@ from lightning.pytorch.loggers import MLFlowLogger, TensorBoardLogger
 
 from lightning_runs.console import duration, program, say
 from lightning_runs.contract import parts as contract
+from lightning_runs.contract.names import counterpart
 from lightning_runs.records.summary import RunSummary
 
 
@@ -37,7 +38,7 @@ def fit_report(trainer, tested: bool = False) -> list[str]:
         lines.append(f"  best {best['monitor']} {score} at epoch {_epoch(run, best['path'])}: {_in(run, best['path'])}")
     if last:
         lines.append(f"  last         epoch {_epoch(run, last)}: {_in(run, last)}")
-    test = contract.counterpart(contract.monitored(trainer), "test")
+    test = counterpart(contract.monitored(trainer), "test")
     if tested and test in trainer.callback_metrics:  # the monitored metric's own test score, if the model logs one
         lines.append(f"  {test:12} {float(trainer.callback_metrics[test]):.4f} of the best checkpoint")
     nexts = []

@@ -26,6 +26,7 @@ from lightning.pytorch.utilities.data import extract_batch_size
 
 from lightning_runs.console import owner_package
 from lightning_runs.contract import parts as contract
+from lightning_runs.contract.names import counterpart
 from lightning_runs.errors import Stopped, Terminated
 from lightning_runs.folders.layout import free_path, run_folder, write_json
 from lightning_runs.folders.naming import data_label
@@ -81,7 +82,7 @@ class RunSummary(Callback):
             for writer in picture_writers(trainer):  # TensorBoard's Text tab, an MLflow artifact
                 writer.config(config_path)
         monitor = contract.monitored(trainer)
-        scores = [best_tag(monitor), hparams_tag(contract.counterpart(monitor, "test"))]
+        scores = [best_tag(monitor), hparams_tag(counterpart(monitor, "test"))]
         log_parameters(trainer, pl_module, [tag for tag in scores if tag])  # with the trainer's settings
 
     def on_train_start(self, trainer, pl_module) -> None:
@@ -107,7 +108,7 @@ class RunSummary(Callback):
 
     def on_test_end(self, trainer, pl_module) -> None:
         self._evaluated(trainer, "completed")
-        test = contract.counterpart(contract.monitored(trainer), "test")
+        test = counterpart(contract.monitored(trainer), "test")
         if test in trainer.callback_metrics:
             _log_scores(trainer, {hparams_tag(test): trainer.callback_metrics[test]})
 

@@ -21,7 +21,7 @@ from lightning_runs.cli.parser import class_options
 from lightning_runs.cli.resume import SUBCOMMANDS
 from lightning_runs.console import owner_package
 from lightning_runs.private import option_nargs, subcommand_parser
-from lightning_runs.tools import function_cli
+from lightning_runs.tools.function_cli import function_cli
 
 TAKES_A_FILE = ("--config", "--ckpt_path")
 

@@ -20,7 +20,7 @@ from lightning_runs.contract.parts import example_input
 from lightning_runs.errors import UsageError
 from lightning_runs.export.formats import exported, shape_text, shapes
 from lightning_runs.export.saved_modules import HINT, data_inputs, dotted_name, saved_data_class, saved_model
-from lightning_runs.tools import function_cli
+from lightning_runs.tools.function_cli import function_cli
 
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".torchscript.pt", "pt2": ".pt2"}
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from jsonargparse import auto_cli
 
 from lightning_runs.console import duration, program
-from lightning_runs.contract.parts import counterpart
+from lightning_runs.contract.names import counterpart
 from lightning_runs.folders.recipes import flatten
 
 COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "differs")

@@ -8,7 +8,7 @@ from typing import Literal
 
 from lightning_runs.cli.schema import subcommand_schema
 from lightning_runs.folders.layout import write_json
-from lightning_runs.tools import function_cli
+from lightning_runs.tools.function_cli import function_cli
 
 
 def write_schema(

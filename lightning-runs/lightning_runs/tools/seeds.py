@@ -23,11 +23,12 @@ from pathlib import Path
 import yaml
 
 from lightning_runs import errors
-from lightning_runs.contract.parts import counterpart, monitored_checkpoint
+from lightning_runs.contract.names import counterpart
+from lightning_runs.contract.parts import monitored_checkpoint
 from lightning_runs.errors import Failed, UsageError
 from lightning_runs.folders.layout import write_json
-from lightning_runs.tools import function_cli
 from lightning_runs.tools.baselines import baselines, is_baseline
+from lightning_runs.tools.function_cli import function_cli
 
 
 def evaluate_seeds(

@@ -40,7 +40,7 @@ from lightning_runs.private import trial_id
 from lightning_runs.sweeps import storage as study_storage
 from lightning_runs.sweeps import trial as trials
 from lightning_runs.sweeps import turns, workers
-from lightning_runs.tools import function_cli
+from lightning_runs.tools.function_cli import function_cli
 
 
 @dataclass
