@@ -7,7 +7,7 @@ LIBRARY := -e ./lightning-runs
 LIBRARY_PYPROJECT := lightning-runs/pyproject.toml
 
 new-project: ## copy this template to DEST as package NAME, in a new git repository: DEST=../my-exp NAME=my_exp
-	$(PYTHON) scripts/new_project.py $(DEST) $(NAME)
+	$(PYTHON) scripts/new_project.py "$(DEST)" "$(NAME)"  # quoted: a DEST with a space is one folder
 
 bench: install ## the project's fit against a plain PyTorch loop and a plain Lightning script of the same job (~10 min)
 	$(PY) -m benchmarks.compare $(ARGS)

@@ -13,14 +13,21 @@ docs/updating.md), which renders the template's later commits with these same ru
 """
 
 import argparse
+import importlib.util
 import json
 import keyword
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the dependencies' names go unchecked, the rest still is
+    tomllib = None
 
 PACKAGE = "project"  # this package's name, as it appears in code, configs and docs
 TEMPLATE = Path(__file__).resolve().parents[1]
@@ -56,11 +63,50 @@ def code_name(package: str) -> re.Pattern[str]:
 CODE_NAME = code_name(PACKAGE)
 
 
+# Import names that differ from their distribution's, for the packages a copy depends on; and what every project
+# imports through them (torch needs numpy, jsonargparse yaml).
+IMPORT_NAMES = {"scikit-learn": "sklearn", "pyyaml": "yaml"}
+ALSO_IMPORTED = ("numpy", "yaml")
+# While a copy is written, its DEST holds this file alone: a second `make new-project` into it is refused.
+CLAIM = ".new-project-claim"
+
+
 def check_name(name: str) -> None:
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", name) or keyword.iskeyword(name):
         raise ValueError(f"{name!r} is not a package name: use lower-case letters, digits and _ (my_exp)")
     if name == PACKAGE:
         raise ValueError(f"{name!r} is this template's own name; choose another")
+    if name in shadowed():
+        raise ValueError(
+            f"{name!r} would shadow the package or folder of that name (the copy's `import {name}` would find its own"
+            " package instead); choose another, such as my_" + name
+        )
+
+
+def shadowed(template: Path = TEMPLATE) -> set[str]:
+    """Names a copy's package may not take: the standard library's, the packages the copy depends on (its
+    pyproject.toml, wherever they are installed), any installed here, and the copy's own top-level folders."""
+    project = tomllib.loads((template / "pyproject.toml").read_text())["project"] if tomllib else {"dependencies": []}
+    listed = [*project["dependencies"], *(d for ds in project.get("optional-dependencies", {}).values() for d in ds)]
+    names = {re.match(r"[A-Za-z0-9_.-]+", d)[0].lower() for d in listed}
+    dependencies = {IMPORT_NAMES.get(n, n.replace("-", "_").replace(".", "_")) for n in names}
+    folders = {path.rstrip("/").split("/")[0].lstrip(".") for path in COPIED if path.endswith("/")}
+    installed = {name for name in dependencies | folders if importlib.util.find_spec(name) is not None}
+    return set(sys.stdlib_module_names) | dependencies | set(ALSO_IMPORTED) | folders | installed
+
+
+def claim(dest: Path) -> None:
+    """DEST for this copy alone: a folder that is new or empty, taken by creating CLAIM in it exclusively."""
+    if dest.exists() and not dest.is_dir():
+        raise ValueError(f"{dest} is a file; give a folder that does not exist yet, or an empty one")
+    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(dest / CLAIM, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        raise ValueError(f"{dest} is being made by another `make new-project`; choose another DEST") from None
+    if any(path.name != CLAIM for path in dest.iterdir()):
+        (dest / CLAIM).unlink()
+        raise ValueError(f"{dest} exists and is not empty")
 
 
 def committed(repository: Path) -> list[Path]:
@@ -168,14 +214,16 @@ def create(dest: Path, name: str, source: Path = TEMPLATE) -> tuple[Path, list[s
     """The copy, and the files of this working tree it did not get because they are not committed."""
     check_name(name)
     dest, source = Path(dest), Path(source).resolve()
-    if dest.exists() and any(dest.iterdir()):
-        raise ValueError(f"{dest} exists and is not empty")
-    commit = head_commit(source)
-    with tempfile.TemporaryDirectory(prefix="new-project-") as tmp:
-        clone = Path(tmp) / "template"  # HEAD as committed: nothing of this working tree that is not
-        git("clone", "--quiet", "--no-hardlinks", str(source), str(clone), cwd=Path(tmp))
-        render(clone, dest, name, PACKAGE, str(source), commit)
-    write_record(dest, str(source), commit, PACKAGE, name)
+    claim(dest)
+    try:
+        commit = head_commit(source)
+        with tempfile.TemporaryDirectory(prefix="new-project-") as tmp:
+            clone = Path(tmp) / "template"  # HEAD as committed: nothing of this working tree that is not
+            git("clone", "--quiet", "--no-hardlinks", str(source), str(clone), cwd=Path(tmp))
+            render(clone, dest, name, PACKAGE, str(source), commit)
+        write_record(dest, str(source), commit, PACKAGE, name)
+    finally:
+        (dest / CLAIM).unlink()  # the copy's own files hold DEST from here on: a second copy finds it not empty
     _init_git(dest, name, commit)
     return dest, left_behind(source)
 

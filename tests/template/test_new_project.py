@@ -28,7 +28,9 @@ def test_the_package_is_renamed_where_it_is_code_and_nowhere_else():
     assert rename(prose, NAME) == prose
 
 
-@pytest.mark.parametrize("name", ["My-Exp", "1exp", "class", PACKAGE])
+# Not identifiers; the template's own; names the copy's imports or folders would find instead of the package.
+@pytest.mark.parametrize("name", ["My-Exp", "1exp", "class", PACKAGE, "torch", "numpy", "lightning_runs", "configs",
+                                  "tests", "json"])  # fmt: skip
 def test_a_name_that_is_not_a_new_package_name_is_refused(name):
     with pytest.raises(ValueError):
         check_name(name)
@@ -60,6 +62,46 @@ def made(template):
 
 def files(folder):
     return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts}
+
+
+def make_at_once(template, dest, names) -> list[subprocess.CompletedProcess]:
+    """`make new-project DEST=<dest> NAME=<each name>`, all started at the same moment."""
+    started = [
+        subprocess.Popen(
+            ["make", "--no-print-directory", "new-project", f"DEST={dest}", f"NAME={name}", f"PYTHON={sys.executable}"],
+            cwd=template,
+            env=GIT_ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in names
+    ]
+    said = [p.communicate(timeout=120) for p in started]
+    return [
+        subprocess.CompletedProcess(p.args, p.returncode, *out_err) for p, out_err in zip(started, said, strict=True)
+    ]
+
+
+def test_two_copies_into_one_dest_at_once_make_one_and_refuse_the_other(template, tmp_path):
+    dest = tmp_path / "one dest"  # with a space: one folder, not two arguments
+    first, second = make_at_once(template, dest, ["alpha", "beta"])
+    made, refused = (first, second) if first.returncode == 0 else (second, first)
+    assert made.returncode == 0 and refused.returncode != 0, (first.stderr, second.stderr)
+    assert re.search(r"error: .*one dest (is being made by another|exists and is not empty)", refused.stderr)
+    package = "alpha" if made is first else "beta"
+    assert {p.name for p in dest.iterdir()} >= {package, "configs"} and not (
+        dest / ("beta" if package == "alpha" else "alpha")
+    ).exists()
+    assert not (dest / ".new-project-claim").exists()
+
+
+def test_a_dest_that_is_a_file_is_one_line_and_left_as_it_was(template, tmp_path):
+    dest = tmp_path / "notes.txt"
+    dest.write_text("mine\n")
+    (result,) = make_at_once(template, dest, ["mine"])
+    assert result.returncode != 0 and f"error: {dest} is a file" in result.stderr and "Traceback" not in result.stderr
+    assert dest.read_text() == "mine\n"
 
 
 def test_the_copy_holds_the_designs_top_level_with_the_package_renamed_and_no_machinery(made):
