@@ -136,15 +136,24 @@ class SignalAt(Callback):
     (None: at any; the sanity check does not count). A SIGKILL first waits for the background checkpoint writer
     (~20 ms a file): what is on disk is then everything saved before this point, the hardest case to resume."""
 
-    def __init__(self, step: int | None, signum: int = 15, phase: str = "train") -> None:
-        self.step, self.signum, self.phase = step, signum, phase
+    def __init__(self, step: int | None = None, signum: int = 15, phase: str = "train", batch: int | None = None):
+        # batch: instead of a step, the training batch of the fit (counted over its epochs) as it begins; with
+        # gradient accumulation a step spans several batches.
+        self.step, self.signum, self.phase, self.batch = step, signum, phase, batch
 
     def _at(self, trainer, phase: str, batch_idx: int) -> None:
         first = phase == "train" or batch_idx == 0
+        if self.batch is not None:
+            if phase == "train" and trainer.current_epoch * trainer.num_training_batches + batch_idx == self.batch:
+                self._send()
+            return
         if phase == self.phase and first and not trainer.sanity_checking and self.step in (None, trainer.global_step):
-            if self.signum == signal.SIGKILL:
-                time.sleep(0.3)
-            os.kill(os.getpid(), self.signum)
+            self._send()
+
+    def _send(self) -> None:
+        if self.signum == signal.SIGKILL:
+            time.sleep(0.3)
+        os.kill(os.getpid(), self.signum)
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         self._at(trainer, "train", batch_idx)

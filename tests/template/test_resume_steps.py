@@ -93,3 +93,62 @@ def test_a_fit_killed_at_any_step_with_last_ckpt_every_step_resumes_exactly(stop
         assert process.returncode == -9, err[-2000:]
     run("fit", *ARGS, *EVERY_STEP, f"--ckpt_path={LAST}")
     assert_same_run(uninterrupted["every_step"])
+
+
+# With gradient accumulation a step spans several batches: 4 batches an epoch are two windows of 2, or one of 3 and
+# the epoch's last batch alone (Lightning steps at an epoch's end whatever the window). A stop inside a window waits
+# for its step; a kill -9 inside one resumes from the step before it.
+WINDOWS = {2: ["--trainer.limit_train_batches=4", "--trainer.accumulate_grad_batches=2"]}
+WINDOWS[3] = ["--trainer.limit_train_batches=4", "--trainer.accumulate_grad_batches=3"]
+# Open (docs/reliability.md): resumed after an epoch that stepped on a partial window (3 of 4 batches, then 1), or
+# from the step checkpoint a kill -9 leaves in an accumulating run, the weights still differ. Strict: a fix shows.
+OPEN = pytest.mark.xfail(strict=True, reason="not yet exact: a partial window, or a kill -9, with accumulation")
+BATCH_STOPS = [(2, batch) for batch in range(8)] + [(3, batch) for batch in range(3)]  # every batch of two epochs
+BATCH_STOPS += [pytest.param(3, batch, marks=OPEN) for batch in range(3, 8)]
+# kill -9 as a window's second batch begins: last.ckpt is the step before it, mid-epoch or the epoch's end.
+KILLED_IN_A_WINDOW = [pytest.param(2, 3, marks=OPEN), pytest.param(2, 5, marks=OPEN), pytest.param(3, 5, marks=OPEN)]
+
+
+@pytest.fixture(scope="module")
+def accumulated(tmp_path_factory) -> dict[tuple[int, bool], Path]:
+    """The runs/ folders of each accumulation run through without a stop, with last.ckpt every step or not."""
+    homes = {}
+    for accumulate, every_step in ((a, e) for a in WINDOWS for e in (False, True)):
+        homes[accumulate, every_step] = tmp_path_factory.mktemp(f"accumulate{accumulate}")
+        with working_directory(homes[accumulate, every_step]):
+            run("fit", "--trainer.max_epochs=3", *WINDOWS[accumulate], *(EVERY_STEP if every_step else []))
+    return homes
+
+
+def assert_same_accumulated_run(reference: Path) -> None:
+    assert_same_checkpoint(load(reference / LAST), load(LAST))
+    best, expected = load(RUN / "checkpoints/best.ckpt"), load(reference / RUN / "checkpoints/best.ckpt")
+    assert (best["epoch"], best["global_step"]) == (expected["epoch"], expected["global_step"]), "the best epoch"
+    assert {s for s, _ in scalars(RUN, "val/loss")} == {s for s, _ in scalars(reference / RUN, "val/loss")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("accumulate", "batch"), BATCH_STOPS, ids=str)
+def test_a_fit_stopped_by_sigterm_inside_an_accumulation_window_resumes_exactly(accumulate, batch, accumulated):
+    args = ["--trainer.max_epochs=3", *WINDOWS[accumulate]]
+    with pytest.raises(SystemExit) as stop:
+        run("fit", *args, "--trainer.callbacks+=support.SignalAt", f"--trainer.callbacks.batch={batch}")
+    assert stop.value.code == 143
+    run("fit", *args, f"--ckpt_path={LAST}")
+    assert_same_accumulated_run(accumulated[accumulate, False])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("accumulate", "batch"), KILLED_IN_A_WINDOW, ids=str)
+def test_a_fit_killed_inside_an_accumulation_window_resumes_exactly(accumulate, batch, accumulated):
+    args = ["--trainer.max_epochs=3", *WINDOWS[accumulate], *EVERY_STEP]
+    kill = [
+        "--trainer.callbacks+=support.SignalAt",
+        f"--trainer.callbacks.batch={batch}",
+        "--trainer.callbacks.signum=9",
+    ]
+    process = start("fit", "--config", DEFAULT, *QUIET, *args, *kill)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == -9, err[-2000:]
+    run("fit", *args, f"--ckpt_path={LAST}")
+    assert_same_accumulated_run(accumulated[accumulate, True])

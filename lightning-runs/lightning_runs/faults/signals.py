@@ -19,7 +19,8 @@ PYTHON_DEFAULTS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: si
 
 class CheckpointOnSignal(Callback):
     """On SIGTERM (what schedulers send before preempting) or a first Ctrl-C: finish the batch, save the last
-    checkpoint, stop with exit code 143 or 130. A second Ctrl-C stops at once.
+    checkpoint, stop with exit code 143 or 130 (inside a gradient-accumulation window: once the window has stepped).
+    A second Ctrl-C stops at once.
 
     Lightning's own SIGTERM handling raises at points where a checkpoint would not resume cleanly (mid-validation,
     or between validation and the epoch's end) and exits 0; its Ctrl-C saves nothing and exits 1. This stops only at
@@ -53,6 +54,11 @@ class CheckpointOnSignal(Callback):
         # (best.ckpt, last.ckpt) and ends the fit there; on_train_end then says so.
         if batch_idx + 1 >= trainer.num_training_batches:
             self._deferred, trainer.should_stop = requested, True
+            return
+        # Inside a gradient-accumulation window the gradients summed so far are in no checkpoint: saved here, the
+        # resumed run would step on the window's later batches alone. The stop waits for the batch that steps
+        # (at most accumulate_grad_batches - 1 more), where the checkpoint resumes bit for bit.
+        if (batch_idx + 1) % trainer.accumulate_grad_batches:
             return
         self._stop(trainer, requested, save=True)
 
