@@ -30,6 +30,22 @@ CASES = [
     ("fit", ["--seed_everything=5000000000"], "--seed_everything 5000000000: must be in 0..4294967295"),
     ("fit", ["--data.seed=5000000000000000"], "--data.seed: expected Seed"),
     pytest.param("fit", ["--trainer.accelerator=gpu"], "gpu", marks=NO_GPU),
+    pytest.param(
+        "fit", ["--trainer.accelerator=cuda"], "--trainer.accelerator cuda: this machine has none", marks=NO_GPU
+    ),
+    ("fit", ["--trainer.accelerator=tpu"], "--trainer.accelerator tpu: this machine has none; give cpu or auto"),
+    # Values Lightning takes, then divides by (a ZeroDivisionError at the first step) or cannot mean.
+    ("fit", ["--trainer.log_every_n_steps=0"], "--trainer.log_every_n_steps 0: must be at least 1"),
+    ("fit", ["--trainer.check_val_every_n_epoch=0"], "--trainer.check_val_every_n_epoch 0: must be at least 1"),
+    ("fit", ["--trainer.val_check_interval=0"], "--trainer.val_check_interval 0: must be above 0"),
+    ("fit", ["--trainer.gradient_clip_val=-1"], "--trainer.gradient_clip_val -1.0: must be 0 or more"),
+    ("fit", ["--trainer.num_sanity_val_steps=-5"], "--trainer.num_sanity_val_steps -5: must be a number of batches"),
+    (
+        "fit",
+        ["--trainer.min_epochs=9", "--trainer.max_epochs=2"],
+        "--trainer.min_epochs 9: above --trainer.max_epochs 2",
+    ),
+    ("fit", ["--trainer.min_steps=9", "--trainer.max_steps=2"], "--trainer.min_steps 9: above --trainer.max_steps 2"),
     # A misspelt metric to watch: refused once the sanity check has logged the val metrics, before any training.
     (
         "fit",

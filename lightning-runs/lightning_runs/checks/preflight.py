@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import torch
+from lightning.pytorch.accelerators import AcceleratorRegistry
 
 from lightning_runs.checkpoints.loading import load_plain
 from lightning_runs.checkpoints.monitored import watched
@@ -32,6 +33,7 @@ def check_options(config) -> None:
     if trainer.accumulate_grad_batches is not None and trainer.accumulate_grad_batches < 1:
         raise UsageError(f"--trainer.accumulate_grad_batches {trainer.accumulate_grad_batches}: must be at least 1")
     check_devices(trainer.devices)
+    check_trainer_values(trainer)
     if trainer.sync_batchnorm and (trainer.accelerator == "cpu" or not torch.cuda.is_available()):
         raise UsageError(  # on one process it syncs nothing; under DDP on CPUs, a traceback at the first batch
             "--trainer.sync_batchnorm true: SyncBatchNorm needs CUDA devices (DDP on CPUs fails at the first"
@@ -49,6 +51,35 @@ def check_options(config) -> None:
         raise UsageError(
             f"--seed_everything {seed}: must be in {SEED_RANGE[0]}..{SEED_RANGE[1]}, or true for a random one"
         )
+
+
+# Trainer settings Lightning takes, then divides by or runs backwards with (a ZeroDivisionError at the first step, a
+# negative clip): each with what it must be.
+TRAINER_VALUES = {
+    "log_every_n_steps": (lambda v: v >= 1, "must be at least 1 (logs every N-th step)"),
+    "check_val_every_n_epoch": (lambda v: v >= 1, "must be at least 1 (validates every N-th epoch), or null"),
+    "val_check_interval": (lambda v: v > 0, "must be above 0: a fraction of an epoch (0.5) or a number of batches"),
+    "gradient_clip_val": (lambda v: v >= 0, "must be 0 or more (0 or null: no clipping)"),
+    "num_sanity_val_steps": (lambda v: v >= -1, "must be a number of batches, 0 for none or -1 for all"),
+}
+
+
+def check_trainer_values(trainer) -> None:
+    for key, (fine, must) in TRAINER_VALUES.items():
+        value = trainer.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and not fine(value):
+            raise UsageError(f"--trainer.{key} {value}: {must}")
+    for least, most in (("min_epochs", "max_epochs"), ("min_steps", "max_steps")):
+        low, high = trainer.get(least), trainer.get(most)
+        if low is not None and high not in (None, -1) and low > high:
+            raise UsageError(
+                f"--trainer.{least} {low}: above --trainer.{most} {high}, which ends the run first; lower it or"
+                f" raise {most}"
+            )
+    accelerator = trainer.get("accelerator")
+    known = isinstance(accelerator, str) and accelerator in AcceleratorRegistry
+    if known and not AcceleratorRegistry[accelerator]["accelerator"].is_available():
+        raise UsageError(f"--trainer.accelerator {accelerator}: this machine has none; give cpu or auto")
 
 
 def device_count(devices) -> int | None:
