@@ -133,6 +133,8 @@ OUTSIDE = [
         "a list of 2 loggers would split",
     ),
     (["--trainer.logger.init_args.name=" + "a" * 300], "300 bytes, more than the 255 a folder name may have"),
+    (["--trainer.logger.init_args.name=a\nb"], "'a\\nb': must be one folder name (no '/' or control character"),
+    (["--trainer.logger.init_args.name=a\x1b[31m"], "must be one folder name (no '/' or control character"),
     (["--trainer.logger.init_args.save_dir="], "--trainer.logger.init_args.save_dir '': must name the runs root"),
     (["--trainer.logger.init_args.save_dir=notes.txt/runs"], "notes.txt is a file, not a folder"),
 ]

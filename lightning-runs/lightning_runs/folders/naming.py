@@ -132,7 +132,8 @@ def check_names(config) -> None:
         value = init_args.get(key)
         if value is not None and not (isinstance(value, int) or is_component(str(value))):
             raise UsageError(
-                f"--trainer.logger.init_args.{key} {value!r}: must be one folder name (no '/', not '..' or empty)"
+                f"--trainer.logger.init_args.{key} {value!r}: must be one folder name (no '/' or control character,"
+                " not '..' or empty)"
             )
         if value is not None and len(str(value).encode()) > MAX_NAME_BYTES:
             raise UsageError(
@@ -162,8 +163,10 @@ def check_runs_root(save_dir) -> None:
 
 
 def is_component(name: str) -> bool:
-    """One folder name: what `runs/<name>` holds and nothing else."""
-    return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\\0")
+    """One folder name: what `runs/<name>` holds and nothing else, printable in a terminal line (a newline in a name
+    split every message and table that names the run)."""
+    printable = not any(ord(c) < 32 or ord(c) == 127 for c in name)
+    return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\\0") and printable
 
 
 def _short(class_path: str) -> str:

@@ -106,7 +106,7 @@ def sweep(
             journal file, another worker of the machine sees at once that a worker's process is gone)
     """
     if not is_component(study):  # it names a file and a folder in save_dir: never a path that leads out of it
-        raise UsageError(f"--study {study!r}: must be one file name (no '/', not '..' or empty)")
+        raise UsageError(f"--study {study!r}: must be one file name (no '/' or control character, not '..' or empty)")
     if grace_period <= heartbeat_interval:
         raise UsageError(
             f"--grace_period {grace_period}: must be longer than --heartbeat_interval {heartbeat_interval}"
