@@ -1,5 +1,6 @@
 """The LightningModule: loss, metrics per stage, and the optimizer with its schedule, around a plain network."""
 
+import math
 from collections.abc import Callable
 
 import lightning as L
@@ -37,6 +38,10 @@ class DigitsClassifier(L.LightningModule):
         fused: bool = True,
     ) -> None:
         super().__init__()
+        if not math.isfinite(lr):  # jsonargparse's PositiveFloat takes inf: NaN weights at the first step
+            raise ValueError(f"--model.lr {lr}: must be a finite learning rate, such as 0.01")
+        if min_lr > lr:  # the cosine would climb from lr to min_lr: a schedule nobody means
+            raise ValueError(f"--model.min_lr {min_lr}: above --model.lr {lr}; the schedule decays from lr to min_lr")
         self.save_hyperparameters()
         # Plain ints in a list: loadable with weights_only (not jsonargparse's PositiveInt) and plain YAML in
         # hparams.yaml (a tuple is !!python/tuple).

@@ -34,6 +34,8 @@ CASES = [
         "fit", ["--trainer.accelerator=cuda"], "--trainer.accelerator cuda: this machine has none", marks=NO_GPU
     ),
     ("fit", ["--trainer.accelerator=tpu"], "--trainer.accelerator tpu: this machine has none; give cpu or auto"),
+    ("fit", ["--model.lr=inf"], "--model.lr inf: must be a finite learning rate"),
+    ("fit", ["--model.min_lr=0.1"], "--model.min_lr 0.1: above --model.lr 0.01; the schedule decays from lr"),
     # Values Lightning takes, then divides by (a ZeroDivisionError at the first step) or cannot mean.
     ("fit", ["--trainer.log_every_n_steps=0"], "--trainer.log_every_n_steps 0: must be at least 1"),
     ("fit", ["--trainer.check_val_every_n_epoch=0"], "--trainer.check_val_every_n_epoch 0: must be at least 1"),
