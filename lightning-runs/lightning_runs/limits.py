@@ -12,6 +12,11 @@ MAX_CONFIG_KEYS = 10_000
 # billions, which jsonargparse then copied into its error message (6 GB, no end).
 MAX_YAML_NODES = 100_000
 
+# Bytes of a run's own small files read back (summary.json, config.yaml: a few KB each), by `runs` and by
+# `--ckpt_path last|best` looking through earlier runs (folders/layout.py): a summary that was a link to /dev/zero was
+# read until memory ran out.
+MAX_RUN_FILE_BYTES = 10_000_000
+
 # Bytes of a run's folder name (naming.py): what Linux and macOS filesystems allow (NAME_MAX); a longer name failed
 # with a traceback after the run had started.
 MAX_NAME_BYTES = 255

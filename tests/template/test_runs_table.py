@@ -157,6 +157,19 @@ def test_a_summary_with_a_field_of_the_wrong_type_is_skipped_naming_it_and_the_o
     assert output.err == f"skipped runs/digits/version_1/summary.json: its {said}\n"
 
 
+@pytest.mark.parametrize("target", ["/dev/zero", "big"])
+def test_a_summary_that_is_a_device_or_too_large_is_skipped_unread(target, capsys):
+    folder = Path("runs/odd/version_0")
+    folder.mkdir(parents=True)
+    if target == "big":
+        Path("big").write_text(" " * 10_000_001)  # one byte past the limit of a run's small file
+    (folder / "summary.json").symlink_to(Path(target).absolute())
+    assert list_runs() == []
+    said = capsys.readouterr().err
+    assert f"skipped {folder}/summary.json: not readable as JSON" in said
+    assert "not a regular file" in said if target == "/dev/zero" else "larger than 10000000 bytes" in said
+
+
 def test_no_runs_says_so(capsys):
     assert list_runs() == []
     assert capsys.readouterr().out == "no runs in runs/\n"

@@ -5,6 +5,7 @@ import fcntl
 import json
 import os
 import re
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import yaml
 
 from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import Failed, UsageError
+from lightning_runs.limits import MAX_RUN_FILE_BYTES
 
 RUNS = "runs"  # the runs root every logger of the library defaults to, relative to the working directory
 _VERSION = re.compile(r"version_(\d+)")
@@ -110,11 +112,23 @@ def write_json(path: Path, data: dict) -> None:
     write_atomically(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
+def read_run_file(path: Path) -> str:
+    """A run's small file as text: a regular file of at most MAX_RUN_FILE_BYTES, else OSError saying which (a link to
+    /dev/zero or a FIFO is never opened; a file that grows is cut at the limit and refused)."""
+    if not stat.S_ISREG(path.stat().st_mode):
+        raise OSError(f"{path} is not a regular file")
+    with path.open("rb") as file:
+        content = file.read(MAX_RUN_FILE_BYTES + 1)
+    if len(content) > MAX_RUN_FILE_BYTES:
+        raise OSError(f"{path} is larger than {MAX_RUN_FILE_BYTES} bytes (lightning_runs/limits.py)")
+    return content.decode()
+
+
 def saved_config(path: Path) -> dict | None:
     """A run's config.yaml (the resolved config its fit saved), or None where it is missing or not a config."""
     try:
-        saved = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
+        saved = yaml.safe_load(read_run_file(path))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None
     return saved if isinstance(saved, dict) else None
 

@@ -17,6 +17,7 @@ from jsonargparse import auto_cli
 
 from lightning_runs.console import duration, program
 from lightning_runs.contract.names import counterpart
+from lightning_runs.folders.layout import read_run_file
 from lightning_runs.folders.recipes import flatten
 
 COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "differs")
@@ -75,7 +76,7 @@ def list_runs(name: str | None = None, root: Path = Path("runs")) -> list[dict[s
 def _read(path: Path) -> dict | None:
     """The summary, or None with a note on stderr: one broken file must not hide every other run."""
     try:
-        summary = json.loads(path.read_text())
+        summary = json.loads(read_run_file(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         print(f"skipped {path}: not readable as JSON ({error})", file=sys.stderr)
         return None
