@@ -158,6 +158,10 @@ class SignalAt(Callback):
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         self._at(trainer, "train", batch_idx)
 
+    def on_fit_end(self, trainer, pl_module) -> None:  # phase fit_end: after the training loop, as the fit ends
+        if self.phase == "fit_end":
+            self._send()
+
     def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
         self._at(trainer, "validation", batch_idx)
 

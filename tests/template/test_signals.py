@@ -54,6 +54,16 @@ def test_a_stop_in_the_final_epochs_validation_lets_it_end_saves_the_run_and_exi
 
 
 @SIGNALS
+def test_a_stop_after_the_last_step_exits_143_or_130_and_records_the_run_completed(signum, capsys):
+    said = stopped(capsys, lambda: run("fit", *SHORT, *signal_in("fit_end", signum)), signum)
+    if signum == signal.SIGTERM:
+        assert said.startswith("stopped by SIGTERM after training, at step 4; its checkpoints are saved")
+    summary = json.loads((RUN / "summary.json").read_text())
+    assert (summary["status"], summary["epochs"]) == ("completed", 2), "nothing of the run is missing"
+    assert load(LAST)["global_step"] == 4 and BEST.is_file()
+
+
+@SIGNALS
 def test_a_stop_during_the_test_after_a_fit_keeps_the_fit_and_says_how_to_test_it(signum, capsys):
     said = stopped(capsys, lambda: run("fit", *SHORT, "--test_best=true", *signal_in("test", signum)), signum)
     if signum == signal.SIGTERM:

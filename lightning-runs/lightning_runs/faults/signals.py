@@ -92,6 +92,14 @@ class CheckpointOnSignal(Callback):
         then = "the run had finished its last epoch" if finished else "resume with --ckpt_path last"
         raise Stopped(requested, f"{said}; {then}")
 
+    def on_fit_end(self, trainer, pl_module) -> None:
+        # Asked for after the last batch's checks (the fit's end, its final saves): no batch is left to stop at, and
+        # the flag alone would exit 0. The entry point says what was saved (terminated_line).
+        requested = getattr(self, "_requested", None)
+        if requested and not self._deferred:
+            self.teardown(trainer, pl_module, "fit")
+            raise Terminated() if requested == signal.SIGTERM else KeyboardInterrupt
+
     def on_exception(self, trainer, pl_module, exception) -> None:
         # Lightning skips the teardown hooks when the fit raised (this callback's own Stopped too): left installed,
         # the handler would swallow the next command's Ctrl-C in the same process (a notebook, a test).
@@ -160,6 +168,11 @@ def terminated_line(subcommand: str | None, trainer, testing_best: str | None) -
         )
     if trainer is None or subcommand is None:
         return "stopped by SIGTERM before the run started; nothing was written"
+    if subcommand == "fit" and trainer.global_step:  # after the training loop: its end, or the final saves
+        return (
+            f"stopped by SIGTERM after training, at step {trainer.global_step}; its checkpoints are saved (resume"
+            " with --ckpt_path last where epochs remain)"
+        )
     if subcommand == "fit":
         return "stopped by SIGTERM before training started; nothing new was saved: run the same command again"
     return f"stopped by SIGTERM during {subcommand}; nothing was written: run the same command again"

@@ -118,6 +118,8 @@ class RunSummary(Callback):
         status = "interrupted" if stop else "failed"
         message = str(exception) or {KeyboardInterrupt: "Ctrl+C", Terminated: "SIGTERM"}.get(type(exception), "")
         error = {"type": type(exception).__name__, "message": message}
+        if stop and trainer.state.fn == "fit" and trainer.fit_loop.done:  # the stop came after the last step
+            status, error = "completed", None
         try:
             if trainer.state.fn == "fit":
                 self._write(trainer, self._fit_record(trainer, status, error))
