@@ -16,6 +16,7 @@ set them.
 import contextlib
 import io
 import json
+import logging
 import math
 import os
 import shlex
@@ -176,6 +177,9 @@ def sweep(
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop_between_trials)  # Ctrl-C raises KeyboardInterrupt by itself
+    handlers = logging.getLogger("optuna").handlers  # Optuna's own, on its library logger
+    for handler in handlers:
+        handler.addFilter(_no_stop_traceback)
     try:
         journal_grace = grace_period if "://" not in url else None
         turn = turns.Turn(url, study, Path(save_dir))
@@ -185,6 +189,8 @@ def sweep(
         raise Stopped(signum, "Interrupted: run the same command again to continue the study.") from None
     finally:
         signal.signal(signal.SIGTERM, previous)
+        for handler in handlers:
+            handler.removeFilter(_no_stop_traceback)
     _summarize(optuna_study)
     ran = [t for t in optuna_study.trials if t.number in mine]
     if ran and all(trial.state == TrialState.FAIL for trial in ran):
@@ -193,6 +199,12 @@ def sweep(
             " retries them"
         )
     return optuna_study
+
+
+def _no_stop_traceback(record: logging.LogRecord) -> bool:
+    """Optuna logs a trial cut short by SIGTERM or Ctrl-C (a KeyboardInterrupt here) as failed, with a traceback:
+    the worker's own line says what happened, and the trial's line that it saved."""
+    return not (record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt))
 
 
 def _default_storage(save_dir: Path, study: str) -> str:
