@@ -81,7 +81,7 @@ class FitClock(Callback):
 
 def main(config_path: str) -> dict:
     config = yaml.safe_load(Path(config_path).read_text())
-    model, data, trainer_config = config["model"], config["data"]["init_args"], config["trainer"]
+    model, data, trainer_config = config["model"]["init_args"], config["data"]["init_args"], config["trainer"]
     L.seed_everything(config["seed_everything"])
     images, labels, split = digits_split(data)  # the same data and split as the plain loop's
     train, val = split["train"], split["val"]

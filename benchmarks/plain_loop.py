@@ -36,7 +36,7 @@ def digits_split(data: dict) -> tuple[torch.Tensor, torch.Tensor, dict[str, torc
 
 def main(config_path: str) -> dict:
     config = yaml.safe_load(Path(config_path).read_text())
-    model, data = config["model"], config["data"]["init_args"]
+    model, data = config["model"]["init_args"], config["data"]["init_args"]  # both by class path, as printed
     torch.manual_seed(config["seed_everything"])
 
     images, labels, split = digits_split(data)

@@ -1,0 +1,18 @@
+"""The benchmarks read the project's resolved config as the CLI prints it: `make bench` broke unnoticed once the
+model was printed by class path. Each baseline runs one epoch of the default recipe here."""
+
+import json
+import sys
+
+import pytest
+
+from benchmarks.common import DEFAULT, resolve, timed
+
+
+@pytest.mark.slow  # ~25 s: the resolved config, then two one-epoch fits in processes of their own
+@pytest.mark.parametrize("baseline", ["benchmarks.plain_loop", "benchmarks.plain_lightning"])
+def test_each_baseline_trains_the_resolved_default_recipe(baseline, tmp_path):
+    resolved = resolve([DEFAULT], tmp_path / "resolved.yaml", "--trainer.max_epochs=1")
+    out = timed([sys.executable, "-m", baseline, str(resolved)], tmp_path)[2]
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["fit_seconds"] > 0 and 0 < result["val_acc"] <= 1
