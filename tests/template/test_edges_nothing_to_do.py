@@ -40,6 +40,11 @@ CASES = [
     ("fit", ["--trainer.log_every_n_steps=0"], "--trainer.log_every_n_steps 0: must be at least 1"),
     ("fit", ["--trainer.check_val_every_n_epoch=0"], "--trainer.check_val_every_n_epoch 0: must be at least 1"),
     ("fit", ["--trainer.val_check_interval=0"], "--trainer.val_check_interval 0: must be above 0"),
+    (
+        "fit",
+        ["--trainer.val_check_interval=1000"],
+        "--trainer.val_check_interval 1000: more than the 2 training batches an epoch",  # limit_train_batches 2
+    ),
     ("fit", ["--trainer.gradient_clip_val=-1"], "--trainer.gradient_clip_val -1.0: must be 0 or more"),
     ("fit", ["--trainer.num_sanity_val_steps=-5"], "--trainer.num_sanity_val_steps -5: must be a number of batches"),
     (

@@ -127,6 +127,16 @@ def check_data(subcommand: str, trainer, datamodule, model) -> None:
                 f"--trainer.limit_train_batches {limit}: 0 of the {len(loader)} training batches an epoch, so nothing"
                 " would train; raise it"
             )
+        batches = None  # the batches an epoch trains, as Lightning counts them against val_check_interval
+        if hasattr(loader, "__len__"):
+            batches = min(limit, len(loader)) if isinstance(limit, int) else int(len(loader) * limit)
+        interval = trainer.val_check_interval
+        if batches is not None and isinstance(interval, int) and trainer.check_val_every_n_epoch and interval > batches:
+            # Lightning's own ValueError, raised once the fit has started (a traceback, a run folder left).
+            raise UsageError(
+                f"--trainer.val_check_interval {interval}: more than the {batches} training batches an epoch; give"
+                " at most that, a fraction of an epoch (0.5), or --trainer.check_val_every_n_epoch null"
+            )
         check_validation_runs(trainer, datamodule)
     if subcommand == "predict" and (example := example_input(model)) is not None:
         batch = next(iter(datamodule.predict_dataloader()), None)
