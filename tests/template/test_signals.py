@@ -63,6 +63,13 @@ def test_a_stop_after_the_last_step_exits_143_or_130_and_records_the_run_complet
     assert load(LAST)["global_step"] == 4 and BEST.is_file()
 
 
+def test_a_stop_in_an_earlier_epochs_validation_records_the_run_interrupted(capsys):
+    # The stop waits for the epoch's end (Lightning's should_stop): the run is not complete for it.
+    said = stopped(capsys, lambda: run("fit", *SHORT, *signal_in("validation", signal.SIGTERM, step=2)), 15)
+    assert said.endswith("resume with --ckpt_path last")
+    assert json.loads((RUN / "summary.json").read_text())["status"] == "interrupted"
+
+
 @SIGNALS
 def test_a_stop_during_the_test_after_a_fit_keeps_the_fit_and_says_how_to_test_it(signum, capsys):
     said = stopped(capsys, lambda: run("fit", *SHORT, "--test_best=true", *signal_in("test", signum)), signum)

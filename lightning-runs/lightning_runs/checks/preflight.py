@@ -122,14 +122,14 @@ def check_data(subcommand: str, trainer, datamodule, model) -> None:
         if hasattr(loader, "__len__") and len(loader) == 0:
             raise UsageError(f"{_named(datamodule)}: its train dataloader has no batch, so nothing would train")
         limit = trainer.limit_train_batches  # an int is a count of batches, a float a fraction (Lightning's reading)
-        if hasattr(loader, "__len__") and (limit if isinstance(limit, int) else int(len(loader) * limit)) == 0:
+        batches = None  # the batches an epoch trains, as Lightning counts them; None for a loader of no length
+        if hasattr(loader, "__len__"):
+            batches = min(limit, len(loader)) if isinstance(limit, int) else int(len(loader) * limit)
+        if batches == 0:
             raise UsageError(
                 f"--trainer.limit_train_batches {limit}: 0 of the {len(loader)} training batches an epoch, so nothing"
                 " would train; raise it"
             )
-        batches = None  # the batches an epoch trains, as Lightning counts them against val_check_interval
-        if hasattr(loader, "__len__"):
-            batches = min(limit, len(loader)) if isinstance(limit, int) else int(len(loader) * limit)
         interval = trainer.val_check_interval
         if batches is not None and isinstance(interval, int) and trainer.check_val_every_n_epoch and interval > batches:
             # Lightning's own ValueError, raised once the fit has started (a traceback, a run folder left).

@@ -66,9 +66,8 @@ def name_run(config, default_model: str, default_network: str | None, given: set
         # Lightning's deletes the metrics.csv of a folder it reopens: a test or a resume into the run would cut the
         # fit's rows. The library's appends, and takes the same arguments.
         logger.class_path = f"{CSVRunLogger.__module__}.{CSVRunLogger.__qualname__}"
-    root = config.trainer.get("default_root_dir")
     if "trainer.default_root_dir" in given and keeps_run_folder(logger) and logger.init_args.save_dir == RUNS:
-        logger.init_args.save_dir = str(root)
+        logger.init_args.save_dir = str(config.trainer.default_root_dir)
     if keeps_run_folder(logger) and logger.init_args.name is None:
         logger.init_args.name = run_name(config, default_model, default_network, Path(logger.init_args.save_dir))
     check_names(config)

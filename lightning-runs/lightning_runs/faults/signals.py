@@ -85,19 +85,16 @@ class CheckpointOnSignal(Callback):
             trainer.save_checkpoint(path)
         name = "SIGTERM" if requested == signal.SIGTERM else "Ctrl-C"
         said = f"stopped by {name} at step {trainer.global_step}; saved {path}"
-        finished = (trainer.max_epochs is not None and trainer.current_epoch >= trainer.max_epochs) or (
-            trainer.max_steps not in (None, -1) and trainer.global_step >= trainer.max_steps
-        )
         # Exited as any stop (a scheduler reads 143) even when the last epoch had run out: there is nothing to resume.
-        then = "the run had finished its last epoch" if finished else "resume with --ckpt_path last"
+        then = "the run had finished its last epoch" if ran_to_its_end(trainer) else "resume with --ckpt_path last"
         raise Stopped(requested, f"{said}; {then}")
 
     def on_fit_end(self, trainer, pl_module) -> None:
         # Asked for after the last batch's checks (the fit's end, its final saves): no batch is left to stop at, and
-        # the flag alone would exit 0. The entry point says what was saved (terminated_line).
+        # the flag alone would exit 0. The entry point says what was saved (terminated_line); on_exception restores
+        # the handlers.
         requested = getattr(self, "_requested", None)
         if requested and not self._deferred:
-            self.teardown(trainer, pl_module, "fit")
             raise Terminated() if requested == signal.SIGTERM else KeyboardInterrupt
 
     def on_exception(self, trainer, pl_module, exception) -> None:
@@ -111,6 +108,13 @@ class CheckpointOnSignal(Callback):
             # installed, this one would swallow a Ctrl-C in the test after the fit (only a flag, nobody reads it).
             signal.signal(signum, PYTHON_DEFAULTS[signum] if handler is None else handler)
         self._previous = {}
+
+
+def ran_to_its_end(trainer) -> bool:
+    """Whether the fit trained all it was asked to: its epochs, or its steps (a stop asked for on the way sets
+    `should_stop` too, so Lightning's own "done" cannot tell)."""
+    epochs = trainer.max_epochs not in (None, -1) and trainer.current_epoch >= trainer.max_epochs
+    return epochs or (trainer.max_steps not in (None, -1) and trainer.global_step >= trainer.max_steps)
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from lightning_runs.console import owner_package
 from lightning_runs.contract import parts as contract
 from lightning_runs.contract.names import counterpart
 from lightning_runs.errors import Stopped, Terminated
+from lightning_runs.faults.signals import ran_to_its_end
 from lightning_runs.folders.layout import free_path, run_folder, write_json
 from lightning_runs.folders.naming import data_label
 from lightning_runs.folders.recipes import recipe_hash
@@ -118,7 +119,7 @@ class RunSummary(Callback):
         status = "interrupted" if stop else "failed"
         message = str(exception) or {KeyboardInterrupt: "Ctrl+C", Terminated: "SIGTERM"}.get(type(exception), "")
         error = {"type": type(exception).__name__, "message": message}
-        if stop and trainer.state.fn == "fit" and trainer.fit_loop.done:  # the stop came after the last step
+        if stop and trainer.state.fn == "fit" and ran_to_its_end(trainer):  # the stop came after the last step
             status, error = "completed", None
         try:
             if trainer.state.fn == "fit":

@@ -74,9 +74,8 @@ def work(
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                optuna.storages.fail_stale_trials(
-                    study
-                )  # a dead worker's trial: FAIL, and queued again with its values
+                # A dead worker's trial: FAIL, and queued again with its values.
+                optuna.storages.fail_stale_trials(study)
             if journal_grace is not None:  # a journal's stand-in for the heartbeat
                 workers.fail_trials_of_dead_workers(study, journal_grace, _retry())
             done, running = counts(study)
@@ -85,9 +84,8 @@ def work(
             if done + running >= n_trials:
                 turn.give()
                 if not said_waiting:
-                    print(
-                        f"Waiting: the {running} running trial(s) of other workers would finish the study", flush=True
-                    )
+                    waiting = f"Waiting: the {running} running trial(s) of other workers would finish the study"
+                    print(waiting, flush=True)
                     said_waiting = True
                 time.sleep(wait)
                 continue

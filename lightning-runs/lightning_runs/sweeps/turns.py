@@ -27,44 +27,42 @@ class Turn:
     it back as soon as its trial is running, and the worker again once the trial ends, whatever happened)."""
 
     def __init__(self, url: str, study: str, folder: Path) -> None:
-        self._url, self._study, self._folder = url, study, folder
+        self._folder = folder
+        backend = sqlalchemy.engine.make_url(url).get_backend_name() if "://" in url else "file"
+        self._lock = SERVER_LOCKS.get(backend)  # (take, give) statements; None: the folder's lock
+        self._key = {"key": _key(backend, study)}
+        # Connections of its own, outside Optuna's pool (NullPool: none kept open): the lock is its connection's,
+        # and closing that gives it back, on the server too when this process dies.
+        self._engine = sqlalchemy.create_engine(url, poolclass=NullPool) if self._lock else None
         self._held = None  # the open folder, or the server connection, while the turn is ours
 
     def take(self) -> None:
         if self._held is not None:
             return
-        backend = sqlalchemy.engine.make_url(self._url).get_backend_name() if "://" in self._url else "file"
-        if backend in SERVER_LOCKS:
-            # A connection of its own, outside Optuna's pool: the lock is the connection's, and closing it gives it
-            # back (on the server too, when this process dies).
-            engine = sqlalchemy.create_engine(self._url, poolclass=NullPool)
-            connection = engine.connect()
-            connection.execute(sqlalchemy.text(SERVER_LOCKS[backend][0]), {"key": _key(backend, self._study)})
-            connection.commit()
-            self._held = (backend, engine, connection)
-        else:
+        if self._engine is None:
             folder = os.open(self._folder, os.O_RDONLY | os.O_DIRECTORY)
             fcntl.flock(folder, fcntl.LOCK_EX)
             self._held = folder
+            return
+        connection = self._engine.connect()
+        connection.execute(sqlalchemy.text(self._lock[0]), self._key)
+        connection.commit()
+        self._held = connection
 
     def give(self) -> None:
         held, self._held = self._held, None
-        if held is None:
-            return
         if isinstance(held, int):
             os.close(held)  # and with it the lock
-            return
-        backend, engine, connection = held
-        try:
-            connection.execute(sqlalchemy.text(SERVER_LOCKS[backend][1]), {"key": _key(backend, self._study)})
-            connection.commit()
-        finally:
-            connection.close()
-            engine.dispose()
+        elif held is not None:
+            try:
+                held.execute(sqlalchemy.text(self._lock[1]), self._key)
+                held.commit()
+            finally:
+                held.close()
 
 
 def _key(backend: str, study: str):
-    """PostgreSQL's lock key is a signed 64-bit integer; MySQL's a name of at most 64 characters."""
+    """PostgreSQL's lock key is a signed 64-bit integer; MySQL's a name of at most 64 characters (unused for a file)."""
     digest = hashlib.sha256(f"lightning-runs:{study}".encode()).digest()
     if backend == "postgresql":
         return int.from_bytes(digest[:8], "big", signed=True)

@@ -17,7 +17,7 @@ from jsonargparse import auto_cli
 
 from lightning_runs.console import duration, program
 from lightning_runs.contract.names import counterpart
-from lightning_runs.folders.layout import read_run_file
+from lightning_runs.folders.layout import RUNS, read_run_file
 from lightning_runs.folders.recipes import flatten
 
 COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "differs")
@@ -43,7 +43,7 @@ FIELDS = {
 }
 
 
-def list_runs(name: str | None = None, root: Path = Path("runs")) -> list[dict[str, str]]:
+def list_runs(name: str | None = None, root: Path = Path(RUNS)) -> list[dict[str, str]]:
     """Print the table of the runs under `root` and return its rows.
 
     Args:

@@ -26,7 +26,7 @@ from lightning_runs import errors
 from lightning_runs.contract.names import counterpart
 from lightning_runs.contract.parts import monitored_checkpoint
 from lightning_runs.errors import Failed, UsageError
-from lightning_runs.folders.layout import write_json
+from lightning_runs.folders.layout import RUNS, write_json
 from lightning_runs.tools.baselines import baselines, is_baseline
 from lightning_runs.tools.function_cli import function_cli
 
@@ -44,7 +44,7 @@ def evaluate_seeds(
 
     data_seed: the DataModule's parameter that seeds its split, set to each seed (null: the split stays the config's)
     """
-    output = output or Path("runs") / f"{name}.json"
+    output = output or Path(RUNS) / f"{name}.json"
     _check(configs, seeds, output)
     stacked = [option for path in configs for option in ("--config", str(path))]
     quiet = ["--quiet"]  # ten runs: keep the output to their test tables and the final table
