@@ -14,7 +14,7 @@ each is in tests/test_private_apis.py too:
 - `lightning.fabric.utilities.logger._convert_params` and `_flatten_dict`, to name the parameters MLFlowLogger logs
   and the HPARAMS entry holds (parameters.py) as Lightning names them, and `_MLFLOW_AVAILABLE` / `_WANDB_AVAILABLE`;
 - ModelCheckpoint's `state_dict` layout (`dirpath`, `best_model_path`, `best_k_models`, ...), which RunCheckpoint
-  respells before Lightning compares it.
+  respells before Lightning compares it, and its `current_score`, saved but not loaded by Lightning.
 - argparse's HelpFormatter methods `_get_help_string` (the text after an option: jsonargparse's `(type: ..., default:
   ..., known subclasses: ...)`), `add_usage` and `_fill_text`, which RunsHelpFormatter overrides (help.py): argparse
   documents only the formatter classes' names, and jsonargparse no setting for the subclasses it lists.

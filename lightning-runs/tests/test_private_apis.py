@@ -219,6 +219,15 @@ def test_a_model_checkpoints_state_holds_the_paths_run_checkpoint_respells(tmp_p
     assert state["dirpath"] == str(tmp_path.resolve())
 
 
+def test_the_last_kept_score_is_saved_by_lightning_and_loaded_back_only_by_run_checkpoint(tmp_path):
+    saved = {**ModelCheckpoint(dirpath=tmp_path).state_dict(), "current_score": torch.tensor(0.5)}
+    plain, ours = ModelCheckpoint(dirpath=tmp_path), RunCheckpoint(dirpath=tmp_path)
+    plain.load_state_dict(saved)
+    ours.load_state_dict(saved)
+    assert plain.current_score is None, "Lightning loads it now: RunCheckpoint's restore can go"
+    assert ours.current_score == 0.5, "a resumed run ends with the uninterrupted one's callback state"
+
+
 def test_the_csv_writer_checks_its_folder_through_the_hook_loggers_py_overrides(tmp_path):
     (tmp_path / "metrics.csv").write_text("step,train/loss\n0,1.0\n")
     checked = []

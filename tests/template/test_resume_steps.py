@@ -100,13 +100,10 @@ def test_a_fit_killed_at_any_step_with_last_ckpt_every_step_resumes_exactly(stop
 # for its step; a kill -9 inside one resumes from the step before it.
 WINDOWS = {2: ["--trainer.limit_train_batches=4", "--trainer.accumulate_grad_batches=2"]}
 WINDOWS[3] = ["--trainer.limit_train_batches=4", "--trainer.accumulate_grad_batches=3"]
-# Open (docs/reliability.md): resumed after an epoch that stepped on a partial window (3 of 4 batches, then 1), the
-# weights still differ. Strict: a fix shows.
-OPEN = pytest.mark.xfail(strict=True, reason="not yet exact: a resume after an epoch whose last window was partial")
-BATCH_STOPS = [(2, batch) for batch in range(8)] + [(3, batch) for batch in range(3)]  # every batch of two epochs
-BATCH_STOPS += [pytest.param(3, batch, marks=OPEN) for batch in range(3, 8)]
-# kill -9 as a window's second batch begins: last.ckpt is the step before it, mid-epoch or the epoch's end.
-KILLED_IN_A_WINDOW = [(2, 3), (2, 5), pytest.param(3, 5, marks=OPEN)]
+BATCH_STOPS = [(accumulate, batch) for accumulate in WINDOWS for batch in range(8)]  # every batch of two epochs
+# kill -9 as each batch after the first step begins (before it there is nothing to resume from): last.ckpt is the
+# step before it, mid-epoch or the epoch's end.
+KILLED_IN_A_WINDOW = [(accumulate, batch) for accumulate in WINDOWS for batch in range(accumulate, 8)]
 
 
 @pytest.fixture(scope="module")

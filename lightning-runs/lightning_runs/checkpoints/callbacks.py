@@ -33,6 +33,10 @@ class RunCheckpoint(ModelCheckpoint):
             state_dict = {**state_dict, "dirpath": current, **{k: respell(state_dict.get(k, "")) for k in self.PATHS}}
             state_dict["best_k_models"] = {respell(p): v for p, v in state_dict.get("best_k_models", {}).items()}
         super().load_state_dict(state_dict)
+        # Lightning saves the last score it kept (`current_score`) but does not load it back: a run resumed after
+        # its best epoch, improving on nothing since, ended with None where the uninterrupted run had that score.
+        if state_dict.get("dirpath") == self.dirpath:
+            self.current_score = state_dict.get("current_score", self.current_score)
 
     # A step checkpoint of an epoch's last training batch would be taken before that epoch's validation, and a run
     # resumed from it went on without that validation: no best.ckpt for the epoch, early stopping without its metric
