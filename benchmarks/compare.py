@@ -3,18 +3,20 @@
     python -m benchmarks.compare [--rounds 6] [--config configs/digits.yaml] [--startup 6]
 
 On the same resolved config, each round runs: the plain loop (benchmarks/plain_loop.py), the plain Lightning
-script (benchmarks/plain_lightning.py), `python -m project fit`, and the seed chapter's first recipe as a plain loop
-(30 epochs, channels (32, 64), no augmentation or label smoothing, torch's default AdamW: the yardstick of the
-recipe's wall time). A warm-up round first, then `--rounds` rounds in alternating order (1 2 3 4, 4 3 2 1, ...: on
-a machine that slows down under sustained load, a fixed order would bill the drift to the later ones). It prints
-medians with min-max of the fit phase (training with its per-epoch validation and checkpoints, without imports
-and set-up), the whole process, samples/s and peak memory, and the per-round ratios the targets are stated in.
+script (benchmarks/plain_lightning.py), `python -m project fit`, the same compiled (`--compile.enabled true`), and
+the seed chapter's first recipe as a plain loop (30 epochs, channels (32, 64), no augmentation or label smoothing,
+torch's default AdamW: the yardstick of the recipe's wall time). A warm-up round first, then `--rounds` rounds in
+alternating order (1 2 3 4, 4 3 2 1, ...: on a machine that slows down under sustained load, a fixed order would
+bill the drift to the later ones). It prints medians with min-max of the fit phase (training with its per-epoch
+validation and checkpoints, without imports and set-up), the whole process, samples/s and peak memory, the
+compilation apart, and the per-round ratios the targets are stated in.
 Then the start-up: `python -m project --help` against `python -c "import lightning"`, alternated the same way.
 """
 
 import argparse
 import json
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -33,11 +35,22 @@ SEED_CHAPTER = [
 ]
 
 
-def project_fit(configs: list[Path], work: Path) -> dict:
-    wall, rss, _ = timed(project("fit", *[arg for config in configs for arg in ("--config", str(config))]), work)
+# The compiled fit records each epoch's wall time too, validation included (benchmarks/throughput.py): the
+# compilation in its first epoch is shown apart, as the first epoch's time less the median of the later epochs'.
+COMPILED = ["--compile.enabled=true", "--trainer.callbacks+=benchmarks.throughput.Throughput"]
+
+
+def project_fit(configs: list[Path], work: Path, *args: str) -> dict:
+    stacked = [arg for config in configs for arg in ("--config", str(config))]
+    wall, rss, _ = timed(project("fit", *stacked, *args), work)
     summary = newest_summary(work)
-    return {"fit_seconds": summary["wall_time_s"], "samples_per_sec": summary["samples_per_sec"], "wall": wall,
-            "rss": rss}  # fmt: skip
+    result = {"fit_seconds": summary["wall_time_s"], "samples_per_sec": summary["samples_per_sec"], "wall": wall,
+              "rss": rss}  # fmt: skip
+    throughput = max(work.glob("runs/**/throughput.json"), key=lambda p: p.stat().st_mtime, default=None)
+    if args and throughput is not None:
+        first, *later = json.loads(throughput.read_text())["epoch_wall_seconds"]
+        result["compile_seconds"] = first - statistics.median(later or [0.0])
+    return result
 
 
 def lightning_fit(resolved: Path, work: Path) -> dict:
@@ -59,6 +72,7 @@ def main() -> None:
         "plain PyTorch loop": lambda: plain_fit(resolved, work),
         "plain Lightning script": lambda: lightning_fit(resolved, work),
         "python -m project fit": lambda: project_fit(configs, work),
+        "project fit, compiled": lambda: project_fit(configs, work, *COMPILED),
         "seed chapter, plain loop": lambda: plain_fit(seed_chapter, work),
     }
     for run in runs.values():  # warm-up: file caches, compiled kernels
@@ -73,8 +87,10 @@ def main() -> None:
     print("|---" * (len(runs) + 1) + "|")
     rows = {"fit phase (s)": ("fit_seconds", 2), "whole process (s)": ("wall", 2),
             "samples/s": ("samples_per_sec", 0), "peak memory (MB)": ("rss", 0)}  # fmt: skip
+    rows["compilation in the first epoch (s)"] = ("compile_seconds", 1)
     for row, (key, digits) in rows.items():
-        print(f"| {row} | " + " | ".join(spread([r[key] for r in results[name]], digits) for name in runs) + " |")
+        cells = (spread([r[key] for r in results[name]], digits) if key in results[name][0] else "-" for name in runs)
+        print(f"| {row} | " + " | ".join(cells) + " |")
 
     project_runs = results["python -m project fit"]
 
@@ -89,6 +105,9 @@ def main() -> None:
     print(
         f"| project / seed chapter's plain loop, whole process (<= 2) | {ratio('seed chapter, plain loop', 'wall')} |"
     )
+    compiled = spread([c["fit_seconds"] / p["fit_seconds"] for c, p in zip(results["project fit, compiled"],
+                                                                          project_runs, strict=True)])  # fmt: skip
+    print(f"| compiled / eager project fit, fit phase (off by default where > 1) | {compiled} |")
 
     if options.startup:
         imports, help_ = [sys.executable, "-c", "import lightning"], project("--help")

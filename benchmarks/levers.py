@@ -4,9 +4,9 @@
 
 Rows: the default; AdamW's for-loop instead of the fused kernel (`--model.fused=false`); the progress bar redrawn
 after every batch (a TQDMProgressBar of Lightning's default rate, 1); checkpoints written in the training thread
-(`AtomicCheckpointIO`, without `BackgroundCheckpointIO`). Each is a fresh process in the same rounds, in alternating
-order; the fit phase is the run summary's `wall_time_s`. Medians (min-max), and the median per-round ratio to the
-default.
+(`AtomicCheckpointIO`, without `BackgroundCheckpointIO`); the networks compiled (torch.compile, off by default).
+Each is a fresh process in the same rounds, in alternating order; the fit phase is the run summary's
+`wall_time_s`. Medians (min-max), and the median per-round ratio to the default.
 """
 
 import argparse
@@ -21,6 +21,7 @@ LEVERS = {
     "AdamW's for-loop (--model.fused=false)": ({}, ["--model.fused=false"]),
     "a redraw every batch (--trainer.callbacks+=TQDMProgressBar)": ({}, ["--trainer.callbacks+=TQDMProgressBar"]),
     "checkpoints in the training thread": ({}, ["--trainer.plugins=lightning_runs.checkpoints.AtomicCheckpointIO"]),
+    "compiled (--compile.enabled=true), compilation included": ({}, ["--compile.enabled=true"]),
 }
 
 

@@ -17,6 +17,7 @@ class Throughput(Callback):
 
     def __init__(self) -> None:
         self.epochs: list[tuple[int, float]] = []  # (samples over all ranks, seconds) per epoch
+        self.walls: list[float] = []  # each epoch's wall seconds, its validation included (Lightning runs it inside)
         self._samples, self._seconds, self._start = 0, 0.0, None
         self._in_epoch = False
 
@@ -32,6 +33,7 @@ class Throughput(Callback):
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
         self._samples, self._seconds, self._start = 0, 0.0, self._now(trainer)
+        self._epoch_start = self._start
         self._in_epoch = True
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
@@ -47,6 +49,7 @@ class Throughput(Callback):
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         self._pause(trainer)
         self.epochs.append((self._samples, self._seconds))
+        self.walls.append(self._now(trainer) - self._epoch_start)
         self._in_epoch = False
 
     def on_fit_end(self, trainer, pl_module) -> None:
@@ -55,6 +58,7 @@ class Throughput(Callback):
         result = {
             "samples_per_sec": sum(s for s, _ in measured) / max(sum(t for _, t in measured), 1e-9),
             "epochs": len(self.epochs),
+            "epoch_wall_seconds": self.walls,  # the first pays warm-up and compilation
             "precision": trainer.precision,
             "strategy": type(trainer.strategy).__name__,
             "world_size": trainer.world_size,

@@ -34,12 +34,20 @@ ADVERTISEMENTS = ("💡 Tip:",)
 # Info lines the project says better: fit's closing block (report.py) gives the epochs it ran of how many.
 # Lightning's line comes before its progress bar is closed, glued to the end of the bar.
 SAID_BY_THE_PROJECT = ("`Trainer.fit` stopped: `max_epochs=", "`Trainer.fit` stopped: `max_steps=")
+# Log records of other libraries, by logger, that say nothing to act on. torch.compile's C++ build on a machine
+# without CUDA says which CUDA_HOME it did not use.
+OTHER_NOISE = {"torch.utils.cpp_extension": ("No CUDA runtime is found",)}
 # Lightning's loggers, whose level --quiet raises.
 LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric")
 # `python -m <package>`, <package> being the owner's: a copy renames its package, and this library is installed, not
 # renamed. main() and RunsCLI name it after the owner's LightningModule (set_program) before anything prints.
 _program = "python -m <package>"
 _package: str | None = None  # the owner's package (`__main__` for a script), whose repository a run records
+
+
+class _DropOtherNoise(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(OTHER_NOISE.get(record.name, ()))
 
 
 class _DropInfoNoise(logging.Filter):
@@ -51,17 +59,18 @@ class _DropInfoNoise(logging.Filter):
 def library_noise_silenced() -> Iterator[None]:
     """For the duration of one CLI command: the filters are removed afterwards, so they never pile up."""
     drop = _DropInfoNoise()
-    loggers = [logging.getLogger(name) for name in RANK_ZERO_LOGGERS]
+    filters = [(logging.getLogger(name), drop) for name in RANK_ZERO_LOGGERS]
+    filters += [(logging.getLogger(name), _DropOtherNoise()) for name in OTHER_NOISE]
     with warnings.catch_warnings():
         for message in NOISE:
             warnings.filterwarnings("ignore", message=message)
-        for logger in loggers:
-            logger.addFilter(drop)
+        for logger, dropped in filters:
+            logger.addFilter(dropped)
         try:
             yield
         finally:
-            for logger in loggers:
-                logger.removeFilter(drop)
+            for logger, dropped in filters:
+                logger.removeFilter(dropped)
 
 
 def add_quiet_option(parser) -> None:

@@ -100,6 +100,18 @@ class TinyClassifier(L.LightningModule):
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)  # a state to restore on resume
 
 
+class WeightsOnItself(TinyClassifier):
+    """Its weights a parameter of the LightningModule itself, in no submodule: nothing for --compile to compile."""
+
+    def __init__(self, num_classes: int = 3, input_shape: tuple[int, ...] = (4,), lr: float = 0.05) -> None:
+        super().__init__(num_classes, input_shape, lr)
+        del self.layer
+        self.weight = nn.Parameter(torch.zeros(num_classes, math.prod(input_shape)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.flatten(1) @ self.weight.T
+
+
 class TinyCLI(RunsCLI):
     def add_arguments_to_parser(self, parser) -> None:
         super().add_arguments_to_parser(parser)

@@ -15,6 +15,7 @@ from lightning_runs.checkpoints.loading import load_plain
 from lightning_runs.checkpoints.monitored import watched
 from lightning_runs.contract.parts import example_input
 from lightning_runs.errors import UsageError
+from lightning_runs.speed.compiling import Compile
 
 SEED_RANGE = (0, 2**32 - 1)  # what NumPy's seeding, and so Lightning's seed_everything, accepts
 DEVICES = re.compile(r"-1|\d+|(\d+,)+\d*")  # a count, -1, or indices: "0,1", "1," (Lightning's device parsing)
@@ -194,3 +195,11 @@ def _floating(value) -> bool:
 
 def _named(datamodule) -> str:
     return f"--data {type(datamodule).__module__}.{type(datamodule).__qualname__}"
+
+
+def check_callbacks(trainer, model) -> None:
+    """What a callback can tell before the run writes anything: --compile.enabled on a module with nothing to
+    compile."""
+    for callback in trainer.callbacks:
+        if isinstance(callback, Compile):
+            callback.networks_of(model)

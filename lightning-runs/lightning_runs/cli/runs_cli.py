@@ -42,6 +42,7 @@ from lightning_runs.records.provenance import SaveConfigInRun
 from lightning_runs.records.report import report_fit
 from lightning_runs.records.step_metrics import LossMonitor, SampleRateMonitor
 from lightning_runs.records.summary import RunSummary
+from lightning_runs.speed.compiling import Compile
 from lightning_runs.sweeps.trial import callbacks_from_environment
 
 TRAINER_DEFAULTS = {
@@ -173,6 +174,7 @@ class RunsCLI(LightningCLI):
         parser.add_lightning_class_args(TrainingLength, "training_length")  # a resume keeps the schedule's length
         parser.add_lightning_class_args(GradientCheck, "grad_norm")
         parser.add_lightning_class_args(CheckpointOnSignal, "checkpoint_on_signal")
+        parser.add_lightning_class_args(Compile, "compile")  # torch.compile as one switch, off (speed/compiling.py)
         # Observability: scalars Lightning lacks, pictures every N epochs, and <run>/summary.json.
         parser.add_lightning_class_args(LossMonitor, "loss")
         parser.add_lightning_class_args(SampleRateMonitor, "throughput")
@@ -225,6 +227,7 @@ class RunsCLI(LightningCLI):
             with bounded_tensors(self.config[self.subcommand]):  # channels of 1e9 refused before they are allocated
                 self._instantiate()
             preflight.check_data(self.subcommand, self.trainer, self.datamodule, self.model)
+            preflight.check_callbacks(self.trainer, self.model)
             ckpt_path = self.config[self.subcommand].get("ckpt_path")
             preflight.check_checkpoint_fits(self.model, ckpt_path, evaluating=self.subcommand != "fit")
         # An argument check in an __init__ (split fractions summing past 1, a bad data file), the Trainer's own
