@@ -182,6 +182,25 @@ def test_an_interrupted_sweep_continues_when_the_same_command_runs_again():
     assert len(list(Path("runs/sweeps/resumable").iterdir())) == 3
 
 
+@pytest.mark.slow
+def test_a_trial_stopped_after_its_last_epoch_counts_as_complete_and_the_worker_stops_with_its_line(capfd):
+    # SIGTERM as the last epoch's validation begins (2 epochs of 5 steps): the fit ends with that epoch, exit 143.
+    stop = [
+        "--trainer.callbacks+=support.SignalAt",
+        "--trainer.callbacks.step=10",
+        "--trainer.callbacks.phase=validation",
+    ]
+    args = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=5", *QUIET, *stop]
+    with pytest.raises(SystemExit) as exit_:
+        sweep("--study=late", "--n_trials=2", *NO_PRUNING, "--args", json.dumps(args))
+    err = capfd.readouterr().err  # the trial's lines too: a process of its own
+    assert exit_.value.code == 143 and "the run had finished its last epoch" in err, err[-3000:]
+    assert err.strip().splitlines()[-1] == "Interrupted: run the same command again to continue the study."
+    (trial,) = open_study("late").trials  # the worker stopped after it: no second trial
+    assert trial.state == TrialState.COMPLETE and "interrupted" not in trial.user_attrs
+    assert trial.value == max(trial.intermediate_values.values())
+
+
 def test_a_sweep_scores_trials_as_their_best_checkpoint_is_chosen_unless_told():
     assert lightning_runs.tools.sweep._monitored(cli_main, (DEFAULT,), ()) == ("val/acc", "max"), "the shipped recipe's"
     assert lightning_runs.tools.sweep._monitored(

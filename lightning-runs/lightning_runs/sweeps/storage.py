@@ -53,6 +53,7 @@ def work(
     wait: float,
     journal_grace: float | None,
     turn: turns.Turn,
+    after_trial: Callable | None = None,
 ) -> None:
     """Take trials from the study until it holds `n_trials` finished ones, or this worker has tried `attempts`.
 
@@ -62,6 +63,7 @@ def work(
     ends, too late to keep others from starting one.) While other workers' running trials would complete the study,
     this one waits: one of them may fail, or its worker die, and this worker then runs what is missing.
     `journal_grace`: on a journal file, how long a trial may run unmarked by its worker (workers.py); None on an RDB.
+    `after_trial(study, trial)`: called once each trial is stored (Optuna's callbacks); what it raises ends the work.
     """
 
     def started(trial: optuna.Trial):  # Optuna has stored the trial as running: the others may count it now
@@ -90,7 +92,7 @@ def work(
                 time.sleep(wait)
                 continue
             said_waiting = False
-            study.optimize(started, n_trials=1, catch=(Exception,))
+            study.optimize(started, n_trials=1, catch=(Exception,), callbacks=[after_trial] if after_trial else None)
         finally:
             turn.give()
         attempts -= 1

@@ -13,11 +13,12 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback
 
 from lightning_runs.faults.signals import PYTHON_DEFAULTS
-from lightning_runs.folders.layout import run_folder
+from lightning_runs.folders.layout import read_run_file, run_folder
 
 # JSON: {"storage": URL or journal file, "study": name, "trial_id": id, "metric": name, "pruner": MedianPruner's
 # arguments}
@@ -123,6 +124,16 @@ def _end_with_parent(parent: int):
                 os.kill(os.getpid(), signal.SIGTERM)
 
     return in_child
+
+
+def fit_finished(trial) -> bool:
+    """Whether a trial's fit had trained all its epochs when a stop ended its process: its run's summary.json says
+    `completed` (a stop after the last step, records/summary.py). Its score then counts."""
+    run = trial.user_attrs.get("run")
+    try:
+        return run is not None and json.loads(read_run_file(Path(run) / "summary.json")).get("status") == "completed"
+    except (OSError, ValueError, AttributeError):  # no summary, or not one: the fit did not get that far
+        return False
 
 
 def stop_signal(code: int) -> int | None:

@@ -156,15 +156,17 @@ def sweep(
         }
         code, received = trials.run_process([*launcher, *python, *command], env)
         signum = received or trials.stop_signal(code)
-        if signum is not None:  # SIGTERM or Ctrl-C: the sweep is stopped, not the trial's values bad
-            trial.set_user_attr("interrupted", True)
-            stopped.append(signum)
-            raise KeyboardInterrupt  # Optuna records the trial as failed, then the worker stops
-        if code != 0:  # a refused option (2), a divergence or an exception (1): the sweep goes on
-            print(f"Trial {trial.number} failed: its fit exited with {code} (its error is above)", file=sys.stderr)
-            return math.nan  # Optuna records a NaN score as failed, without a traceback of its own
         # What the fit reported, read back from the storage (this worker's cache holds only finished trials).
         reported = next(t for t in optuna_study.get_trials(deepcopy=False) if t.number == trial.number)
+        if signum is not None:  # SIGTERM or Ctrl-C: the sweep is stopped, not the trial's values bad
+            stopped.append(signum)
+            if not trials.fit_finished(reported):
+                trial.set_user_attr("interrupted", True)
+                raise KeyboardInterrupt  # Optuna records the trial as failed, then the worker stops
+            # The stop came after the fit's last epoch: its score counts, and the worker stops once it is stored.
+        elif code != 0:  # a refused option (2), a divergence or an exception (1): the sweep goes on
+            print(f"Trial {trial.number} failed: its fit exited with {code} (its error is above)", file=sys.stderr)
+            return math.nan  # Optuna records a NaN score as failed, without a traceback of its own
         if reported.user_attrs.get("pruned_at_epoch") is not None:
             raise optuna.TrialPruned(f"pruned after epoch {reported.user_attrs['pruned_at_epoch']}")
         values = reported.intermediate_values.values()
@@ -176,6 +178,10 @@ def sweep(
         stopped.append(signum)
         raise KeyboardInterrupt
 
+    def stop_if_asked(study, finished) -> None:  # Optuna calls it once the trial is stored, complete or not
+        if stopped:
+            raise KeyboardInterrupt
+
     previous = signal.signal(signal.SIGTERM, stop_between_trials)  # Ctrl-C raises KeyboardInterrupt by itself
     handlers = logging.getLogger("optuna").handlers  # Optuna's own, on its library logger
     for handler in handlers:
@@ -183,7 +189,9 @@ def sweep(
     try:
         journal_grace = grace_period if "://" not in url else None
         turn = turns.Turn(url, study, Path(save_dir))
-        study_storage.work(optuna_study, objective, n_trials, remaining, heartbeat_interval, journal_grace, turn)
+        study_storage.work(
+            optuna_study, objective, n_trials, remaining, heartbeat_interval, journal_grace, turn, stop_if_asked
+        )
     except KeyboardInterrupt:
         signum = stopped[0] if stopped else signal.SIGINT
         raise Stopped(signum, "Interrupted: run the same command again to continue the study.") from None
