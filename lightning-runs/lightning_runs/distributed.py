@@ -1,4 +1,5 @@
-"""What every rank does together: gathering rows of unequal count, and knowing rank zero before the Trainer."""
+"""What every rank does together: gathering rows of unequal count, sharded tensors made whole, and knowing rank zero
+before the Trainer."""
 
 import os
 
@@ -15,6 +16,22 @@ def gather_rows(rows: torch.Tensor) -> list[torch.Tensor]:
     if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
         return [rows]  # one process: nothing to gather
     return gather_all_tensors(rows)
+
+
+def whole(tensor: torch.Tensor) -> torch.Tensor:
+    """A sharded tensor (a DTensor: FSDP's parameters and gradients, a norm of them) as one plain tensor. Collective
+    where it is sharded: every rank calls it. Any other tensor as it is."""
+    from torch.distributed.tensor import DTensor
+
+    return tensor.full_tensor() if isinstance(tensor, DTensor) else tensor
+
+
+def this_ranks_part(tensor: torch.Tensor) -> torch.Tensor:
+    """A sharded tensor's part on this rank, as a plain tensor (no collective: rank zero alone may call it); any other
+    tensor as it is."""
+    from torch.distributed.tensor import DTensor
+
+    return tensor.to_local() if isinstance(tensor, DTensor) else tensor
 
 
 def launched_as_rank_zero() -> bool:

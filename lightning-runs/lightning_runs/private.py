@@ -15,6 +15,9 @@ each is in tests/test_private_apis.py too:
   and the HPARAMS entry holds (parameters.py) as Lightning names them, and `_MLFLOW_AVAILABLE` / `_WANDB_AVAILABLE`;
 - ModelCheckpoint's `state_dict` layout (`dirpath`, `best_model_path`, `best_k_models`, ...), which RunCheckpoint
   respells before Lightning compares it, and its `current_score`, saved but not loaded by Lightning.
+- a checkpoint's `loops.fit_loop.state_dict.combined_loader` (the training loaders' saved states, in the order of
+  their stateful ones), which FSDP (parallel/sharding.py) hands to the loaders itself: Lightning restores a
+  ModelParallelStrategy's checkpoint after the loaders exist, and never applies it.
 - argparse's HelpFormatter methods `_get_help_string` (the text after an option: jsonargparse's `(type: ..., default:
   ..., known subclasses: ...)`), `add_usage` and `_fill_text`, which RunsHelpFormatter overrides (help.py): argparse
   documents only the formatter classes' names, and jsonargparse no setting for the subclasses it lists.

@@ -8,8 +8,8 @@ import torch
 from torch import nn
 from torchmetrics.classification import MulticlassAccuracy
 
+from lightning_runs.contract.parts import networks
 from lightning_runs.errors import main
-from lightning_runs.speed.compiling import networks
 from tiny_tasks import CrashAt, TinyClassifier, cli_main
 
 STEPS = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=3"]

@@ -15,12 +15,13 @@ import torch
 from jsonargparse import ActionYesNo, ArgumentParser, DefaultHelpFormatter, Namespace
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
 from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
-from lightning.pytorch.demos.boring_classes import BoringModel
+from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.loggers.mlflow import _MLFLOW_AVAILABLE
 from lightning.pytorch.loggers.wandb import _WANDB_AVAILABLE
 from lightning.pytorch.utilities import rank_zero_info
+from torch.utils.data import DataLoader
 
 from lightning_runs.checkpoints.callbacks import RunCheckpoint
 from lightning_runs.checkpoints.loading import LIGHTNING_INSTANTIATOR
@@ -74,6 +75,24 @@ def test_a_model_checkpoints_state_key_says_its_monitor_and_mode(saved):
     keys = {callback.state_key: {} for callback in (EarlyStopping("val/f1", mode="max"), ModelCheckpoint())}
     keys[ModelCheckpoint(monitor="val/f1", mode="max", every_n_epochs=2).state_key] = {}
     assert saved_monitors({"callbacks": keys}) == [(None, "min"), ("val/f1", "max")], "EarlyStopping's is not one"
+
+
+class StatefulLoader(DataLoader):  # as the template's TensorBatches: where an epoch stands
+    def state_dict(self) -> dict:
+        return {"position": 1}
+
+    def load_state_dict(self, state: dict) -> None: ...
+
+
+def test_a_checkpoint_keeps_the_training_loaders_states_where_fsdp_reads_them(tmp_path):
+    quiet = {"enable_checkpointing": False, "enable_progress_bar": False, "enable_model_summary": False}
+    trainer = L.Trainer(max_epochs=1, limit_train_batches=2, limit_val_batches=0, logger=False, **quiet)
+    model = BoringModel()
+    model.train_dataloader = lambda: StatefulLoader(RandomDataset(32, 8), batch_size=2)
+    trainer.fit(model)
+    trainer.save_checkpoint(tmp_path / "saved.ckpt")
+    saved = torch.load(tmp_path / "saved.ckpt", weights_only=True)
+    assert saved["loops"]["fit_loop"]["state_dict"]["combined_loader"] == [{"position": 1}]
 
 
 def test_early_stopping_files_its_state_under_its_class_name(saved):

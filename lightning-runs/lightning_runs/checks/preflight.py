@@ -15,6 +15,7 @@ from lightning_runs.checkpoints.loading import load_plain
 from lightning_runs.checkpoints.monitored import watched
 from lightning_runs.contract.parts import example_input
 from lightning_runs.errors import UsageError
+from lightning_runs.parallel.sharding import FSDP
 from lightning_runs.speed.compiling import Compile
 
 SEED_RANGE = (0, 2**32 - 1)  # what NumPy's seeding, and so Lightning's seed_everything, accepts
@@ -198,8 +199,10 @@ def _named(datamodule) -> str:
 
 
 def check_callbacks(trainer, model) -> None:
-    """What a callback can tell before the run writes anything: --compile.enabled on a module with nothing to
-    compile."""
+    """What a callback or the strategy can tell before the run writes anything: --compile.enabled on a module with
+    nothing to compile; FSDP asked for sharded checkpoints, or for a module with parameters outside its networks."""
     for callback in trainer.callbacks:
         if isinstance(callback, Compile):
             callback.networks_of(model)
+    if isinstance(trainer.strategy, FSDP):
+        trainer.strategy.check(model)

@@ -11,7 +11,7 @@ import importlib
 _MODULES = {
     "links": ("link_data_to_model", "model_parameters", "shape_from_batch"),
     "names": ("counterpart",),
-    "parts": ("SampleKind", "example_input", "monitored", "monitored_checkpoint", "sample_kind"),
+    "parts": ("SampleKind", "example_input", "monitored", "monitored_checkpoint", "networks", "sample_kind"),
     "tasks": ("inputs_and_targets", "output_task", "target_task"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}

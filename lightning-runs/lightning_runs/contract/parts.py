@@ -14,7 +14,8 @@ From the LightningModule (any, chosen with `--model <class path>`):
   (N, C) logits for integer labels or (N,) values for float targets get their pictures; returning nothing, the
   module is called on the inputs in the epochs whose figures are drawn (tasks.py);
 - `example_input_array` (Lightning's own attribute), a batch of the sample shape: export and the shape check of
-  `predict` read it (export falls back to one batch of the data).
+  `predict` read it (export falls back to one batch of the data);
+- its networks: its submodules that hold parameters (`networks`), which `--compile` compiles and FSDP shards.
 From the callbacks' configuration:
 - the metric the best checkpoint monitors (`--checkpoint.monitor`, named `stage/name`); its test counterpart is
   `test/name`.
@@ -52,3 +53,22 @@ def example_input(model) -> torch.Tensor | None:
     if isinstance(example, tuple | list) and example:
         example = example[0]
     return example if isinstance(example, torch.Tensor) else None
+
+
+def networks(module: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
+    """A module's networks, with their names: each child that holds parameters and has a forward of its own;
+    containers (ModuleList, ModuleDict) are searched inside. Metrics (torchmetrics, which update their state in
+    forward) and parameter-free parts (losses) are none: nothing in them to compile or shard."""
+    found = []
+    for name, child in module.named_children():
+        if _is_metric(child) or next(child.parameters(), None) is None:
+            continue
+        if type(child).forward is torch.nn.Module.forward:  # a container: it is never called itself
+            found += [(f"{name}.{inner}", network) for inner, network in networks(child)]
+        else:
+            found.append((name, child))
+    return found
+
+
+def _is_metric(module: torch.nn.Module) -> bool:
+    return any(cls.__module__.startswith("torchmetrics") for cls in type(module).__mro__)

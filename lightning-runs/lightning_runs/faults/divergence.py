@@ -4,6 +4,7 @@ import torch
 from jsonargparse.typing import PositiveFloat
 from lightning.pytorch.callbacks import Callback
 
+from lightning_runs.distributed import whole
 from lightning_runs.errors import Diverged
 
 
@@ -28,7 +29,7 @@ class GradientCheck(Callback):
             return
         # torch's own total norm (one foreach kernel), left on the device until the logger writes it; Lightning's
         # `grad_norm` utility would read every parameter's norm back to the host, one GPU sync each.
-        total = torch.nn.utils.get_total_norm(grads, self.norm_type)
+        total = whole(torch.nn.utils.get_total_norm(grads, self.norm_type))  # under FSDP, each rank's shards summed
         if trainer.global_step % trainer.log_every_n_steps == 0:
             # Straight to the loggers (they write on rank zero only), at the step Lightning gives this batch's
             # loss: `self.log` would cost close to a millisecond of Lightning's bookkeeping every step.

@@ -11,6 +11,7 @@ from lightning.pytorch.callbacks import Callback
 from lightning_runs.console import say
 from lightning_runs.contract.parts import sample_kind
 from lightning_runs.contract.tasks import inputs_and_targets, output_task
+from lightning_runs.distributed import this_ranks_part
 from lightning_runs.pictures.classification import ClassFigures
 from lightning_runs.pictures.regression import RegressionFigures
 from lightning_runs.pictures.samples import COLUMNS, drawable, image_grid, signal_plots
@@ -228,6 +229,7 @@ class Histograms(Callback):
         self._written_step, self._gradients = step, None
 
     def _write(self, writers: list, kind: str, tensors: dict[str, torch.Tensor], step: int) -> None:
-        histograms = {f"{kind}/{name}": tensor.float() for name, tensor in tensors.items()}
+        # Sharded (FSDP): rank zero's shard of each, the only part this rank may read without the others.
+        histograms = {f"{kind}/{name}": this_ranks_part(tensor).float() for name, tensor in tensors.items()}
         for writer in writers:
             writer.histograms(histograms, step)

@@ -14,29 +14,11 @@ from typing import Literal
 import torch
 from lightning.pytorch.callbacks import Callback
 
+from lightning_runs.contract.parts import networks
 from lightning_runs.errors import UsageError
 
 # torch.compile's modes (its documentation); "reduce-overhead" captures CUDA graphs, pays on small GPU batches.
 Mode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
-
-
-def networks(module: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
-    """The submodules worth compiling, with their names: each child that holds parameters and has a forward of its
-    own; containers (ModuleList, ModuleDict) are searched inside. Metrics (torchmetrics, which update their state
-    in forward) and parameter-free parts (losses) stay eager: there is nothing in them to fuse."""
-    found = []
-    for name, child in module.named_children():
-        if _is_metric(child) or next(child.parameters(), None) is None:
-            continue
-        if type(child).forward is torch.nn.Module.forward:  # a container: it is never called itself
-            found += [(f"{name}.{inner}", network) for inner, network in networks(child)]
-        else:
-            found.append((name, child))
-    return found
-
-
-def _is_metric(module: torch.nn.Module) -> bool:
-    return any(cls.__module__.startswith("torchmetrics") for cls in type(module).__mro__)
 
 
 class Compile(Callback):

@@ -1,0 +1,85 @@
+"""configs/fsdp.yaml: the example sharded with FSDP (torch's fully_shard) over 2 CPU processes (gloo), as a model
+larger than one device would be on GPUs. Every promise of a DDP run holds: a kill -9 or a SIGTERM resumes bit for
+bit with `--ckpt_path last`, and its checkpoints test, predict and export from the file alone."""
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from lightning_runs.tools import export
+from project.cli import MODEL
+from support import (
+    DEFAULT,
+    QUIET,
+    ROOT,
+    assert_same_checkpoint,
+    load,
+    run,
+    run_subprocess,
+    start,
+    steps_per_epoch,
+    wait_for,
+    working_directory,
+)
+
+FSDP = ["--config", DEFAULT, "--config", str(ROOT / "configs/fsdp.yaml"), *QUIET]
+ON_CPU = ["--trainer.accelerator=cpu", "--trainer.devices=2", "--trainer.precision=32", "--trainer.max_epochs=3"]
+CHECKPOINTS = Path("runs/digits/version_0/checkpoints")
+
+pytestmark = pytest.mark.slow
+
+
+def fit(*args: str, cwd: Path | None = None) -> None:
+    done = run_subprocess("fit", *FSDP, *ON_CPU, *args, cwd=cwd)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("fsdp")
+    fit(cwd=home)
+    return home / CHECKPOINTS
+
+
+def test_a_sharded_fit_killed_with_kill_9_resumes_bit_for_bit(reference, tmp_path):
+    with working_directory(tmp_path):
+        process = start("fit", *FSDP, *ON_CPU)
+        wait_for(lambda: (CHECKPOINTS / "last.ckpt").exists() or process.poll() is not None, what="a checkpoint")
+        process.kill()  # rank zero; its rank 1 sees the closed connection and exits
+        process.wait()
+        assert process.returncode == -signal.SIGKILL, "the fit ended before it could be killed"
+        assert 0 < load(CHECKPOINTS / "last.ckpt")["global_step"] < 3 * steps_per_epoch(world_size=2)
+        fit("--ckpt_path=last", cwd=tmp_path)
+        assert_same_checkpoint(load(reference / "last.ckpt"), load(CHECKPOINTS / "last.ckpt"))
+
+
+def test_a_sharded_fit_stopped_by_sigterm_mid_epoch_resumes_bit_for_bit(reference, tmp_path):
+    stop = ["--trainer.callbacks+=support.SignalAt", f"--trainer.callbacks.step={steps_per_epoch(world_size=2) + 3}"]
+    stopped = run_subprocess("fit", *FSDP, *ON_CPU, *stop, cwd=tmp_path)
+    assert stopped.returncode == 143, stopped.stderr[-3000:]
+    assert "stopped by SIGTERM at step" in stopped.stderr
+    fit("--ckpt_path=runs/digits/version_0/checkpoints/last.ckpt", cwd=tmp_path)
+    assert_same_checkpoint(load(reference / "last.ckpt"), load(tmp_path / CHECKPOINTS / "last.ckpt"))
+
+
+def test_its_checkpoint_tests_predicts_and_exports_from_the_file_alone(reference, capsys):
+    with working_directory(reference.parents[3]):
+        tested = run("test", "--ckpt_path", str(reference / "best.ckpt"))
+        assert tested.trainer.callback_metrics["test/acc"] > 0.5, "a trained model: the full weights were saved"
+        run("predict", "--ckpt_path", str(reference / "best.ckpt"))
+        assert len((reference.parent / "predictions.csv").read_text().splitlines()) == 1 + 180
+        assert export.main(MODEL, ["--ckpt_path", str(reference / "best.ckpt")]).is_file()
+        assert "digits" in run_subprocess("runs", cwd=reference.parents[3]).stdout
+
+
+def test_sharded_checkpoints_are_refused_in_one_line_until_run_folders_keep_them(tmp_path):
+    sharded = tmp_path / "sharded.yaml"
+    sharded.write_text(
+        "trainer:\n  strategy:\n    class_path: lightning_runs.parallel.FSDP\n"
+        "    init_args:\n      save_distributed_checkpoint: true\n"
+    )
+    refused = run_subprocess("fit", *FSDP, *ON_CPU, "--config", str(sharded), cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert refused.stderr.strip().splitlines()[-1].startswith("error: --trainer.strategy.save_distributed_checkpoint")
+    assert not any((tmp_path / "runs").glob("*/version_*")), "no run folder where nothing ran"
