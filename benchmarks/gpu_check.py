@@ -28,6 +28,7 @@ FITS = {  # name: options on top of configs/digits.yaml
     "default, 32-true": ["--trainer.precision=32-true"],
     "default, 16-mixed": ["--trainer.precision=16-mixed"],
     "gpu.yaml (ddp)": ["--config", str(ROOT / "configs/gpu.yaml")],
+    "fsdp.yaml (FSDP2, bf16-mixed)": ["--config", str(ROOT / "configs/fsdp.yaml")],  # its CUDA path: NCCL, bf16
     # torch.compile's GPU path (Triton kernels, CUDA graphs in other modes): the CPU tests run only its C++ one.
     "default, 16-mixed, compiled": ["--trainer.precision=16-mixed", "--compile.enabled=true"],
 }
