@@ -15,7 +15,7 @@ from lightning_runs.cli.help import ReadableHelp
 from lightning_runs.cli.references import NOT_IMPORTED
 from lightning_runs.console import program
 from lightning_runs.errors import UsageError
-from lightning_runs.limits import MAX_CONFIG_KEYS, MAX_YAML_NODES
+from lightning_runs.limits import MAX_CONFIG_KEYS, MAX_YAML_DEPTH, MAX_YAML_NODES
 from lightning_runs.private import option_strings
 
 BOUNDED_YAML = "bounded_yaml"  # the parser mode of every ProjectParser: YAML, checked first (bounded_yaml_load)
@@ -74,6 +74,9 @@ _NOT_SUBCLASS = re.compile(
     r"(?:Import path |Expected ')(?P<path>[\w.]+)'? (?:does not correspond to|to be) a subclass of"
     r" (?:<class ')?(?P<base>\w+)"
 )
+# A value of a class-typed option that is neither a class path nor a mapping (`model: 5`): jsonargparse lists what
+# each type of the Union expects, over nine lines.
+_NOT_A_CLASS = re.compile(r"Not a valid subclass of (?P<base>\w+)\s+Subclass types expect one of")
 _IMPORT_PATH = re.compile(r"Expected a dot import path string: (?P<value>\S+)")
 _NO_ATTRIBUTE = re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<name>\w+)'")
 # An unknown argument of a class chosen by class path (--model.network.dropuot, --data.batch_sise) and that class.
@@ -180,6 +183,12 @@ def _reason(message: str) -> str:
         )
     if bases := _NOT_SUBCLASS.findall(message):  # a class of another base (`subprocess.Popen` as a callback)
         return f"{bases[0][0]} is not a subclass of {' or '.join(dict.fromkeys(base for _, base in bases))}"
+    if not_a_class := _NOT_A_CLASS.search(message):
+        given = _GIVEN.search(message)
+        return (
+            f"expected a class path (a {not_a_class['base']}) or a mapping with its class_path and init_args, got"
+            f" {given['value'] if given else '?'}"
+        )
     if restricted := _RESTRICTED.search(message):
         return f"expected {restricted['type']} ({restricted['rule']}), got {restricted['value']}"
     if not_converted := _NOT_CONVERTED.search(message):
@@ -212,14 +221,34 @@ def _one_line(text: str) -> str:
 
 
 def bounded_yaml_load(stream):
-    """jsonargparse's YAML loader, after checking the document as composed (linear in its size): no aliases that
-    expand past MAX_YAML_NODES, at most MAX_CONFIG_KEYS keys, and no key given twice in one mapping."""
-    if isinstance(stream, str) and (":" in stream or "*" in stream):  # a plain value (`2`, `[1, 2]`) is free
-        root = yaml.compose(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    """jsonargparse's YAML loader, after checking the document as composed (check_document)."""
+    # A short plain value (`2`, `[1, 2]`) holds no key or alias and cannot nest deep: it is not composed twice.
+    if isinstance(stream, str) and (":" in stream or "*" in stream or len(stream) > MAX_YAML_DEPTH):
+        root = compose(stream)
         if root is not None:
-            check_keys(root)
-            _expanded_size(root, {}, set())
+            check_document(root)
     return get_loader("yaml")(stream)
+
+
+def compose(text: str) -> yaml.Node | None:
+    """The document's nodes, composed by libyaml where PyYAML has it (no Python call per level); its limit of 1,000
+    levels, and PyYAML's recursion where it composes, are said as the depth limit is."""
+    try:
+        return yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.MarkedYAMLError as error:
+        if "maximum nesting depth" not in str(error):
+            raise
+    except RecursionError:
+        pass
+    # Not a YAMLError, which jsonargparse answers by taking the text for a string (`--model.lr [[[...]]]`).
+    raise ParseError(_TOO_DEEP)
+
+
+def check_document(root: yaml.Node) -> None:
+    """Linear in the document's size: at most MAX_CONFIG_KEYS keys, none twice in one mapping (check_keys), and no
+    aliases that expand past MAX_YAML_NODES values or MAX_YAML_DEPTH levels (_check_expanded)."""
+    check_keys(root)
+    _check_expanded(root)
 
 
 def check_keys(root: yaml.Node) -> None:
@@ -250,21 +279,35 @@ def check_keys(root: yaml.Node) -> None:
             stack.append(value)
 
 
-def _expanded_size(node: yaml.Node, sizes: dict[int, int], open_nodes: set[int]) -> int:
-    """Nodes under `node` once every alias is expanded; an alias is one shared node, so each is counted once."""
-    if id(node) in sizes:
-        return sizes[id(node)]
-    if id(node) in open_nodes:
-        raise yaml.YAMLError("refusing YAML with a recursive alias")
-    open_nodes.add(id(node))
-    children = node.value if isinstance(node, yaml.SequenceNode) else []
-    if isinstance(node, yaml.MappingNode):
-        children = [part for pair in node.value for part in pair]
-    total = 1
-    for child in children:
-        total += _expanded_size(child, sizes, open_nodes)
-        if total > MAX_YAML_NODES:
-            raise yaml.YAMLError(f"refusing YAML whose aliases expand to more than {MAX_YAML_NODES:,} values")
-    open_nodes.discard(id(node))
-    sizes[id(node)] = total
-    return total
+_TOO_DEEP = (
+    f"refusing YAML nested more than {MAX_YAML_DEPTH} levels deep (lists or mappings one inside another;"
+    " lightning_runs/limits.py)"
+)
+
+
+def _check_expanded(root: yaml.Node) -> None:
+    """Values and levels under `root` once every alias is expanded, an alias being one shared node counted once.
+    Iterative (the depth is what is bounded): a node is summed once its children are."""
+    done: dict[int, tuple[int, int]] = {}  # id of a node -> (values, levels) under it, aliases expanded
+    open_nodes: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        children = node.value if isinstance(node, yaml.SequenceNode) else []
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        if children_done:
+            values = 1 + sum(done[id(child)][0] for child in children)
+            levels = 0 if isinstance(node, yaml.ScalarNode) else 1 + max((done[id(c)][1] for c in children), default=0)
+            if values > MAX_YAML_NODES:
+                raise yaml.YAMLError(f"refusing YAML whose aliases expand to more than {MAX_YAML_NODES:,} values")
+            if levels > MAX_YAML_DEPTH:
+                raise ParseError(_TOO_DEEP)
+            done[id(node)] = (values, levels)
+            open_nodes.discard(id(node))
+        elif id(node) in open_nodes:  # met again inside itself: everything above its mark on the stack is under it
+            raise yaml.YAMLError("refusing YAML with a recursive alias")
+        elif id(node) not in done:
+            open_nodes.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in children)

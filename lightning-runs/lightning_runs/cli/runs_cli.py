@@ -22,7 +22,7 @@ from lightning_runs.checkpoints.class_paths import import_named_class
 from lightning_runs.checkpoints.monitored import MonitoredMetrics, stated_early_stopping, stated_monitors
 from lightning_runs.checks import launchers, preflight
 from lightning_runs.cli import placement
-from lightning_runs.cli.bounded import bounded_tensors, check_config_files
+from lightning_runs.cli.bounded import bounded_tensors, check_config_files, config_sections
 from lightning_runs.cli.parser import ProjectParser, own_defaults
 from lightning_runs.cli.references import check_class_paths, imports_judged
 from lightning_runs.cli.resume import TrainingLength, chosen_class_path, keys_given, with_checkpoint_classes
@@ -186,7 +186,8 @@ class RunsCLI(LightningCLI):
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
         args = list(sys.argv[1:] if args is None else args)
-        check_config_files(args)  # before anything reads them: a FIFO, a huge or a binary file is one line
+        # Before anything reads them: a FIFO, a huge, binary or too deeply nested file, `trainer: 5`, is one line.
+        check_config_files(args, config_sections(parser, args))
         given = keys_given(args) | keys_in_configs(args)  # what the user typed or wrote, before the line below
         self._given = given
         args = with_checkpoint_classes(args, self.default_model, self.default_data)
