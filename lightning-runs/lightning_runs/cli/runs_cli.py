@@ -20,6 +20,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning_runs.checkpoints.callbacks import BestCheckpoint, RandomState, RunCheckpoint
 from lightning_runs.checkpoints.class_paths import import_named_class
 from lightning_runs.checkpoints.monitored import MonitoredMetrics, stated_early_stopping, stated_monitors
+from lightning_runs.checkpoints.optimizer_states import OptimizerStates
 from lightning_runs.checks import launchers, preflight
 from lightning_runs.cli import placement
 from lightning_runs.cli.bounded import bounded_tensors, check_config_files, config_sections
@@ -107,10 +108,10 @@ class RunsCLI(LightningCLI):
         self._claimed = None  # the run folder, once before_instantiate_classes claims it
         set_program(model_class)  # for a cli_main called without lightning_runs.main (a test, a notebook)
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
-        # The callbacks are appended to those of the config; MonitoredMetrics checks the names the others watch, and
-        # a sweep's trial adds the one that reports to its study.
+        # The callbacks are appended to those of the config; MonitoredMetrics checks the names the others watch,
+        # OptimizerStates a resumed optimizer state, and a sweep's trial adds the one that reports to its study.
         self._monitored = MonitoredMetrics()
-        added = [self._monitored, *callbacks, *callbacks_from_environment()]
+        added = [self._monitored, OptimizerStates(), *callbacks, *callbacks_from_environment()]
         defaults = {**TRAINER_DEFAULTS, **(trainer_defaults or {}), "callbacks": added}
         # `usage: python -m my_exp fit ...` rather than `__main__.py`; the subcommands' usage lines follow the main one.
         kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", tools_help())
