@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import optuna
 import sqlalchemy
@@ -63,7 +63,7 @@ class Choice:
 def sweep(
     cli_main: Callable,
     study: str,
-    space: dict[str, Range | Choice],
+    space: dict[str, Any],
     n_trials: PositiveInt = 20,
     configs: tuple[str, ...] = (),
     args: tuple[str, ...] = (),
@@ -84,7 +84,8 @@ def sweep(
     Args:
         cli_main: the project's CLI, `cli_main(args, callbacks)`; each trial runs it as `python -m <its package> fit`
         study: the study's name, which is also its file and its runs' folder name
-        space: option of `python -m <package> fit` (such as `model.lr`) -> the values to sample it from
+        space: option of `python -m <package> fit` (such as `model.lr`) -> the values to sample it from: a range
+            `{low, high}` (`log: true` for a log-uniform one; integers when both ends are) or `{choices: [...]}`
         n_trials: finished trials the study should hold; a failed trial, or one cut short by Ctrl-C, does not count
         configs: the configs every trial stacks, in this order (none: the CLI's defaults)
         args: fixed options for every trial, before the sampled ones
@@ -112,8 +113,11 @@ def sweep(
         raise UsageError(
             f"--grace_period {grace_period}: must be longer than --heartbeat_interval {heartbeat_interval}"
         )
+    ranges = search_space(space)
+    # Parsed as every trial's fit will be, each option at its low end: a misspelt one is refused before any trial.
+    resolved = _resolved(cli_main, configs, (*args, *(f"--{key}={_first(values)}" for key, values in ranges.items())))
     if metric is None or direction is None:
-        monitor, mode = _monitored(cli_main, configs, args)
+        monitor, mode = _monitor(resolved)
         metric = metric or monitor
         direction = direction or ("maximize" if mode == "max" else "minimize")
     Path(save_dir).mkdir(parents=True, exist_ok=True)
@@ -141,7 +145,7 @@ def sweep(
         # Seeded by the trial's number, unique in the study: workers that start together sample different values,
         # and one worker's study is the same on every re-run.
         optuna_study.sampler = optuna.samplers.TPESampler(seed=seed + trial.number)
-        overrides = [f"--{key}={_suggest(trial, key, values)}" for key, values in space.items()]
+        overrides = [f"--{key}={_suggest(trial, key, values)}" for key, values in ranges.items()]
         place = [f"--trainer.logger.init_args.save_dir={save_dir}", f"--trainer.logger.init_args.name={study}"]
         # The same network every trial: its summary table once per trial is noise (args may turn it back on).
         command = ["fit", *(f"--config={config}" for config in configs), "--trainer.enable_model_summary=false"]
@@ -222,9 +226,49 @@ def _shown(url: str) -> str:
     return url
 
 
-def _monitored(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, str]:
-    """The metric and mode the trials' best checkpoint is chosen by: their config as the CLI resolves it
-    (`fit --print_config` prints it and exits, before anything is built)."""
+def search_space(space: dict[str, Any]) -> dict[str, Range | Choice]:
+    """Each option's values as a Range or a Choice, or one line naming the option: Optuna refused a range with low
+    above high, an empty list of choices or a log range from 0 only as each trial sampled it, failing every trial."""
+    if not space:
+        raise UsageError("--space {}: give at least one option to search, such as model.lr: {low: 0.001, high: 0.1}")
+    parsed = {}
+    for option, values in space.items():
+        where = f"--space {option}"
+        keys = set(values) if isinstance(values, dict) else set()
+        if keys == {"choices"}:
+            choices = values["choices"]
+            if not isinstance(choices, list) or not choices:
+                raise UsageError(f"{where}: choices must be a list of at least one value, got {choices!r}")
+            parsed[option] = Choice(choices)
+        elif {"low", "high"} <= keys <= {"low", "high", "log"}:
+            parsed[option] = _range(where, values["low"], values["high"], values.get("log", False))
+        else:
+            raise UsageError(
+                f"{where}: {values!r} is neither a range ({{low: 0.001, high: 0.1}}, with log: true for a log-uniform"
+                " one) nor a list of choices ({choices: [32, 64]})"
+            )
+    return parsed
+
+
+def _range(where: str, low, high, log) -> Range:
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in (low, high)):
+        raise UsageError(f"{where}: low and high must be finite numbers, got {low!r} and {high!r}")
+    if low > high:
+        raise UsageError(f"{where}: low {low} is above high {high}; swap them")
+    if not isinstance(log, bool):
+        raise UsageError(f"{where}: log must be true or false, got {log!r}")
+    if log and low <= 0:
+        raise UsageError(f"{where}: a log-uniform range must start above 0, got low {low}")
+    return Range(low, high, log)
+
+
+def _first(values: Range | Choice):
+    return values.choices[0] if isinstance(values, Choice) else values.low
+
+
+def _resolved(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ...]) -> dict:
+    """The trials' config as the CLI resolves it (`fit --print_config` prints it and exits, before anything is built);
+    a bad config or option is refused as the fit would refuse it."""
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed):
@@ -232,10 +276,19 @@ def _monitored(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ..
     except SystemExit as exit:
         if exit.code not in (0, None):  # a bad config or option: its error is already on stderr
             raise
-    checkpoint = (yaml.safe_load(printed.getvalue()) or {}).get("checkpoint") or {}
+    return yaml.safe_load(printed.getvalue()) or {}
+
+
+def _monitor(resolved: dict) -> tuple[str, str]:
+    """The metric and mode the trials' best checkpoint is chosen by."""
+    checkpoint = resolved.get("checkpoint") or {}
     if not checkpoint.get("monitor"):
         raise UsageError("the trials' best checkpoint monitors no metric (--checkpoint.monitor): give --metric")
     return checkpoint["monitor"], checkpoint["mode"]
+
+
+def _monitored(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, str]:
+    return _monitor(_resolved(cli_main, configs, args))
 
 
 def _suggest(trial: optuna.Trial, name: str, values: Range | Choice):
