@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from lightning_runs.sweeps.space import Choice, Range, search_space
 from lightning_runs.tools import sweep
 from tiny_tasks import cli_main
 
@@ -42,7 +43,4 @@ def test_a_malformed_search_space_is_one_line_before_any_trial(space, said, caps
 
 def test_a_well_formed_space_becomes_ranges_and_choices():
     space = {"model.lr": {"low": 1e-3, "high": 0.1, "log": True}, "data.batch_size": {"choices": [16, 32]}}
-    assert sweep.search_space(space) == {
-        "model.lr": sweep.Range(1e-3, 0.1, log=True),
-        "data.batch_size": sweep.Choice([16, 32]),
-    }
+    assert search_space(space) == {"model.lr": Range(1e-3, 0.1, log=True), "data.batch_size": Choice([16, 32])}

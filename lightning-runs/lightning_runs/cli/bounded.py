@@ -19,8 +19,8 @@ from torch.nn.modules.module import register_module_parameter_registration_hook
 from torch.nn.parameter import UninitializedParameter
 from torch.overrides import TorchFunctionMode
 
-from lightning_runs.cli.parser import ParseError, check_document, compose
 from lightning_runs.cli.resume import SUBCOMMANDS
+from lightning_runs.cli.yaml_limits import ParseError, check_document, compose
 from lightning_runs.contract.names import DERIVED
 from lightning_runs.errors import UsageError
 from lightning_runs.limits import MAX_CONFIG_BYTES, MAX_TENSOR_VALUES

@@ -23,7 +23,6 @@ import shlex
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,23 +40,8 @@ from lightning_runs.private import trial_id
 from lightning_runs.sweeps import storage as study_storage
 from lightning_runs.sweeps import trial as trials
 from lightning_runs.sweeps import turns, workers
+from lightning_runs.sweeps.space import Choice, Range, first_value, search_space
 from lightning_runs.tools.function_cli import function_cli
-
-
-@dataclass
-class Range:
-    """Sampled from [low, high], evenly or, with `log`, log-uniformly; integers when both ends are integers."""
-
-    low: int | float
-    high: int | float
-    log: bool = False
-
-
-@dataclass
-class Choice:
-    """One of `choices`, for categories and for numbers only some values make sense (batch sizes)."""
-
-    choices: list[str | int | float | bool]
 
 
 def sweep(
@@ -115,7 +99,8 @@ def sweep(
         )
     ranges = search_space(space)
     # Parsed as every trial's fit will be, each option at its low end: a misspelt one is refused before any trial.
-    resolved = _resolved(cli_main, configs, (*args, *(f"--{key}={_first(values)}" for key, values in ranges.items())))
+    at_low_ends = [f"--{key}={first_value(values)}" for key, values in ranges.items()]
+    resolved = _resolved(cli_main, configs, (*args, *at_low_ends))
     if metric is None or direction is None:
         monitor, mode = _monitor(resolved)
         metric = metric or monitor
@@ -224,46 +209,6 @@ def _shown(url: str) -> str:
     if "://" in url:
         return sqlalchemy.engine.make_url(url).render_as_string(hide_password=True)
     return url
-
-
-def search_space(space: dict[str, Any]) -> dict[str, Range | Choice]:
-    """Each option's values as a Range or a Choice, or one line naming the option: Optuna refused a range with low
-    above high, an empty list of choices or a log range from 0 only as each trial sampled it, failing every trial."""
-    if not space:
-        raise UsageError("--space {}: give at least one option to search, such as model.lr: {low: 0.001, high: 0.1}")
-    parsed = {}
-    for option, values in space.items():
-        where = f"--space {option}"
-        keys = set(values) if isinstance(values, dict) else set()
-        if keys == {"choices"}:
-            choices = values["choices"]
-            if not isinstance(choices, list) or not choices:
-                raise UsageError(f"{where}: choices must be a list of at least one value, got {choices!r}")
-            parsed[option] = Choice(choices)
-        elif {"low", "high"} <= keys <= {"low", "high", "log"}:
-            parsed[option] = _range(where, values["low"], values["high"], values.get("log", False))
-        else:
-            raise UsageError(
-                f"{where}: {values!r} is neither a range ({{low: 0.001, high: 0.1}}, with log: true for a log-uniform"
-                " one) nor a list of choices ({choices: [32, 64]})"
-            )
-    return parsed
-
-
-def _range(where: str, low, high, log) -> Range:
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in (low, high)):
-        raise UsageError(f"{where}: low and high must be finite numbers, got {low!r} and {high!r}")
-    if low > high:
-        raise UsageError(f"{where}: low {low} is above high {high}; swap them")
-    if not isinstance(log, bool):
-        raise UsageError(f"{where}: log must be true or false, got {log!r}")
-    if log and low <= 0:
-        raise UsageError(f"{where}: a log-uniform range must start above 0, got low {low}")
-    return Range(low, high, log)
-
-
-def _first(values: Range | Choice):
-    return values.choices[0] if isinstance(values, Choice) else values.low
 
 
 def _resolved(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ...]) -> dict:
