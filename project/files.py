@@ -35,7 +35,7 @@ def load_samples(path: Path, shape: tuple[int, ...] | None = None) -> torch.Tens
     if path.suffix == ".npz":
         array = _samples_of(_npz(path, (SAMPLES,)), path)
     elif path.suffix == ".npy":
-        array = _read(path, lambda: np.load(path, allow_pickle=False))
+        array = _read(path, lambda: _npy(path))
     elif path.suffix == ".csv":
         array = _csv(path)
     else:
@@ -84,6 +84,10 @@ def _read(path: Path, read):
 
 def _npz(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
     def read():
+        with zipfile.ZipFile(path) as members:
+            for member in members.infolist():
+                with members.open(member) as file:
+                    _check_header(file, member.file_size, path, f"the header of its {member.filename}")
         with np.load(path, allow_pickle=False) as archive:
             found = set(archive.files) | ({SAMPLES} if OLD_SAMPLES in archive.files else set())
             missing = set(names) - found
@@ -92,6 +96,29 @@ def _npz(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
             return {name: archive[name] for name in archive.files if name in (*names, OLD_SAMPLES)}
 
     return _read(path, read)
+
+
+def _npy(path: Path) -> np.ndarray:
+    with path.open("rb") as file:
+        _check_header(file, path.stat().st_size, path)
+    return np.load(path, allow_pickle=False)
+
+
+def _check_header(file, size: int, path: Path, header: str = "its header") -> None:
+    """The array a .npy header describes fits in the bytes after it: numpy allocates what the header claims before
+    it reads, and a 640-byte file claiming shape (1000000000, 8, 8) asked for 238 GiB."""
+    if file.read(6) != np.lib.format.MAGIC_PREFIX:  # not an array: np.load says what it is
+        return
+    file.seek(0)
+    version = np.lib.format.read_magic(file)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, _, dtype = read_header(file)
+    claimed, held = math.prod(shape) * dtype.itemsize, size - file.tell()
+    if claimed > held:
+        raise UsageError(
+            f"{path}: {header} claims an array of shape {shape} ({dtype}, {claimed:,} bytes) but only"
+            f" {held:,} bytes follow it; the file is truncated or not written by numpy"
+        )
 
 
 def _samples_of(arrays: dict[str, np.ndarray], path: Path) -> np.ndarray:

@@ -11,6 +11,10 @@ MAX_CONFIG_KEYS = 10_000
 # Values a YAML document may expand to through its aliases (parser.py): a 1 KB "billion laughs" file expanded to
 # billions, which jsonargparse then copied into its error message (6 GB, no end).
 MAX_YAML_NODES = 100_000
+# Levels of lists and mappings one inside another in a YAML document (parser.py), aliases expanded: PyYAML's composer
+# and jsonargparse recurse once a level, and 10,000 levels ended in a RecursionError traceback. The resolved default
+# config nests 6 deep.
+MAX_YAML_DEPTH = 100
 
 # Bytes of a run's own small files read back (summary.json, config.yaml: a few KB each), by `runs` and by
 # `--ckpt_path last|best` looking through earlier runs (folders/layout.py): a summary that was a link to /dev/zero was

@@ -102,14 +102,22 @@ def refusal(capsys, args: list[str]) -> str:
         (["--configs=[missing.yaml]"], "error: --configs missing.yaml: no such file; give a config file"),
         (["--seeds=[0, one]"], "error: --seeds: expected int, got one"),
         (["--output=afolder"], "error: --output afolder: a folder; give a file name, such as afolder/seeds.json"),
+        (["--seeds=[-1]"], "error: --seeds: -1 is not a seed; each must be in 0..4294967295"),
+        (["--seeds=[4294967296]"], "error: --seeds: 4294967296 is not a seed; each must be in 0..4294967295"),
+        (["--seeds=[3, 1, 3]"], "error: --seeds: 3 given twice, which trains the same run twice; give each seed once"),
+        (["--output=afile/x"], "error: --output afile/x: afile is a file; give a file in a folder you can write"),
         (
             ["--args=[--trainer.max_epoch=1]"],  # refused as the fit would refuse it, by the CLI's own parser
             "error: unknown option --trainer.max_epoch: did you mean --trainer.max_epochs?",
         ),
     ],
-    ids=["missing_config", "seed_not_an_int", "output_a_folder", "misspelt_fit_option"],
-)
+    ids=[
+        "missing_config", "seed_not_an_int", "output_a_folder", "seed_negative", "seed_too_large", "seed_twice",
+        "output_in_a_file", "misspelt_fit_option",
+    ],
+)  # fmt: skip
 def test_a_bad_option_is_one_line_and_exit_2_before_any_training(capsys, args, said):
     Path("afolder").mkdir()
+    Path("afile").write_text("notes\n")  # the table was written after every seed trained: a traceback at the end
     assert refusal(capsys, args) == said
     assert not Path("runs").exists(), "nothing trained, no run folder"

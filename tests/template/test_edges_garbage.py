@@ -1,7 +1,9 @@
 """Garbage in is refused where it is read, in one line naming the file and the problem, never turned into output
 (issue 13, item 3)."""
 
+import io
 import shutil
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -42,9 +44,14 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
 
 
 def write(name: str, content) -> str:
-    """`content` as the file `name`: an array saved by numpy, or text."""
+    """`content` as the file `name`: an array saved by numpy, text, or the bytes of a .npy (in a .npz: its samples)."""
     if isinstance(content, str):
         Path(name).write_text(content)
+    elif isinstance(content, bytes) and name.endswith(".npz"):
+        with zipfile.ZipFile(name, "w") as archive:
+            archive.writestr("samples.npy", content)
+    elif isinstance(content, bytes):
+        Path(name).write_bytes(content)
     elif name.endswith(".npz"):
         np.savez(name, **content)
     else:
@@ -52,7 +59,15 @@ def write(name: str, content) -> str:
     return name
 
 
+def claiming(shape: tuple[int, ...]) -> bytes:
+    """A .npy of two 8x8 images whose header claims `shape`: numpy allocates what the header says before reading."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    return buffer.getvalue() + np.zeros((2, 8, 8), dtype=np.float32).tobytes()
+
+
 IMAGES = digits()[0][:5]
+LIES = "claims an array of shape (1000000000, 8, 8) (float32, 256,000,000,000 bytes) but only 512 bytes follow it"
 NAN = IMAGES.copy()
 NAN[3, 2, 2] = np.nan
 INF_CSV = "\n".join(",".join(["1"] * 63 + [v]) for v in ("2", "inf")) + "\n"
@@ -75,6 +90,9 @@ PREDICT_FILES = [
     ("no_samples.npz", {"pixels": IMAGES}, "no array named samples"),
     ("digits.txt", "1,2,3\n", "unsupported file type '.txt'"),
     ("missing.npy", None, "missing.npy: no such file"),
+    # 238 GiB asked of the allocator for a 640-byte file (issue 31, item 5)
+    ("claims.npy", claiming((10**9, 8, 8)), f"its header {LIES}"),
+    ("claims.npz", claiming((10**9, 8, 8)), f"the header of its samples.npy {LIES}"),
 ]
 
 

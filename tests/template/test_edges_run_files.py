@@ -1,7 +1,8 @@
 """No option makes one file of a run replace another (issue 31, item 2): `--summary.filename checkpoints/last.ckpt`
 turned last.ckpt into JSON, `--last_checkpoint.filename best` left one checkpoint for both, `--summary.filename
 config.yaml` replaced the saved config, exit 0. Every name an option gives is checked against every other, and
-against the names the stack fixes, before anything runs: one line naming both, exit 2, nothing written."""
+against the names the stack fixes, before anything runs: one line naming both, exit 2, nothing written. A run's
+folder that is a file in runs/ (its name, or the version given) was a FileExistsError traceback (issue 31, item 5)."""
 
 import itertools
 from fnmatch import fnmatch
@@ -110,3 +111,24 @@ def test_names_of_their_own_are_accepted_and_each_file_written_is_in_the_registr
     assert named <= written
     unknown = [p for p in written - named if not any(fnmatch(p, pattern) for pattern in FIXED)]
     assert not unknown, f"files the registry (folders/files.py) does not list: {unknown}"
+
+
+@pytest.mark.parametrize(
+    "args,file,key",
+    [
+        (["--trainer.logger.init_args.name=X"], "runs/X", "name"),
+        ([], "runs/digits", "name"),  # the name the run would get from its data
+        (["--trainer.logger.init_args.version=v"], "runs/digits/v", "version"),
+    ],
+    ids=["name_given", "name_from_the_data", "version_given"],
+)
+def test_a_run_folder_that_is_a_file_in_runs_is_refused_and_the_file_kept(args, file, key, capsys):
+    Path(file).parent.mkdir(parents=True)
+    Path(file).write_text("notes\n")
+    before = snapshot()
+    error = refusal(capsys, lambda: run("fit", *ONE_EPOCH_TWO_BATCHES, *args))
+    assert error == (
+        f"error: --trainer.logger.init_args.{key} {Path(file).name}: {file} is a file, not a run folder; give"
+        f" another {key}, or move the file out of {Path(file).parent}"
+    )
+    assert snapshot() == before

@@ -96,6 +96,20 @@ def test_ddp_with_a_master_port_in_use_is_refused_and_starts_no_process(launcher
     assert snapshot() == {}
 
 
+@pytest.mark.parametrize("port", ["99999", "0", "-1", "abc"])
+def test_ddp_with_a_master_port_that_is_no_port_number_is_refused_and_starts_no_process(
+    launcher_environment, port, capsys
+):
+    launcher_environment["MASTER_PORT"] = port  # 99999 was an OverflowError traceback from bind()
+    line = refusal(capsys, lambda: run("fit", *ONE_EPOCH_TWO_BATCHES, *DDP_ON_CPU))
+    assert line == (
+        f"error: MASTER_PORT={port}: not a port number (1 to 65535); unset MASTER_PORT (Lightning then picks a free"
+        " port) or give one in that range"
+    )
+    assert psutil.Process().children(recursive=True) == []
+    assert snapshot() == {}
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("torchrun", path=Path(sys.executable).parent) is None, reason="needs torchrun")
 def test_torchrun_with_more_processes_than_devices_says_so_once(tmp_path):

@@ -1,5 +1,6 @@
 """Checkpoints: written atomically (io), the callbacks that keep best and last and the RNG state (callbacks), read
-back trusting nothing (loading, class_paths, field_types), and which metric each watches (monitored)."""
+back trusting nothing (loading, class_paths, field_types, optimizer_states), and which metric each watches
+(monitored)."""
 
 from lightning_runs.checkpoints.callbacks import BestCheckpoint, RandomState, RunCheckpoint
 from lightning_runs.checkpoints.io import AtomicCheckpointIO, BackgroundCheckpointIO

@@ -1,11 +1,15 @@
 """Loading a checkpoint that trusts nothing: plain data only, its types checked, no class path that runs code."""
 
+import copy
 import functools
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
+from lightning.pytorch.utilities.migration import migrate_checkpoint
+from packaging.version import InvalidVersion, Version
 
 from lightning_runs.checkpoints.class_paths import imported_class, names_class, plain_parameters
 from lightning_runs.checkpoints.field_types import wrong_type
@@ -15,6 +19,8 @@ from lightning_runs.private import CLASS_PATH_KEY, INSTANTIATOR_KEY, saved_class
 # The only instantiator Lightning should ever call when it rebuilds a model from a checkpoint's hparams.
 LIGHTNING_INSTANTIATOR = "lightning.pytorch.cli.instantiate_module"
 CLASS_KEYS = ("class_path", CLASS_PATH_KEY)
+VERSION_KEY = "pytorch-lightning_version"  # the version that wrote it, which Lightning upgrades it from
+TENSORS = ("state_dict", "optimizer_states")  # what Lightning's upgrades leave alone, and too large to copy
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 
 
@@ -48,6 +54,8 @@ def read_checkpoint(path: Path, model_class: type | None = None) -> dict:
         raise UsageError(f"--ckpt_path {path}: not a Lightning checkpoint (no state_dict)")
     if problem := wrong_type(checkpoint):  # edited by hand: refused here, not inside Lightning's restore
         raise UsageError(f"--ckpt_path {path}: {problem}, so it cannot be restored")
+    if problem := _version_problem(checkpoint):
+        raise UsageError(f"--ckpt_path {path}: {problem}; give the file as the run that wrote it saved it")
     data = checkpoint.get("datamodule_hyper_parameters", {})
     data_class = imported_class(saved_class_path(data))
     for key, owner in (("hyper_parameters", model_class), ("datamodule_hyper_parameters", data_class)):
@@ -55,6 +63,28 @@ def read_checkpoint(path: Path, model_class: type | None = None) -> dict:
         if problem:
             raise UsageError(f"--ckpt_path {path}: refusing to load, its {key} {problem}")
     return checkpoint
+
+
+def _version_problem(checkpoint: dict) -> str | None:
+    """Lightning upgrades a checkpoint from the version it names before reading it: without one that was a KeyError
+    traceback, with one that is no version number an InvalidVersion, and one older than what the file holds (a hand
+    edit) a KeyError from the upgrade. The upgrade is tried here on a copy of what it changes (not the tensors)."""
+    version = checkpoint.get(VERSION_KEY)
+    if version is None:
+        return f"it holds no {VERSION_KEY}, which every checkpoint Lightning writes holds"
+    try:
+        Version(str(version))
+    except InvalidVersion:
+        return f"its {VERSION_KEY} {version!r} is not a version number"
+    upgraded = copy.deepcopy({key: value for key, value in checkpoint.items() if key not in TENSORS})
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "produced with a newer Lightning": said once, when Lightning loads it
+            migrate_checkpoint(upgraded)
+    except Exception as error:
+        reason = f"{type(error).__name__} {first_line(error)}"
+        return f"its {VERSION_KEY} {version} does not match what it holds (Lightning's upgrade from it: {reason})"
+    return None
 
 
 def _unsafe_reference(hparams: Any, plain: frozenset[str] = frozenset()) -> str | None:

@@ -84,13 +84,18 @@ def _check_port_free() -> None:
     port = os.environ.get("MASTER_PORT")
     if port is None:  # Lightning picks a free one
         return
+    if not (port.strip().isdigit() and 1 <= int(port) <= 65535):  # 99999 was an OverflowError traceback from bind
+        raise UsageError(
+            f"MASTER_PORT={port}: not a port number (1 to 65535); unset MASTER_PORT (Lightning then picks a free port)"
+            " or give one in that range"
+        )
     # Rank zero's store listens on every address, with SO_REUSEADDR: a port left in TIME_WAIT by an earlier run is
     # free to it, one another process listens on (or holds bound) is not.
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("", int(port)))
-        except (OSError, ValueError) as error:
+        except OSError as error:
             reason = getattr(error, "strerror", None) or str(error)
             raise UsageError(
                 f"MASTER_PORT={port}: cannot listen there ({reason}); unset MASTER_PORT (Lightning then picks a free"

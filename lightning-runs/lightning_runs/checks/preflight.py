@@ -167,6 +167,11 @@ def check_checkpoint_fits(model, ckpt_path: str | None, evaluating: bool = True)
     missing = [name for name in built if name not in saved]
     if missing:
         raise UsageError(f"--ckpt_path {ckpt_path}: not a checkpoint of this model (no {missing[0]})")
+    extra = [name for name in saved if name not in built]
+    if extra and getattr(model, "strict_loading", True):  # Lightning's load_state_dict(strict=True) traceback
+        raise UsageError(
+            f"--ckpt_path {ckpt_path}: not a checkpoint of this model (it holds {extra[0]}, which this model has not)"
+        )
     # NaN or infinite weights evaluate to a NaN score (test), or predict NaN for every sample: nothing to learn from.
     broken = next((name for name, t in saved.items() if _floating(t) and not t.isfinite().all()), None)
     if broken is not None and evaluating:

@@ -9,7 +9,7 @@ is refused naming the tensor and the model options holding that size.
 
 import math
 import stat
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,10 +19,12 @@ from torch.nn.modules.module import register_module_parameter_registration_hook
 from torch.nn.parameter import UninitializedParameter
 from torch.overrides import TorchFunctionMode
 
-from lightning_runs.cli.parser import check_keys
+from lightning_runs.cli.resume import SUBCOMMANDS
+from lightning_runs.cli.yaml_limits import ParseError, check_document, compose
 from lightning_runs.contract.names import DERIVED
 from lightning_runs.errors import UsageError
 from lightning_runs.limits import MAX_CONFIG_BYTES, MAX_TENSOR_VALUES
+from lightning_runs.private import subcommand_parser, typed_options
 
 CONFIG_OPTIONS = ("--config",)  # LightningCLI's ActionConfigFile
 SECTIONS = ("model", "data")  # where the options that size a network are
@@ -30,9 +32,10 @@ SECTIONS = ("model", "data")  # where the options that size a network are
 CONSTRUCTORS = {torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch.randn, torch.empty_strided}
 
 
-def check_config_files(args: list[str]) -> None:
+def check_config_files(args: list[str], sections: Collection[str] = ()) -> None:
     """Each `--config` file is a regular file (a FIFO or /dev/zero would block or never end) of at most
-    MAX_CONFIG_BYTES, whose keys are checked as parser.py checks any YAML, here with the file's name in the line."""
+    MAX_CONFIG_BYTES, whose YAML is checked as parser.py checks any, here with the file's name in the line.
+    `sections`: the keys that hold a group of options (`trainer`), given as a mapping or a string (a file of them)."""
     for index, arg in enumerate(args):
         name, equals, value = arg.partition("=")
         if name not in CONFIG_OPTIONS or (not equals and index + 1 == len(args)):
@@ -50,15 +53,45 @@ def check_config_files(args: list[str]) -> None:
                 " (lightning_runs/limits.py)"
             )
         try:
-            root = yaml.compose(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            root = compose(path.read_text())
             if root is not None:
-                check_keys(root)
+                check_document(root)
         except yaml.MarkedYAMLError:
             continue  # not YAML: jsonargparse's own line says where
         except UnicodeDecodeError as error:
             raise UsageError(f"--config {path}: not a YAML text file (byte {error.start} is not UTF-8)") from None
-        except yaml.YAMLError as error:
+        except (yaml.YAMLError, ParseError) as error:
             raise UsageError(f"--config {path}: {error}") from None
+        _check_sections(root, sections, path)
+
+
+# What a section's value may be besides a mapping: a string names a file of its options (or holds them inline).
+KINDS = {
+    "tag:yaml.org,2002:null": "empty",
+    "tag:yaml.org,2002:bool": "true or false",
+    "tag:yaml.org,2002:int": "a number",
+    "tag:yaml.org,2002:float": "a number",
+}
+
+
+def config_sections(parser, args: list[str]) -> set[str]:
+    """The keys of the command's config that hold a group of options (`trainer`, `early_stopping`, ...)."""
+    subcommand = next((arg for arg in args if arg in SUBCOMMANDS), "fit")
+    return {key for key, *_, group in typed_options(subcommand_parser(parser, subcommand)) if group and "." not in key}
+
+
+def _check_sections(root: yaml.Node, sections: Collection[str], path: Path) -> None:
+    """`trainer: [1, 2]` or `trainer: 5` was an AttributeError traceback, or dropped without a word when an option
+    such as --trainer.max_epochs followed it."""
+    for key, value in root.value if isinstance(root, yaml.MappingNode) else []:
+        if key.value not in sections or isinstance(value, yaml.MappingNode):
+            continue
+        kind = "a list" if isinstance(value, yaml.SequenceNode) else KINDS.get(value.tag)
+        if kind is not None:
+            raise UsageError(
+                f"--config {path}: {key.value} (line {key.start_mark.line + 1}) is {kind}, but it holds options:"
+                f" give them as a mapping, one `option: value` a line indented under `{key.value}:`"
+            )
 
 
 @contextmanager

@@ -1,6 +1,6 @@
 """The CLI's argument parser: a bad option is one short line naming it (with the closest real option for a
-typo), raised as a UsageError, instead of jsonargparse's usage dump of 100+ lines; and YAML whose aliases would
-expand past a bound, that holds too many keys or a key twice, is refused before anything is built from it."""
+typo), raised as a UsageError, instead of jsonargparse's usage dump of 100+ lines; and its YAML is checked before
+anything is built from it (yaml_limits.py)."""
 
 import difflib
 import importlib
@@ -8,24 +8,16 @@ import re
 from typing import ClassVar
 
 import yaml
-from jsonargparse import ArgumentError, ArgumentParser, get_loader, set_loader
+from jsonargparse import ArgumentError, ArgumentParser, set_loader
 from lightning.pytorch.cli import LightningArgumentParser
 
 from lightning_runs.cli.help import ReadableHelp
 from lightning_runs.cli.references import NOT_IMPORTED
+from lightning_runs.cli.yaml_limits import ParseError, bounded_yaml_load
 from lightning_runs.console import program
-from lightning_runs.errors import UsageError
-from lightning_runs.limits import MAX_CONFIG_KEYS, MAX_YAML_NODES
 from lightning_runs.private import option_strings
 
 BOUNDED_YAML = "bounded_yaml"  # the parser mode of every ProjectParser: YAML, checked first (bounded_yaml_load)
-
-
-class ParseError(ArgumentError, UsageError):
-    """An ArgumentError to jsonargparse, which catches and rewraps these internally; a UsageError to the entry point."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(None, message)
 
 
 class ProjectParser(ReadableHelp, LightningArgumentParser):
@@ -74,6 +66,9 @@ _NOT_SUBCLASS = re.compile(
     r"(?:Import path |Expected ')(?P<path>[\w.]+)'? (?:does not correspond to|to be) a subclass of"
     r" (?:<class ')?(?P<base>\w+)"
 )
+# A value of a class-typed option that is neither a class path nor a mapping (`model: 5`): jsonargparse lists what
+# each type of the Union expects, over nine lines.
+_NOT_A_CLASS = re.compile(r"Not a valid subclass of (?P<base>\w+)\s+Subclass types expect one of")
 _IMPORT_PATH = re.compile(r"Expected a dot import path string: (?P<value>\S+)")
 _NO_ATTRIBUTE = re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<name>\w+)'")
 # An unknown argument of a class chosen by class path (--model.network.dropuot, --data.batch_sise) and that class.
@@ -180,6 +175,12 @@ def _reason(message: str) -> str:
         )
     if bases := _NOT_SUBCLASS.findall(message):  # a class of another base (`subprocess.Popen` as a callback)
         return f"{bases[0][0]} is not a subclass of {' or '.join(dict.fromkeys(base for _, base in bases))}"
+    if not_a_class := _NOT_A_CLASS.search(message):
+        given = _GIVEN.search(message)
+        return (
+            f"expected a class path (a {not_a_class['base']}) or a mapping with its class_path and init_args, got"
+            f" {given['value'] if given else '?'}"
+        )
     if restricted := _RESTRICTED.search(message):
         return f"expected {restricted['type']} ({restricted['rule']}), got {restricted['value']}"
     if not_converted := _NOT_CONVERTED.search(message):
@@ -209,62 +210,3 @@ def _expected(message: str) -> str | None:
 
 def _one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.strip().splitlines() if line.strip())
-
-
-def bounded_yaml_load(stream):
-    """jsonargparse's YAML loader, after checking the document as composed (linear in its size): no aliases that
-    expand past MAX_YAML_NODES, at most MAX_CONFIG_KEYS keys, and no key given twice in one mapping."""
-    if isinstance(stream, str) and (":" in stream or "*" in stream):  # a plain value (`2`, `[1, 2]`) is free
-        root = yaml.compose(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        if root is not None:
-            check_keys(root)
-            _expanded_size(root, {}, set())
-    return get_loader("yaml")(stream)
-
-
-def check_keys(root: yaml.Node) -> None:
-    """YAML lets the last of two equal keys win without a word: `trainer: {max_epochs: 1}` then another `trainer:`
-    further down dropped the first whole. Refused, naming the key and both lines, as the key count past the limit."""
-    keys, seen, stack = 0, set(), [root]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:  # an alias: one shared node, checked once
-            continue
-        seen.add(id(node))
-        if isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
-        if not isinstance(node, yaml.MappingNode):
-            continue
-        keys += len(node.value)
-        if keys > MAX_CONFIG_KEYS:
-            raise yaml.YAMLError(f"refusing YAML of more than {MAX_CONFIG_KEYS:,} keys (lightning_runs/limits.py)")
-        lines: dict[str, int] = {}
-        for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode) and key.value != "<<":  # `<<: *base` merges; it is no key
-                if key.value in lines:
-                    raise yaml.YAMLError(
-                        f"refusing YAML that gives the key {key.value!r} twice (lines {lines[key.value]} and"
-                        f" {key.start_mark.line + 1}), where the last would silently win; keep one"
-                    )
-                lines[key.value] = key.start_mark.line + 1
-            stack.append(value)
-
-
-def _expanded_size(node: yaml.Node, sizes: dict[int, int], open_nodes: set[int]) -> int:
-    """Nodes under `node` once every alias is expanded; an alias is one shared node, so each is counted once."""
-    if id(node) in sizes:
-        return sizes[id(node)]
-    if id(node) in open_nodes:
-        raise yaml.YAMLError("refusing YAML with a recursive alias")
-    open_nodes.add(id(node))
-    children = node.value if isinstance(node, yaml.SequenceNode) else []
-    if isinstance(node, yaml.MappingNode):
-        children = [part for pair in node.value for part in pair]
-    total = 1
-    for child in children:
-        total += _expanded_size(child, sizes, open_nodes)
-        if total > MAX_YAML_NODES:
-            raise yaml.YAMLError(f"refusing YAML whose aliases expand to more than {MAX_YAML_NODES:,} values")
-    open_nodes.discard(id(node))
-    sizes[id(node)] = total
-    return total

@@ -20,9 +20,10 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning_runs.checkpoints.callbacks import BestCheckpoint, RandomState, RunCheckpoint
 from lightning_runs.checkpoints.class_paths import import_named_class
 from lightning_runs.checkpoints.monitored import MonitoredMetrics, stated_early_stopping, stated_monitors
+from lightning_runs.checkpoints.optimizer_states import OptimizerStates
 from lightning_runs.checks import launchers, preflight
 from lightning_runs.cli import placement
-from lightning_runs.cli.bounded import bounded_tensors, check_config_files
+from lightning_runs.cli.bounded import bounded_tensors, check_config_files, config_sections
 from lightning_runs.cli.parser import ProjectParser, own_defaults
 from lightning_runs.cli.references import check_class_paths, imports_judged
 from lightning_runs.cli.resume import TrainingLength, chosen_class_path, keys_given, with_checkpoint_classes
@@ -108,10 +109,10 @@ class RunsCLI(LightningCLI):
         self._claimed = None  # the run folder, once before_instantiate_classes claims it
         set_program(model_class)  # for a cli_main called without lightning_runs.main (a test, a notebook)
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
-        # The callbacks are appended to those of the config; MonitoredMetrics checks the names the others watch, and
-        # a sweep's trial adds the one that reports to its study.
+        # The callbacks are appended to those of the config; MonitoredMetrics checks the names the others watch,
+        # OptimizerStates a resumed optimizer state, and a sweep's trial adds the one that reports to its study.
         self._monitored = MonitoredMetrics()
-        added = [self._monitored, *callbacks, *callbacks_from_environment()]
+        added = [self._monitored, OptimizerStates(), *callbacks, *callbacks_from_environment()]
         defaults = {**TRAINER_DEFAULTS, **(trainer_defaults or {}), "callbacks": added}
         # `usage: python -m my_exp fit ...` rather than `__main__.py`; the subcommands' usage lines follow the main one.
         kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", tools_help())
@@ -188,7 +189,8 @@ class RunsCLI(LightningCLI):
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
         args = list(sys.argv[1:] if args is None else args)
-        check_config_files(args)  # before anything reads them: a FIFO, a huge or a binary file is one line
+        # Before anything reads them: a FIFO, a huge, binary or too deeply nested file, `trainer: 5`, is one line.
+        check_config_files(args, config_sections(parser, args))
         given = keys_given(args) | keys_in_configs(args)  # what the user typed or wrote, before the line below
         self._given = given
         args = with_checkpoint_classes(args, self.default_model, self.default_data)

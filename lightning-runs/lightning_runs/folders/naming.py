@@ -23,7 +23,7 @@ from pathlib import Path, PurePath
 
 from lightning_runs.errors import UsageError
 from lightning_runs.folders.files import FILE_OPTIONS
-from lightning_runs.folders.layout import saved_config
+from lightning_runs.folders.layout import run_dir, saved_config
 from lightning_runs.limits import MAX_NAME_BYTES
 
 # Logger settings that name one folder inside the runs root (or the run): never a path that leads elsewhere.
@@ -142,6 +142,7 @@ def check_names(config) -> None:
             )
     if init_args is not None and "save_dir" in init_args:
         check_runs_root(init_args.save_dir)
+        _check_not_files(init_args)
     for key in FILE_OPTIONS:  # a checkpoint's may hold a sub-folder ("{epoch}/best"), never ".."
         value = config.get(key)
         if value is not None and (PurePath(value).is_absolute() or ".." in PurePath(value).parts):
@@ -160,6 +161,21 @@ def check_runs_root(save_dir) -> None:
         raise UsageError(f"{option} {save_dir}: {existing} is a file, not a folder; give another runs root")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {save_dir}: {existing} is not writable by you; give another runs root")
+
+
+def _check_not_files(init_args) -> None:
+    """The run's folders under the runs root, `<name>` and a `version` given, are folders where they exist: a file
+    there was a FileExistsError traceback as the run folder was made."""
+    name, version = init_args.get("name"), init_args.get("version")
+    folders = {} if name is None else {"name": Path(init_args.save_dir) / str(name)}
+    if name is not None and version is not None:
+        folders["version"] = run_dir(init_args.save_dir, str(name), version)
+    for key, path in folders.items():
+        if path.exists() and not path.is_dir():
+            raise UsageError(
+                f"--trainer.logger.init_args.{key} {path.name}: {path} is a file, not a run folder; give another"
+                f" {key}, or move the file out of {path.parent}"
+            )
 
 
 def is_component(name: str) -> bool:

@@ -14,6 +14,7 @@ accuracy, a regression's ridge MSE, MAE and R^2; where none apply, the table say
 
 import contextlib
 import io
+import os
 import statistics
 import time
 import warnings
@@ -23,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from lightning_runs import errors
+from lightning_runs.checks.preflight import SEED_RANGE
 from lightning_runs.contract.names import counterpart
 from lightning_runs.contract.parts import monitored_checkpoint
 from lightning_runs.errors import Failed, UsageError
@@ -91,8 +93,20 @@ def _check(configs: list[Path], seeds: list[int], output: Path) -> None:
             raise UsageError(f"--configs {path}: {'a folder' if path.is_dir() else 'no such file'}; give a config file")
     if not seeds:
         raise UsageError("--seeds []: give at least one seed")
+    low, high = SEED_RANGE
+    bad = next((seed for seed in seeds if not low <= seed <= high), None)
+    if bad is not None:  # the first fit refused it, naming its --data.seed
+        raise UsageError(f"--seeds: {bad} is not a seed; each must be in {low}..{high}")
+    if len(set(seeds)) < len(seeds):
+        twice = next(seed for seed in seeds if seeds.count(seed) > 1)
+        raise UsageError(f"--seeds: {twice} given twice, which trains the same run twice; give each seed once")
     if output.is_dir():
         raise UsageError(f"--output {output}: a folder; give a file name, such as {output / 'seeds.json'}")
+    # The table is written after every seed trained: a folder it cannot go in was a traceback at the very end.
+    existing = next(folder for folder in output.parents if folder.exists())  # `.` or `/` at last
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        why = "a file" if not existing.is_dir() else "not writable by you"
+        raise UsageError(f"--output {output}: {existing} is {why}; give a file in a folder you can write")
 
 
 def _split_seed(data_seed: str | None, parameters: dict) -> str | None:

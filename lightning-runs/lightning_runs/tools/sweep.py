@@ -23,9 +23,8 @@ import shlex
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import optuna
 import sqlalchemy
@@ -41,29 +40,14 @@ from lightning_runs.private import trial_id
 from lightning_runs.sweeps import storage as study_storage
 from lightning_runs.sweeps import trial as trials
 from lightning_runs.sweeps import turns, workers
+from lightning_runs.sweeps.space import Choice, Range, first_value, search_space
 from lightning_runs.tools.function_cli import function_cli
-
-
-@dataclass
-class Range:
-    """Sampled from [low, high], evenly or, with `log`, log-uniformly; integers when both ends are integers."""
-
-    low: int | float
-    high: int | float
-    log: bool = False
-
-
-@dataclass
-class Choice:
-    """One of `choices`, for categories and for numbers only some values make sense (batch sizes)."""
-
-    choices: list[str | int | float | bool]
 
 
 def sweep(
     cli_main: Callable,
     study: str,
-    space: dict[str, Range | Choice],
+    space: dict[str, Any],
     n_trials: PositiveInt = 20,
     configs: tuple[str, ...] = (),
     args: tuple[str, ...] = (),
@@ -84,7 +68,8 @@ def sweep(
     Args:
         cli_main: the project's CLI, `cli_main(args, callbacks)`; each trial runs it as `python -m <its package> fit`
         study: the study's name, which is also its file and its runs' folder name
-        space: option of `python -m <package> fit` (such as `model.lr`) -> the values to sample it from
+        space: option of `python -m <package> fit` (such as `model.lr`) -> the values to sample it from: a range
+            `{low, high}` (`log: true` for a log-uniform one; integers when both ends are) or `{choices: [...]}`
         n_trials: finished trials the study should hold; a failed trial, or one cut short by Ctrl-C, does not count
         configs: the configs every trial stacks, in this order (none: the CLI's defaults)
         args: fixed options for every trial, before the sampled ones
@@ -112,8 +97,12 @@ def sweep(
         raise UsageError(
             f"--grace_period {grace_period}: must be longer than --heartbeat_interval {heartbeat_interval}"
         )
+    ranges = search_space(space)
+    # Parsed as every trial's fit will be, each option at its low end: a misspelt one is refused before any trial.
+    at_low_ends = [f"--{key}={first_value(values)}" for key, values in ranges.items()]
+    resolved = _resolved(cli_main, configs, (*args, *at_low_ends))
     if metric is None or direction is None:
-        monitor, mode = _monitored(cli_main, configs, args)
+        monitor, mode = _monitor(resolved)
         metric = metric or monitor
         direction = direction or ("maximize" if mode == "max" else "minimize")
     Path(save_dir).mkdir(parents=True, exist_ok=True)
@@ -141,7 +130,7 @@ def sweep(
         # Seeded by the trial's number, unique in the study: workers that start together sample different values,
         # and one worker's study is the same on every re-run.
         optuna_study.sampler = optuna.samplers.TPESampler(seed=seed + trial.number)
-        overrides = [f"--{key}={_suggest(trial, key, values)}" for key, values in space.items()]
+        overrides = [f"--{key}={_suggest(trial, key, values)}" for key, values in ranges.items()]
         place = [f"--trainer.logger.init_args.save_dir={save_dir}", f"--trainer.logger.init_args.name={study}"]
         # The same network every trial: its summary table once per trial is noise (args may turn it back on).
         command = ["fit", *(f"--config={config}" for config in configs), "--trainer.enable_model_summary=false"]
@@ -230,9 +219,9 @@ def _shown(url: str) -> str:
     return url
 
 
-def _monitored(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, str]:
-    """The metric and mode the trials' best checkpoint is chosen by: their config as the CLI resolves it
-    (`fit --print_config` prints it and exits, before anything is built)."""
+def _resolved(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ...]) -> dict:
+    """The trials' config as the CLI resolves it (`fit --print_config` prints it and exits, before anything is built);
+    a bad config or option is refused as the fit would refuse it."""
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed):
@@ -240,10 +229,19 @@ def _monitored(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ..
     except SystemExit as exit:
         if exit.code not in (0, None):  # a bad config or option: its error is already on stderr
             raise
-    checkpoint = (yaml.safe_load(printed.getvalue()) or {}).get("checkpoint") or {}
+    return yaml.safe_load(printed.getvalue()) or {}
+
+
+def _monitor(resolved: dict) -> tuple[str, str]:
+    """The metric and mode the trials' best checkpoint is chosen by."""
+    checkpoint = resolved.get("checkpoint") or {}
     if not checkpoint.get("monitor"):
         raise UsageError("the trials' best checkpoint monitors no metric (--checkpoint.monitor): give --metric")
     return checkpoint["monitor"], checkpoint["mode"]
+
+
+def _monitored(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, str]:
+    return _monitor(_resolved(cli_main, configs, args))
 
 
 def _suggest(trial: optuna.Trial, name: str, values: Range | Choice):

@@ -1,0 +1,46 @@
+"""A sweep's search space is checked before any trial runs (issue 31, item 5): a range with low above high, a list
+of no choices or a log range from 0 failed every trial with Optuna's traceback, each recorded in the study; an
+unknown kind of values got "unknown option --space.distribution". Each is one line naming the option, exit 2, and
+nothing is written (no study file, no runs/)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lightning_runs.sweeps.space import Choice, Range, search_space
+from lightning_runs.tools import sweep
+from tiny_tasks import cli_main
+
+SPACES = [
+    ({"model.lr": {"low": 0.1, "high": 0.001}}, "--space model.lr: low 0.1 is above high 0.001; swap them"),
+    ({"data.batch_size": {"low": 64, "high": 32}}, "--space data.batch_size: low 64 is above high 32; swap them"),
+    ({"data.batch_size": {"choices": []}}, "--space data.batch_size: choices must be a list of at least one value"),
+    ({"model.lr": {"low": 0.0, "high": 0.1, "log": True}}, "a log-uniform range must start above 0, got low 0.0"),
+    ({"model.lr": {"low": "a", "high": 0.1}}, "--space model.lr: low and high must be finite numbers"),
+    ({"model.lr": {"distribution": "normal", "mean": 0.01}}, "--space model.lr: {'distribution': 'normal', 'mean'"),
+    ({"model.lr": {"low": 0.001, "high": 0.1, "step": 0.01}}, "is neither a range ({low: 0.001, high: 0.1}, with"),
+    ({"model.lr": 0.01}, "--space model.lr: 0.01 is neither a range"),
+    ({}, "--space {}: give at least one option to search"),
+    # parsed as the trials' fit parses it, each option at its low end
+    ({"model.lrr": {"low": 0.001, "high": 0.1}}, "unknown option --model.lrr: did you mean --model.lr?"),
+]
+IDS = ["low_above_high", "ints_low_above_high", "no_choices", "log_from_0", "not_numbers", "unknown_kind",
+       "unknown_key", "not_a_mapping", "empty", "misspelt_option"]  # fmt: skip
+
+
+@pytest.mark.parametrize("space,said", SPACES, ids=IDS)
+def test_a_malformed_search_space_is_one_line_before_any_trial(space, said, capsys):
+    Path("study.yaml").write_text(yaml.safe_dump({"study": "s", "n_trials": 1, "space": space}))
+    with pytest.raises(SystemExit) as exit_:
+        sweep.main(cli_main, ["--config", "study.yaml"])
+    err = capsys.readouterr()
+    assert exit_.value.code == 2 and "Traceback" not in err.err, err.err[-2000:]
+    (line,) = err.err.splitlines()
+    assert line.startswith("error: ") and said in line
+    assert "Trial" not in err.out and not Path("runs").exists(), "no trial, no study file"
+
+
+def test_a_well_formed_space_becomes_ranges_and_choices():
+    space = {"model.lr": {"low": 1e-3, "high": 0.1, "log": True}, "data.batch_size": {"choices": [16, 32]}}
+    assert search_space(space) == {"model.lr": Range(1e-3, 0.1, log=True), "data.batch_size": Choice([16, 32])}
