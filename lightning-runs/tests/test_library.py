@@ -12,6 +12,7 @@ from pathlib import Path
 import onnxruntime
 import pytest
 import torch
+import yaml
 from lightning.pytorch.callbacks import ProgressBar
 
 from lightning_runs.errors import main
@@ -192,3 +193,19 @@ def test_a_size_past_the_limit_is_refused_before_it_is_allocated_naming_the_opti
         " values, more than the 1,073,741,824 accepted (lightning_runs/limits.py); give sizes of at least 1 and below"
         " the limit"
     )
+
+
+def test_a_model_chosen_by_class_path_has_its_own_defaults_where_it_shares_the_default_models_names(capsys):
+    """jsonargparse carries the default class's values over to the class chosen (jsonargparse #460): --print_config,
+    which prints from inside the parse, showed TinyClassifier's lr 0.05 for SlowTinyClassifier's own 0.01."""
+    chosen = ["--model=tiny_tasks.SlowTinyClassifier"]
+    with pytest.raises(SystemExit) as exit_:
+        run("fit", *chosen, "--print_config")
+    assert exit_.value.code in (0, None)
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["model"] == {
+        "class_path": "tiny_tasks.SlowTinyClassifier",
+        "init_args": {"num_classes": 3, "input_shape": [4], "lr": 0.01},
+    }
+    assert run("fit", *chosen, *SHORT).model.hparams.lr == 0.01
+    assert run("fit", *SHORT).model.hparams.lr == 0.05, "the default model keeps its own"

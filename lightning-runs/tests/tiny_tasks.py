@@ -3,7 +3,7 @@ hands RunsCLI, written against the contract (lightning_runs/contract/parts.py) a
 
 - `TinyDataModule`: an ordinary LightningDataModule over seeded random points whose class is the largest of a few
   fixed linear functions of them (learnable by one Linear layer), with plain DataLoaders;
-- `TinyClassifier`: one Linear layer, torchmetrics accuracy per stage;
+- `TinyClassifier`: one Linear layer, torchmetrics accuracy per stage (`SlowTinyClassifier`: another default lr);
 - `TinyCLI` / `cli_main`: the wiring a project's cli.py does, monitoring `val/loss` (min) so that nothing in the
   library can lean on a `val/acc`;
 - `TinyRegressionDataModule`, `TinyRegressor`, `RegressionCLI` / `regression_cli_main`: a regression of one float
@@ -110,6 +110,13 @@ class WeightsOnItself(TinyClassifier):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.flatten(1) @ self.weight.T
+
+
+class SlowTinyClassifier(TinyClassifier):
+    """TinyClassifier's arguments, with a learning rate of its own by default."""
+
+    def __init__(self, num_classes: int = 3, input_shape: tuple[int, ...] = (4,), lr: float = 0.01) -> None:
+        super().__init__(num_classes, input_shape, lr)
 
 
 class TinyCLI(RunsCLI):

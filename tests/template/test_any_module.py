@@ -1,7 +1,9 @@
 """Any LightningModule, any task: modules written as Lightning's docs write them (nothing of the template imported)
 run every subcommand and tool through `python -m project`, chosen by class path alone."""
 
+import contextlib
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -9,11 +11,13 @@ import numpy as np
 import onnxruntime
 import pytest
 import torch
+import yaml
 from sklearn.linear_model import LinearRegression
 
 from experiments.regression import split
 from lightning_runs.errors import main
 from lightning_runs.tools import runs
+from lightning_runs.tools.seeds import evaluate_seeds
 from project.cli import cli_main, run
 from support import QUIET, CrashAt
 
@@ -88,3 +92,28 @@ def test_a_monitor_the_user_names_that_the_model_does_not_log_is_refused_before_
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "error: --checkpoint.monitor val/acc: BoringModel logs no val metric" in err
     assert not list(Path("runs").glob("*/version_*")), "no run folder left"
+
+
+def test_classes_sharing_the_templates_argument_names_print_train_and_run_over_seeds_with_their_own_defaults(in_tmp):
+    """jsonargparse carries the default classes' values (DigitsClassifier's lr, a PositiveFloat 0.01) over to those a
+    config chooses where their names match (jsonargparse #460): `--print_config`, which the seeds tool reads, could
+    not even write them as YAML."""
+    config = in_tmp / "mlp.yaml"
+    config.write_text(
+        "model: {class_path: experiments.regression.MLPRegressor}\n"
+        "data: {class_path: experiments.regression.DiabetesData}\n"
+        "trainer: {max_epochs: 2}\n"
+    )
+    printed = io.StringIO()
+    with pytest.raises(SystemExit) as exit_, contextlib.redirect_stdout(printed):
+        cli_main(["fit", "--config", str(config), "--print_config"])
+    assert exit_.value.code in (0, None)
+    printed = yaml.safe_load(printed.getvalue())
+    assert printed["model"]["init_args"] == {"in_features": 10, "hidden": 64, "lr": 0.003, "weight_decay": 0.0001}
+    assert printed["data"]["init_args"] == {"batch_size": 32, "seed": 0}
+
+    rows = evaluate_seeds(cli_main, configs=[config], seeds=[0, 1], args=QUIET, name="mlp")["seeds"]
+    assert [row["seed"] for row in rows] == [0, 1]
+    saved = torch.load(rows[0]["checkpoint"], weights_only=True)
+    assert (saved["hyper_parameters"]["lr"], saved["hyper_parameters"]["weight_decay"]) == (0.003, 1e-4)
+    assert saved["datamodule_hyper_parameters"]["batch_size"] == 32

@@ -139,22 +139,6 @@ def _class_parser(class_path: str) -> ArgumentParser | None:
     return parser
 
 
-def own_defaults(section, default_class_path: str, given: set[str], key: str) -> None:
-    """jsonargparse carries the default class's arguments over to a class chosen by class path (jsonargparse #460):
-    `--data my_data.MyDataModule` got the template's batch size instead of its own default, or a restricted type
-    (PositiveInt) its plain `int` parameter refused at instantiation. A value that was not typed on the command line
-    (`given`: "data.batch_size") and equals the default class's default becomes the chosen class's own default."""
-    if section is None or not hasattr(section, "class_path") or section.class_path == default_class_path:
-        return
-    previous, own = (_class_parser(path) for path in (default_class_path, section.class_path))
-    if previous is None or own is None or section.get("init_args") is None:
-        return
-    previous, own = previous.get_defaults(), own.get_defaults()
-    for name, value in section.init_args.items():
-        if f"{key}.{name}" not in given and name in previous and name in own and value == previous[name]:
-            section.init_args[name] = own[name]
-
-
 def _innermost(message: str) -> tuple[str | None, str]:
     """The option's full name and what was said about it, through nested class arguments: jsonargparse reports
     `--model.network.dropout x` as key "model.network", then key "dropout" inside the network's own message."""

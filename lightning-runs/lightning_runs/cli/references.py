@@ -8,6 +8,7 @@ model.network) jsonargparse checks as it parses, on the class then imported.
 """
 
 import contextlib
+import importlib
 import inspect
 import re
 import sys
@@ -42,6 +43,20 @@ def imports_judged() -> Iterator[None]:
     """Within (the CLI's parsing): no dotted value is imported before judge_import found it defined."""
     with value_imports_judged(judge_import):
         yield
+
+
+def chosen_class(path: str, base: type) -> type | None:
+    """The subclass of `base` that a class path of the command names (`--model`, a config's `data`), imported as the
+    parse would import it, judged first (a package's `__init__` that re-exports it is read as defining it); None where
+    it names none, or its module fails to import: the parse then says why, naming the option."""
+    if defines(path) is not True:
+        return None
+    module, _, name = path.rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module), name, None)
+    except Exception:  # whatever the module raises; the parse imports it again and words the error
+        return None
+    return found if isinstance(found, type) and issubclass(found, base) else None
 
 
 def check_class_paths(config, key: str = "") -> None:

@@ -54,11 +54,12 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
     resuming = subcommand == "fit"
     saved = {"model": checkpoint.get("hyper_parameters", {}), "data": checkpoint.get("datamodule_hyper_parameters", {})}
     conflicts, adopted = [], []
+    for group in ("model", "data"):  # a class that takes no arguments (BoringDataModule) comes without init_args
+        if config[group].get("init_args") is None:
+            config[group].init_args = Namespace()
     _check_model_class(subcommand, config, saved["model"])
     _reconcile_data_class(subcommand, config, saved["data"], given, conflicts, adopted)
     _adopt_monitor(config, checkpoint, given, adopted)
-    if config.model.get("init_args") is None:
-        config.model.init_args = Namespace()
     # --model and --data are each a class path plus its arguments
     sections = {"model": config.model.init_args, "data": config.data.init_args}
     if resuming:

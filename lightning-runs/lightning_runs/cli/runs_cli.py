@@ -18,14 +18,13 @@ from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMon
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from lightning_runs.checkpoints.callbacks import BestCheckpoint, RandomState, RunCheckpoint
-from lightning_runs.checkpoints.class_paths import import_named_class
 from lightning_runs.checkpoints.monitored import MonitoredMetrics, stated_early_stopping, stated_monitors
 from lightning_runs.checkpoints.optimizer_states import OptimizerStates
 from lightning_runs.checks import launchers, preflight
 from lightning_runs.cli import placement
 from lightning_runs.cli.bounded import bounded_tensors, check_config_files, config_sections
-from lightning_runs.cli.parser import ProjectParser, own_defaults
-from lightning_runs.cli.references import check_class_paths, imports_judged
+from lightning_runs.cli.parser import ProjectParser
+from lightning_runs.cli.references import check_class_paths, chosen_class, imports_judged
 from lightning_runs.cli.resume import TrainingLength, chosen_class_path, keys_given, with_checkpoint_classes
 from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
 from lightning_runs.contract.links import link_data_to_model, placeholders
@@ -38,7 +37,7 @@ from lightning_runs.folders.recipes import keys_in_configs
 from lightning_runs.loggers.configured import open_before_run
 from lightning_runs.pictures.callbacks import Figures, Histograms
 from lightning_runs.predictions.writer import PredictionWriter
-from lightning_runs.private import add_configure_optimizers
+from lightning_runs.private import add_configure_optimizers, subcommand_parser
 from lightning_runs.records.provenance import SaveConfigInRun
 from lightning_runs.records.report import report_fit
 from lightning_runs.records.step_metrics import LossMonitor, SampleRateMonitor
@@ -194,8 +193,16 @@ class RunsCLI(LightningCLI):
         given = keys_given(args) | keys_in_configs(args)  # what the user typed or wrote, before the line below
         self._given = given
         args = with_checkpoint_classes(args, self.default_model, self.default_data)
+        model_class = chosen_class(chosen_class_path(args, "model", self.default_model), L.LightningModule)
+        data_class = chosen_class(chosen_class_path(args, "data", self.default_data), L.LightningDataModule)
+        # The class the command chooses is the group's default: jsonargparse carries the default class's values over
+        # to a chosen class that shares their names (jsonargparse #460), and --print_config prints them from inside
+        # the parse, before this method could set them right (a PositiveFloat it cannot even write as YAML).
+        classes = {"model": model_class, "data": data_class}
+        defaults = {group: {"class_path": class_path(cls)} for group, cls in classes.items() if cls is not None}
+        for subcommand in self.subcommands():
+            subcommand_parser(parser, subcommand).set_defaults(defaults)
         # A model that requires num_classes or input_shape gets it from the data, which exists only after parsing.
-        model_class = import_named_class(chosen_class_path(args, "model", self.default_model), L.LightningModule)
         super().parse_arguments(parser, [*args, *placeholders(model_class, given)])
         # Before LightningCLI reads the checkpoint's hyperparameters, so `last`/`best` are real paths by then.
         if self.config.get("subcommand"):
@@ -205,8 +212,6 @@ class RunsCLI(LightningCLI):
             apply_quiet(config)
             preflight.check_options(config)
             launchers.check_launch(config.trainer)
-            own_defaults(config.get("model"), self.default_model, given, "model")  # jsonargparse #460
-            own_defaults(config.get("data"), self.default_data, given, "data")
             placement.name_run(config, self.default_model, self.default_network, given)
             check_run_files(config)  # no option names a file of the run that another writes (folders/files.py)
             chosen = placement.resolve_checkpoint(subcommand, config, given)  # compared as its fit saved it

@@ -74,3 +74,14 @@ class Regressor(L.LightningModule):
 
     def configure_optimizers(self):
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+
+class MLPRegressor(Regressor):
+    """Arguments named as the template's model names its own (lr, weight_decay), with defaults of its own."""
+
+    def __init__(self, in_features: int = 10, hidden: int = 64, lr: float = 0.003, weight_decay: float = 1e-4) -> None:
+        super().__init__(input_shape=(in_features,), hidden=hidden, lr=lr)
+        self.save_hyperparameters()  # its own arguments, in place of the Regressor's
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
