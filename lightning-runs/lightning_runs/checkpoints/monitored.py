@@ -8,12 +8,13 @@ Who says what is watched, strongest first:
   the run's best checkpoint's, `stated_monitors`) or an `EarlyStopping` (Lightning puts it in place of the run's);
 - the recipe's defaults (the owner's cli.py), which follow what the model logs.
 A watched metric the model does not log is refused in one line if the user or the model named it; a default falls
-back to `val/loss` (min) where that is logged, and where the model logs no validation metric at all (or has no
-validation) the run keeps no best-by-score checkpoint (best.ckpt is then the newest) and does not stop early, said in
-one line; otherwise it is refused, listing what is logged.
+back to `val/loss` or `val_loss` (min) where that is logged, early stopping else to what the best checkpoint watches;
+where the model logs no validation metric at all (or has no validation) the run keeps no best-by-score checkpoint
+(best.ckpt is then the newest) and does not stop early, said in one line; otherwise it is refused, listing what is
+logged.
 
-Metrics are named `stage/name` (contract/parts.py). A name of a stage that has not logged yet (`train/loss` before
-training) waits for Lightning's check.
+Metrics are named `stage/name` or `stage_name` (contract/names.py). A name of a stage that has not logged yet
+(`train/loss` before training) waits for Lightning's check.
 """
 
 import difflib
@@ -24,6 +25,8 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs.checkpoints.callbacks import BestCheckpoint, RunCheckpoint
 from lightning_runs.console import say
+from lightning_runs.contract import parts as contract
+from lightning_runs.contract.names import SEPARATORS, stage_of
 from lightning_runs.errors import UsageError
 from lightning_runs.records.provenance import saved_config_path
 
@@ -100,16 +103,23 @@ class MonitoredMetrics(Callback):
         logged = set(trainer.callback_metrics)
         model = type(pl_module).__name__
         said, missing = [], []
-        for callback, option, metric in watching(trainer.callbacks):
-            stage = metric.partition("/")[0]
+        # The best checkpoint first: early stopping may follow what it watches.
+        checkpoints_first = sorted(watching(trainer.callbacks), key=lambda w: not isinstance(w[0], ModelCheckpoint))
+        for callback, option, metric in checkpoints_first:
+            stage = stage_of(metric) or metric
             if metric in logged or stage not in VALIDATION or getattr(callback, "strict", True) is False:
                 continue
-            known = sorted(name for name in logged if name.partition("/")[0] == stage)
+            known = sorted(name for name in logged if stage_of(name) == stage)
             ours = type(callback) in OPTIONS and option not in self.strict
-            fallback = f"{stage}/{FALLBACK[0]}"
-            if ours and fallback in logged:
-                follow(callback, fallback, FALLBACK[1])
-                said.append(f"{option} {fallback} ({FALLBACK[1]})")
+            # `val/loss`, or `val_loss` as Lightning's docs log it; else, for early stopping, the best checkpoint's.
+            fallbacks = [(f"{stage}{separator}{FALLBACK[0]}", FALLBACK[1]) for separator in SEPARATORS]
+            best = contract.monitored_checkpoint(trainer)
+            if isinstance(callback, EarlyStopping) and best is not None:
+                fallbacks.append((best.monitor, best.mode))
+            fallback = next(((name, mode) for name, mode in fallbacks if name in logged), None)
+            if ours and fallback:
+                follow(callback, *fallback)
+                said.append(f"{option} {fallback[0]} ({fallback[1]})")
             elif ours and not known:
                 unwatch(callback)
                 said.append("best.ckpt is the newest" if isinstance(callback, ModelCheckpoint) else "no early stopping")

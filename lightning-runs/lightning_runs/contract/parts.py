@@ -7,8 +7,8 @@ From the DataModule, where the model's __init__ asks for them (links.py: model p
 - `sample_kind`: "image" ((H, W) or (C, H, W) samples), "signal" ((L,) or (C, L)) or "table" ((F,)); decides
   which sample pictures a run gets (pictures/callbacks.py). Anything else, or none: no sample pictures.
 From the LightningModule (any, chosen with `--model <class path>`):
-- what it logs, named `stage/name`; `configure_callbacks()` returning a ModelCheckpoint or EarlyStopping says what
-  the run's best checkpoint and early stopping watch (monitored.py);
+- what it logs, named `stage/name` or `stage_name` (names.py); `configure_callbacks()` returning a ModelCheckpoint
+  or EarlyStopping says what the run's best checkpoint and early stopping watch (monitored.py);
 - what `validation_step` / `test_step` / `predict_step` return, described by its shapes
   (pictures/callbacks.py, predictions/writer.py):
   (N, C) logits for integer labels or (N,) values for float targets get their pictures; returning nothing, the
@@ -17,8 +17,8 @@ From the LightningModule (any, chosen with `--model <class path>`):
   `predict` read it (export falls back to one batch of the data);
 - its networks: its submodules that hold parameters (`networks`), which `--compile` compiles and FSDP shards.
 From the callbacks' configuration:
-- the metric the best checkpoint monitors (`--checkpoint.monitor`, named `stage/name`); its test counterpart is
-  `test/name`.
+- the metric the best checkpoint monitors (`--checkpoint.monitor`); its test counterpart is `test/name` (or
+  `test_name`).
 """
 
 from typing import Literal, get_args

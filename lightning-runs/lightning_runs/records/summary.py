@@ -26,7 +26,7 @@ from lightning.pytorch.utilities.data import extract_batch_size
 
 from lightning_runs.console import owner_package
 from lightning_runs.contract import parts as contract
-from lightning_runs.contract.names import counterpart
+from lightning_runs.contract.names import counterpart, stage_of
 from lightning_runs.errors import Stopped, Terminated
 from lightning_runs.faults.signals import ran_to_its_end
 from lightning_runs.folders.layout import free_path, run_folder, write_json
@@ -162,7 +162,7 @@ class RunSummary(Callback):
             }
             summary |= {"metrics": {}, "evaluations": []}
         stage = trainer.state.fn.value
-        metrics = _metrics({k: v for k, v in trainer.callback_metrics.items() if k.startswith(("val/", "test/"))})
+        metrics = _metrics({k: v for k, v in trainer.callback_metrics.items() if stage_of(k) in ("val", "test")})
         data = _data(trainer.datamodule)
         summary["evaluations"].append(
             {
