@@ -81,9 +81,14 @@ def test_lightnings_own_demo_classes_train_and_test_though_they_log_no_validatio
     assert "BoringModel logs no" in said and "best.ckpt is the newest" in said
     best = Path(fitted.trainer.logger.log_dir) / "checkpoints/best.ckpt"
     assert best.is_file()
-    # BoringModel saves no hyperparameters, so its checkpoint cannot name its class: the command names it.
-    tested = main(lambda: cli_main(["test", *QUIET, *BORING, f"--ckpt_path={best}"]))
+    # BoringModel saves no hyperparameters, so its checkpoint names no class: its run's config.yaml does, and the
+    # checkpoint alone tests, predicts and exports.
+    tested = main(lambda: cli_main(["test", *QUIET, f"--ckpt_path={best}"]))
     assert type(tested.model).__name__ == "BoringModel" and tested.trainer.state.finished
+    predicted = main(lambda: cli_main(["predict", *QUIET, f"--ckpt_path={best}"]))
+    assert type(predicted.datamodule).__name__ == "BoringDataModule"
+    assert len((best.parents[1] / "predictions.csv").read_text().splitlines()) == 1 + 64
+    assert run(["export", "--ckpt_path", str(best)]).is_file()
 
 
 def test_a_monitor_the_user_names_that_the_model_does_not_log_is_refused_before_training(in_tmp, capsys):

@@ -11,6 +11,7 @@ from lightning_runs.checkpoints.loading import load_plain
 from lightning_runs.checks.preflight import device_count
 from lightning_runs.console import say
 from lightning_runs.errors import UsageError
+from lightning_runs.folders.layout import classes_of_run
 from lightning_runs.folders.recipes import config_file
 from lightning_runs.private import (
     early_stopping_states,
@@ -230,13 +231,14 @@ def _plain(value):
 
 def with_checkpoint_classes(args: list[str], default_model: str, default_data: str) -> list[str]:
     """`args` with the checkpoint's model and DataModule first, where `--ckpt_path` names a file: `test --ckpt_path
-    <file>` alone rebuilds the module it saved, whatever its class (LightningCLI saves it as `_class_path` for a
-    model chosen by class path), unless a `--model` class is typed. Its DataModule comes first where it is not the
-    default, `--data.<argument>` options are given and no `--data` class is: they are then read against that class's
-    signature (`--data.path` of a file's checkpoint), not the default's, and win over the checkpoint's values as
-    typed. A `--config` that names a class still wins (it comes later), and resume.reconcile says what then differs.
-    `last`/`best` are found by the options given, so they keep the defaults. A class path that is no class is left
-    for read_checkpoint to refuse, with its reason; nothing is imported here."""
+        <file>` alone rebuilds the module it saved, whatever its class (LightningCLI saves it as `_class_path` for a
+        model chosen by class path), unless a `--model` class is typed. Its DataModule comes first where it is not the
+        default, `--data.<argument>` options are given and no `--data` class is: they are then read against that class's
+        signature (`--data.path` of a file's checkpoint), not the default's, and win over the checkpoint's values as
+        typed. A module that saves no hyperparameters (Lightning's BoringModel) names no class: its run's config.yaml
+    does. A `--config` that names a class still wins (it comes later), and resume.reconcile says what then differs.
+        `last`/`best` are found by the options given, so they keep the defaults. A class path that is no class is left
+        for read_checkpoint to refuse, with its reason; nothing is imported here."""
     path = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--ckpt_path"), None)
     path = path or next((arg.split("=", 1)[1] for arg in args if arg.startswith("--ckpt_path=")), None)
     if path is None or not Path(path).is_file():
@@ -246,16 +248,21 @@ def with_checkpoint_classes(args: list[str], default_model: str, default_data: s
         saved = {"model": checkpoint.get("hyper_parameters"), "data": checkpoint.get("datamodule_hyper_parameters")}
     except Exception:  # not a readable checkpoint: read_checkpoint says so in one line, later
         return args
-    first = []
+    first, from_run = [], classes_of_run(Path(path))
     for group, default in (("model", default_model), ("data", default_data)):
         if any(arg == f"--{group}" or arg.startswith(f"--{group}=") for arg in args):
             continue  # a class typed: the checkpoint's is compared with it (reconcile)
-        if group == "data" and not any(arg.startswith("--data.") for arg in args):
-            continue  # the data's class and arguments are adopted after parsing (reconcile)
         saved_class = saved_class_path(saved[group])
-        if not isinstance(saved_class, str) or saved_class == default or names_class(saved_class) is not True:
+        if isinstance(saved_class, str):
+            if group == "data" and not any(arg.startswith("--data.") for arg in args):
+                continue  # the data's class and arguments are adopted after parsing (reconcile)
+            section = {"class_path": saved_class, "init_args": saved_arguments(saved[group])}
+        elif saved[group] is None and group in from_run:  # it saved no hyperparameters: its run's config says
+            section = from_run[group]
+        else:
             continue
-        section = {"class_path": saved_class, "init_args": saved_arguments(saved[group])}
+        if section["class_path"] == default or names_class(section["class_path"]) is not True:
+            continue
         first.append(f"--{group}={json.dumps(section, default=str)}")
     at = next((i + 1 for i, arg in enumerate(args) if arg in SUBCOMMANDS), None)  # right after the subcommand
     return args if at is None or not first else [*args[:at], *first, *args[at:]]

@@ -13,6 +13,7 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 from lightning_runs.checkpoints.class_paths import import_named_class
 from lightning_runs.checkpoints.loading import read_checkpoint
 from lightning_runs.errors import UsageError, first_line
+from lightning_runs.folders.layout import classes_of_run
 from lightning_runs.private import saved_class_path
 
 DATA_KEY = "datamodule_hyper_parameters"
@@ -37,6 +38,8 @@ def saved_model(ckpt_path: Path, default: type[L.LightningModule]) -> L.Lightnin
     # Read with the default class's typed parameters first: nothing of the saved class has run yet.
     checkpoint = read_checkpoint(ckpt_path, default)
     dotted = saved_class_path(checkpoint.get("hyper_parameters"))
+    if dotted is None and checkpoint.get("hyper_parameters") is None:  # no hyperparameters saved: its run's config
+        dotted = classes_of_run(ckpt_path).get("model", {}).get("class_path")
     model_class = default if dotted is None else _imported(dotted, L.LightningModule, ckpt_path, "hyper_parameters")
     if model_class is not default:
         read_checkpoint(ckpt_path, model_class)  # again, with its own class's typed parameters
@@ -54,15 +57,18 @@ def saved_model(ckpt_path: Path, default: type[L.LightningModule]) -> L.Lightnin
     return model.eval()
 
 
-def saved_data_class(checkpoint: dict) -> str | None:
-    """The class path of the DataModule the checkpoint's run was fitted on, or None where it names none."""
+def saved_data_class(checkpoint: dict, ckpt_path: Path) -> str | None:
+    """The class path of the DataModule the checkpoint's run was fitted on (where it saved no hyperparameters, its
+    run's config.yaml says), or None where neither names one."""
+    if checkpoint.get(DATA_KEY) is None:
+        return classes_of_run(ckpt_path).get("data", {}).get("class_path")
     return saved_class_path(checkpoint.get(DATA_KEY))
 
 
 def data_inputs(ckpt_path: Path, model_class: type) -> torch.Tensor | None:
     """The inputs of the first batch the checkpoint's DataModule gives (its predict loader, else its test, val or
     train loader), as its batches give them to the model; None where the checkpoint names no DataModule."""
-    dotted = saved_data_class(read_checkpoint(ckpt_path, model_class))
+    dotted = saved_data_class(read_checkpoint(ckpt_path, model_class), ckpt_path)
     if dotted is None:
         return None
     data_class = _imported(dotted, L.LightningDataModule, ckpt_path, DATA_KEY)

@@ -133,6 +133,20 @@ def saved_config(path: Path) -> dict | None:
     return saved if isinstance(saved, dict) else None
 
 
+def classes_of_run(ckpt_path: Path) -> dict[str, dict]:
+    """The `model` and `data` sections ({class_path, init_args}) of the config.yaml of the run that wrote
+    `<run>/checkpoints/x.ckpt`: what a checkpoint of a module that saves no hyperparameters (Lightning's BoringModel)
+    cannot say itself. Empty for a loose file or a run without its config; nothing is imported."""
+    folder = Path(ckpt_path).parent
+    config = saved_config(folder.parent / "config.yaml") if folder.name == "checkpoints" else None
+    sections = {}
+    for group in ("model", "data"):
+        section = (config or {}).get(group)
+        if isinstance(section, dict) and isinstance(section.get("class_path"), str):
+            sections[group] = {"class_path": section["class_path"], "init_args": section.get("init_args") or {}}
+    return sections
+
+
 def deleted(folder: Path, lock: int) -> bool:
     """Whether the run folder locked as `lock` (lock_run's descriptor) is no longer at `folder`: removed, or removed and
     made again (a writer that creates its parents brings back an empty one)."""

@@ -60,7 +60,7 @@ def export(
         )
     model = saved_model(ckpt_path, model_class)  # the class the checkpoint names, or model_class
     _check_finite(model, ckpt_path)
-    data = saved_data_class(read_checkpoint(ckpt_path, type(model)))
+    data = saved_data_class(read_checkpoint(ckpt_path, type(model)), ckpt_path)
     example = example_input(model)
     if example is None:
         example = data_inputs(ckpt_path, type(model))
