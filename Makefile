@@ -17,6 +17,7 @@ PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
+	@echo "More GPUs or machines, FSDP, torch.compile, sweep workers: docs/scaling.md"
 
 # The project, editable, with its dev tools; pip takes the machinery (lightning-runs) from where pyproject.toml's
 # dependency says: in a copy, the template's git repository at the commit the copy is on (docs/updating.md). pip
