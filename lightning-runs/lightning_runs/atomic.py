@@ -10,6 +10,8 @@ from lightning_runs.errors import Failed
 
 # What a full disk or an exhausted quota look like to write(), fsync() and link().
 _NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
+# A folder that takes no file: said as what it is, with nothing written (the temp file never got a name).
+_NOT_WRITABLE = {errno.EROFS: "its file system is read-only", errno.EACCES: "permission denied"}
 
 
 def write_atomically(path: Path, content: bytes | str | Callable[[BinaryIO], object]) -> None:
@@ -17,8 +19,8 @@ def write_atomically(path: Path, content: bytes | str | Callable[[BinaryIO], obj
     any moment see the old file or the new one, never half of one.
 
     The temp file lives in `path`'s own folder (a rename across filesystems would be a copy); on Linux it has no
-    name until it is complete (O_TMPFILE), so a killed writer leaves nothing behind either. A full disk raises
-    Failed saying so, with the previous file untouched.
+    name until it is complete (O_TMPFILE), so a killed writer leaves nothing behind either. A full disk, a read-only
+    file system or a folder without write permission raises Failed saying so, with the previous file untouched.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -45,6 +47,8 @@ def write_atomically(path: Path, content: bytes | str | Callable[[BinaryIO], obj
     except OSError as error:
         if error.errno in _NO_SPACE:
             raise Failed(f"disk full writing {path}; the previous {path.name}, if any, is kept") from None
+        if error.errno in _NOT_WRITABLE:
+            raise Failed(f"cannot write {path}: {_NOT_WRITABLE[error.errno]}; write it somewhere else") from None
         raise
     finally:
         if named:

@@ -3,6 +3,8 @@ item 6)."""
 
 import os
 import shutil
+import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -136,3 +138,27 @@ def test_a_checkpoint_with_non_finite_weights_is_refused_naming_the_first_and_no
         " checkpoint of a run that did not diverge"
     )
     assert not assert_kept(before, snapshot())
+
+
+@contextmanager
+def read_only_mount(folder: Path):
+    """`folder` remounted read-only in place (a bind mount: root may write into a read-only folder, not onto a
+    read-only file system), or the test skipped saying why."""
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"no bind mount here ({mounted.stderr.strip() or 'mount failed'})")
+    try:
+        if subprocess.run(["mount", "-o", "remount,ro,bind", str(folder)], capture_output=True).returncode != 0:
+            pytest.skip("no read-only remount here")
+        yield
+    finally:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+def test_an_export_beside_a_checkpoint_on_a_read_only_mount_is_one_line_naming_the_path(runs, capsys):
+    with read_only_mount(BEST.parent.resolve()):
+        before = snapshot()
+        error = refusal(capsys, lambda: export.main(MODEL, ["--ckpt_path", str(BEST)]), code=1)
+        assert str(BEST.with_suffix(".onnx")) in error and "file system is read-only" in error, error
+        assert_kept(before, snapshot())
+    assert not list(BEST.parent.glob("*.onnx*")), "no file, no 0-byte or temporary one"
