@@ -1,15 +1,18 @@
 """The commit a run records is its owner's: the repository holding the owner's package, wherever the environment
 and this library are installed (a conda or shared environment lies outside the project), else the working
-directory's."""
+directory's. The resolved config a run saves is whole or absent whenever another run reads it."""
 
+import builtins
 import json
 import os
 import subprocess
 from pathlib import Path
 
+import yaml
+
 from lightning_runs.errors import main
 from lightning_runs.records.provenance import code_folders, git_state
-from tiny_tasks import TRAINER_DEFAULTS, TinyCLI, TinyDataModule
+from tiny_tasks import TRAINER_DEFAULTS, TinyCLI, TinyDataModule, cli_main
 
 # No developer's git settings (signing, hooks) in the tests' repositories, and an identity for their commits.
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
@@ -64,3 +67,21 @@ def test_a_package_installed_outside_any_repository_records_the_working_director
     monkeypatch.chdir(checkout)
     assert code_folders("owners_installed") == [installed / "owners_installed", checkout]
     assert git_state(*code_folders("owners_installed")) == {"commit": commit, "dirty": False}
+
+
+def test_a_runs_config_yaml_is_never_seen_half_written(monkeypatch):
+    # A run starting at the same moment reads it to choose its folder's name (folders/naming.py): an emptied or half
+    # file there sent it to another folder. Written whole beside it and renamed in, it is never opened in place.
+    opened = []
+    real_open = builtins.open
+
+    def spying_open(file, mode="r", *args, **kwargs):
+        if str(file).endswith("config.yaml") and set(mode) & set("wax+"):
+            opened.append(file)
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", spying_open)
+    fit = main(lambda: cli_main(["fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]))
+    saved = Path(fit.trainer.logger.log_dir) / "config.yaml"
+    assert yaml.safe_load(saved.read_text())["data"]["class_path"] == "tiny_tasks.TinyDataModule"
+    assert opened == [], "config.yaml was opened for writing in place"

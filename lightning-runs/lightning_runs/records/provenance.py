@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 from lightning.pytorch.cli import SaveConfigCallback
 
+from lightning_runs.atomic import write_atomically
 from lightning_runs.folders.layout import run_folder
 from lightning_runs.folders.recipes import flatten
 
@@ -33,7 +34,14 @@ class SaveConfigInRun(SaveConfigCallback):
         folder = run_folder(trainer) or Path(trainer.default_root_dir)  # no logger: where Lightning's would write
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / self.config_filename
-        self.parser.save(self.config, path, skip_none=False, overwrite=self.overwrite, multifile=self.multifile)
+        if self.multifile:  # a config of several files: jsonargparse writes them all
+            self.parser.save(self.config, path, skip_none=False, overwrite=self.overwrite, multifile=True)
+            return
+        if path.exists() and not self.overwrite:
+            raise ValueError(f"Refusing to overwrite existing file: {path}")  # as parser.save says it
+        # Whole or absent: jsonargparse's save opens (empties) the file before it dumps the config, and a run starting
+        # at the same moment that reads it then (folders/naming.py) takes this folder for one of other data.
+        write_atomically(path, self.parser.dump(self.config, skip_none=False))
 
 
 def saved_config_path(trainer) -> Path | None:
