@@ -1,9 +1,11 @@
 """What can go wrong, as types: library code raises these, and only the entry point (`main`) turns them into an
 exit code and one line on stderr."""
 
+import errno
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -12,6 +14,12 @@ T = TypeVar("T")
 # A refused launch is said by rank zero only; torchrun stops every rank once one has exited, so the others wait this
 # long first, for rank zero (parsing the same command) to say it.
 OTHER_RANKS_WAIT_S = 3
+# What a full disk or an exhausted quota look like to write(), fsync() and link().
+NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
+# Said after every "disk full": what to do, whichever file it was.
+FREE_SOME_SPACE = (
+    "free some space, then run the command again (a fit resumes from its last checkpoint with --ckpt_path last)"
+)
 
 
 class UsageError(ValueError):
@@ -53,8 +61,12 @@ def first_line(error: BaseException) -> str:
 
 def main(command: Callable[[], T]) -> T:
     """Run `command`; on failure exit as a scheduler or a shell script expects: 1 failed, 2 bad input, 130/143."""
+    full = _BackgroundDiskFull()
     try:
-        return command()
+        result = command()
+        if full.error:  # a writer thread's only trace: the command went on without what it wrote
+            raise full.error
+        return result
     except UsageError as error:
         if _launched_other_rank():
             time.sleep(OTHER_RANKS_WAIT_S)
@@ -68,10 +80,32 @@ def main(command: Callable[[], T]) -> T:
         _exit(str(error) or "stopped by SIGTERM", 128 + signal.SIGTERM)
     except KeyboardInterrupt:  # Ctrl-C outside training (parsing, test, predict): nothing to save
         _exit("stopped by Ctrl-C", 128 + signal.SIGINT)
+    except OSError as error:  # a full disk under a writer that is not ours (a logger's event file, a library's log)
+        if error.errno not in NO_SPACE:
+            raise
+        _exit(f"error: disk full writing {error.filename or 'a file'}; {FREE_SOME_SPACE}", 1)
     except SystemExit as exit:  # Lightning ends a Ctrl-C it caught itself with sys.exit(1)
         if isinstance(exit.__context__, KeyboardInterrupt):
             _exit("stopped by Ctrl-C", 128 + signal.SIGINT)
         raise
+    finally:
+        threading.excepthook = full.previous
+
+
+class _BackgroundDiskFull:
+    """A full disk in a background writer (TensorBoard's event-file thread) would print a thread's traceback, then
+    reach the main thread as the same error at the writer's next call. Kept quiet here, said once by `main`."""
+
+    def __init__(self) -> None:
+        self.error: OSError | None = None
+        self.previous = threading.excepthook
+        threading.excepthook = self
+
+    def __call__(self, args) -> None:
+        if isinstance(args.exc_value, OSError) and args.exc_value.errno in NO_SPACE:
+            self.error = self.error or args.exc_value
+        else:
+            self.previous(args)
 
 
 def _launched_other_rank() -> bool:

@@ -15,7 +15,7 @@ from optuna.trial import TrialState
 
 from lightning_runs.tools import sweep
 from project.cli import cli_main
-from support import DEFAULT, QUIET, load, refusal, run, start, wait_for
+from support import DEFAULT, QUIET, load, refusal, run, run_subprocess, start, wait_for
 
 RUN = Path("runs/digits/version_0")
 LAST = RUN / "checkpoints/last.ckpt"
@@ -79,18 +79,20 @@ def test_a_full_disk_says_disk_full_and_keeps_the_previous_checkpoint(capsys):
         fill_the_disk_after(patch, 4)  # the first epoch's best.ckpt and last.ckpt are written, then the disk is full
         error = refusal(capsys, lambda: run("fit", *SHORT, "--trainer.max_epochs=2"), code=1)
     assert error.startswith("error: disk full writing runs/digits/version_0/checkpoints/")
-    assert "is kept; free some space, then resume with --ckpt_path last" in error
+    assert "is kept; free some space, then run the command again" in error
     assert load(LAST)["global_step"] == 2, "the previous checkpoint, whole"
     assert sorted(p.name for p in LAST.parent.iterdir()) == ["best.ckpt", "last.ckpt"], "no temp file left behind"
 
 
 @pytest.fixture
-def tiny_disk(tmp_path):
-    """A 2.6 MB tmpfs mounted at ./disk. Checkpoints are ~0.95 MB (weights and AdamW's two moments): best.ckpt and
-    last.ckpt fit, a third copy in flight (the next epoch's, written beside its target) does not."""
+def tiny_disk(tmp_path, request):
+    """A 2.6 MB tmpfs mounted at ./disk, or the size a test parametrizes it with. Checkpoints are ~0.95 MB (weights
+    and AdamW's two moments): best.ckpt and last.ckpt fit, a third copy in flight (the next epoch's, written beside
+    its target) does not."""
     disk = tmp_path / "disk"
     disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2600k", "tmpfs", str(disk)], capture_output=True)
+    size = getattr(request, "param", "2600k")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(disk)], capture_output=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.decode().strip()}); the fsync test stands in")
     try:
@@ -108,7 +110,20 @@ def test_a_really_full_disk_says_disk_full_and_keeps_the_previous_checkpoint(tin
         f"--trainer.logger.init_args.save_dir={tiny_disk}",
     ]
     error = refusal(capsys, lambda: run("fit", *args), code=1)
-    assert "disk full writing" in error and "resume with --ckpt_path last" in error
+    assert "disk full writing" in error and "resumes from its last checkpoint with --ckpt_path last" in error
     last = tiny_disk / "digits/version_0/checkpoints/last.ckpt"
     assert load(last)["global_step"] == 2, "the previous checkpoint, whole"
     assert not [p for p in last.parent.iterdir() if p.name.startswith(".")], "no temp file left behind"
+
+
+# Full before the first checkpoint, where writers that are not ours fill it: at 8k the run's config.yaml, at 20k
+# TensorBoard's hparams.yaml, at 40k its event file (written by a background thread).
+@pytest.mark.slow
+@pytest.mark.parametrize("tiny_disk", ["8k", "20k", "40k"], indirect=True)
+def test_a_disk_full_before_any_checkpoint_is_one_line_and_exit_1_whoever_was_writing(tiny_disk):
+    done = run_subprocess("fit", "--config", DEFAULT, *SHORT, f"--trainer.logger.init_args.save_dir={tiny_disk}")
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: disk full writing"), done.stderr[-2000:]
+    assert "free some space, then" in errors[0]

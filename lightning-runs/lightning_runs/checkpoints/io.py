@@ -8,7 +8,7 @@ import torch
 from lightning.pytorch.plugins.io import AsyncCheckpointIO, TorchCheckpointIO
 
 from lightning_runs.atomic import write_atomically
-from lightning_runs.errors import Diverged, Failed
+from lightning_runs.errors import Diverged
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -34,10 +34,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
             _refuse_non_finite(checkpoint.get("state_dict", {}), path)
         buffer = io.BytesIO()
         torch.save(checkpoint, buffer)
-        try:
-            write_atomically(path, buffer.getvalue())
-        except Failed as error:
-            raise Failed(f"{error}; free some space, then resume with --ckpt_path last") from None
+        write_atomically(path, buffer.getvalue())
 
 
 class BackgroundCheckpointIO(AsyncCheckpointIO):
