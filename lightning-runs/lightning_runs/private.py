@@ -18,6 +18,9 @@ each is in tests/test_private_apis.py too:
 - a checkpoint's `loops.fit_loop.state_dict.combined_loader` (the training loaders' saved states, in the order of
   their stateful ones), which FSDP (parallel/sharding.py) hands to the loaders itself: Lightning restores a
   ModelParallelStrategy's checkpoint after the loaders exist, and never applies it.
+- the file name of a sharded checkpoint's part that is not sharded, `meta.pt` (`lightning.fabric.utilities.load.
+  _METADATA_FILENAME`), which checkpoints/sharded.py writes and Lightning's ModelParallelStrategy reads on resume;
+  named in folders/layout.py, as a constant can be no wrapper.
 - argparse's HelpFormatter methods `_get_help_string` (the text after an option: jsonargparse's `(type: ..., default:
   ..., known subclasses: ...)`), `add_usage` and `_fill_text`, which RunsHelpFormatter overrides (help.py): argparse
   documents only the formatter classes' names, and jsonargparse no setting for the subclasses it lists.

@@ -345,3 +345,11 @@ def test_runs_cli_overrides_only_public_lightningcli_hooks():
 
     overridden = [name for name in vars(RunsCLI) if callable(getattr(LightningCLI, name, None))]
     assert overridden and [name for name in overridden if name.startswith("_") and name != "__init__"] == []
+
+
+def test_a_sharded_checkpoints_unsharded_part_is_named_as_lightning_names_it():
+    from lightning.fabric.utilities.load import _METADATA_FILENAME
+
+    from lightning_runs.folders.layout import METADATA
+
+    assert METADATA == _METADATA_FILENAME  # Lightning's ModelParallelStrategy.load_checkpoint reads this file

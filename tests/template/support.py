@@ -21,6 +21,7 @@ from lightning.pytorch.callbacks import Callback
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from helpers import DEFAULT, ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, CrashAt, refusal, run  # noqa: F401 - re-exported
+from lightning_runs.checkpoints.sharded import consolidated
 from lightning_runs.data.batches import ShardSampler, TensorBatches
 from project.data import DigitsDataModule
 from project.networks import DigitsCNN
@@ -127,6 +128,9 @@ def scalars(run_dir: Path, tag: str) -> list[tuple[int, float]]:
 
 
 def load(path: Path) -> dict:
+    """A checkpoint as plain data: a file, or a sharded fit's folder read whole (lightning_runs.checkpoints.sharded)."""
+    if Path(path).is_dir():
+        return consolidated(Path(path))
     return torch.load(path, map_location="cpu", weights_only=True)
 
 

@@ -1,6 +1,6 @@
-"""Checkpoints: written atomically (io), the callbacks that keep best and last and the RNG state (callbacks), read
-back trusting nothing (loading, class_paths, field_types, optimizer_states), and which metric each watches
-(monitored)."""
+"""Checkpoints: written atomically (io; a sharded fit's folders: sharded), the callbacks that keep best and last and
+the RNG state (callbacks), read back trusting nothing (loading, class_paths, field_types, optimizer_states), and which
+metric each watches (monitored)."""
 
 from lightning_runs.checkpoints.callbacks import BestCheckpoint, RandomState, RunCheckpoint
 from lightning_runs.checkpoints.io import AtomicCheckpointIO, BackgroundCheckpointIO

@@ -8,6 +8,7 @@ import torch
 from lightning.pytorch.plugins.io import AsyncCheckpointIO, TorchCheckpointIO
 
 from lightning_runs.atomic import write_atomically
+from lightning_runs.checkpoints.sharded import consolidated, is_sharded
 from lightning_runs.errors import Diverged
 
 
@@ -35,6 +36,12 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         buffer = io.BytesIO()
         torch.save(checkpoint, buffer)
         write_atomically(path, buffer.getvalue())
+
+    def load_checkpoint(self, path, *args, **kwargs) -> dict[str, Any]:
+        # A sharded fit's folder (sharded.py), read by a strategy that does not shard: test or predict in one process.
+        if is_sharded(Path(path)):
+            return consolidated(Path(path))
+        return super().load_checkpoint(path, *args, **kwargs)
 
 
 class BackgroundCheckpointIO(AsyncCheckpointIO):

@@ -13,6 +13,7 @@ from packaging.version import InvalidVersion, Version
 
 from lightning_runs.checkpoints.class_paths import imported_class, names_class, plain_parameters
 from lightning_runs.checkpoints.field_types import wrong_type
+from lightning_runs.checkpoints.sharded import METADATA, SHARDS_METADATA, consolidated, is_sharded
 from lightning_runs.errors import UsageError, first_line
 from lightning_runs.private import CLASS_PATH_KEY, INSTANTIATOR_KEY, saved_class_path
 
@@ -28,12 +29,18 @@ def load_plain(path: Path) -> dict:
     """`torch.load` as plain data (weights_only, memory-mapped), once per file version: a command reads the checkpoint
     it is given up to three times before the Trainer does (its data class, its safety check, whether its weights fit
     the model), and a large file is then read once. Raises what torch.load raises."""
+    if is_sharded(path):  # a folder of shards: consolidated in this process (sharded.py), keyed by its indexes
+        meta, shards, folder = (Path(path) / name for name in (METADATA, SHARDS_METADATA, ""))
+        version = (folder.stat().st_ino, meta.stat().st_mtime_ns, shards.stat().st_mtime_ns)
+        return _load_plain(str(Path(path).resolve()), *version)
     stat = Path(path).stat()
-    return _load_plain(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+    return _load_plain(str(Path(path).resolve()), stat.st_ino, stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=4)  # keyed by the file's version: a checkpoint rewritten since is read again
-def _load_plain(path: str, mtime_ns: int, size: int):
+def _load_plain(path: str, *version: int):
+    if Path(path).is_dir():
+        return consolidated(Path(path))
     return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
 
 
@@ -43,7 +50,12 @@ def read_checkpoint(path: Path, model_class: type | None = None) -> dict:
     `model_class`: the LightningModule its `hyper_parameters` are for (its typed parameters tell data from class
     paths); the DataModule's is named in its `datamodule_hyper_parameters`.
     """
-    if not path.is_file():
+    if path.is_dir() and not is_sharded(path):
+        raise UsageError(
+            f"--ckpt_path {path}: a folder that is not a sharded checkpoint (no {SHARDS_METADATA} and {METADATA}"
+            " in it); give a checkpoint file or the folder a sharded fit saved"
+        )
+    if not path.is_file() and not path.is_dir():
         raise UsageError(f"--ckpt_path {path}: no such file")
     try:
         checkpoint = load_plain(path)

@@ -205,7 +205,7 @@ def _named(datamodule) -> str:
 
 def check_callbacks(trainer, model) -> None:
     """What a callback or the strategy can tell before the run writes anything: --compile.enabled on a module with
-    nothing to compile; FSDP asked for sharded checkpoints, or for a module with parameters outside its networks."""
+    nothing to compile; FSDP asked for a module with parameters outside its networks."""
     for callback in trainer.callbacks:
         if isinstance(callback, Compile):
             callback.networks_of(model)

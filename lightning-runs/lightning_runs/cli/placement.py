@@ -15,6 +15,7 @@ from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from lightning_runs.checkpoints.class_paths import imported_class
 from lightning_runs.checkpoints.loading import read_checkpoint
+from lightning_runs.checkpoints.sharded import is_checkpoint
 from lightning_runs.cli.resume import reconcile
 from lightning_runs.console import say
 from lightning_runs.distributed import launched_as_rank_zero
@@ -103,11 +104,11 @@ def resolve_in_given_run(subcommand: str, config, ckpt_path: str) -> str:
     log_args = config.trainer.logger.init_args
     folder = run_dir(log_args.save_dir, log_args.name, log_args.version)
     wanted = folder / "checkpoints" / f"{ckpt_path}.ckpt"
-    if not wanted.is_file() and subcommand != "fit":
+    if not is_checkpoint(wanted) and subcommand != "fit":
         raise UsageError(f"--ckpt_path {ckpt_path}: no {wanted}; train first, or give a checkpoint file")
-    if not wanted.is_file():
+    if not is_checkpoint(wanted):
         say(f"No {wanted} yet: starting from step 0.")
-    config.ckpt_path = str(wanted) if wanted.is_file() else None
+    config.ckpt_path = str(wanted) if is_checkpoint(wanted) else None
     return f"--ckpt_path {ckpt_path}: that of {folder}"
 
 

@@ -8,6 +8,7 @@ from lightning.pytorch.callbacks import Callback
 
 from lightning_runs.checkpoints.class_paths import names_class
 from lightning_runs.checkpoints.loading import load_plain
+from lightning_runs.checkpoints.sharded import is_checkpoint
 from lightning_runs.checks.preflight import device_count
 from lightning_runs.console import say
 from lightning_runs.errors import UsageError
@@ -106,7 +107,7 @@ def reconcile(subcommand: str, config, checkpoint: dict, given: set[str]) -> Non
         say(f"Evaluating with {'; '.join(evaluated_on)}, as given")
     if resuming:
         last = Path(config.ckpt_path).with_name("last.ckpt")  # the run's newest state, beside a best.ckpt
-        newest = last.is_file() and not last.samefile(config.ckpt_path) and load_plain(last)
+        newest = is_checkpoint(last) and not last.samefile(config.ckpt_path) and load_plain(last)
         if newest:  # a best.ckpt saved before the end of a finished run does not say it finished: its last does
             _refuse_finished(config, newest)
         if newest and newest.get("global_step", 0) > checkpoint.get("global_step", 0):
@@ -241,7 +242,7 @@ def with_checkpoint_classes(args: list[str], default_model: str, default_data: s
         for read_checkpoint to refuse, with its reason; nothing is imported here."""
     path = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--ckpt_path"), None)
     path = path or next((arg.split("=", 1)[1] for arg in args if arg.startswith("--ckpt_path=")), None)
-    if path is None or not Path(path).is_file():
+    if path is None or not is_checkpoint(Path(path)):
         return args
     try:
         checkpoint = load_plain(Path(path))

@@ -12,6 +12,7 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs.checkpoints.class_paths import import_named_class
 from lightning_runs.checkpoints.loading import read_checkpoint
+from lightning_runs.checkpoints.sharded import one_file
 from lightning_runs.errors import UsageError, first_line
 from lightning_runs.folders.layout import classes_of_run
 from lightning_runs.private import saved_class_path
@@ -46,7 +47,8 @@ def saved_model(ckpt_path: Path, default: type[L.LightningModule]) -> L.Lightnin
     try:
         # As Lightning rebuilds any checkpoint of LightningCLI: its `_instantiator` parses the saved arguments with
         # jsonargparse, so an argument saved as {class_path, init_args} (a network) is built as the CLI built it.
-        model = model_class.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=True)
+        with one_file(ckpt_path) as source:
+            model = model_class.load_from_checkpoint(source, map_location="cpu", weights_only=True)
     except (ArgumentError, KeyError, RuntimeError, TypeError, ValueError) as error:  # weights or arguments of another
         name, reason = dotted_name(model_class), first_line(error)
         if dotted is None:  # LightningCLI records the class with the arguments save_hyperparameters() saves
@@ -78,7 +80,8 @@ def data_inputs(ckpt_path: Path, model_class: type) -> torch.Tensor | None:
         raise UsageError(f"{dotted} has no DataLoader to take an example batch from: {HINT}")
     stage, loader = given[0]
     try:  # the owner's code, on whatever files its saved arguments name
-        datamodule = data_class.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=True)
+        with one_file(ckpt_path) as source:
+            datamodule = data_class.load_from_checkpoint(source, map_location="cpu", weights_only=True)
         datamodule.setup(stage)
         batches = getattr(datamodule, loader)()
         batch = next(iter(batches[0] if isinstance(batches, list | tuple) else batches))

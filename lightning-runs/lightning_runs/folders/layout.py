@@ -18,6 +18,9 @@ from lightning_runs.limits import MAX_RUN_FILE_BYTES
 
 RUNS = "runs"  # the runs root every logger of the library defaults to, relative to the working directory
 _VERSION = re.compile(r"version_(\d+)")
+# A sharded fit's checkpoint is a folder (checkpoints/sharded.py): Lightning's name for the part that is not sharded
+# (lightning.fabric.utilities.load._METADATA_FILENAME), and torch.distributed.checkpoint's index of the shards.
+METADATA, SHARDS_METADATA = "meta.pt", ".metadata"
 
 
 def next_version(experiment: Path) -> int:
@@ -61,12 +64,24 @@ def unlock_run(fd: int | None) -> None:
         os.close(fd)  # closing the only descriptor of the lock releases it
 
 
+def is_sharded(path: Path) -> bool:
+    """A folder holding a whole sharded checkpoint (both indexes written: a save writes them last)."""
+    path = Path(path)
+    return path.is_dir() and (path / SHARDS_METADATA).is_file() and (path / METADATA).is_file()
+
+
+def is_checkpoint(path: Path) -> bool:
+    """A checkpoint file, or a sharded checkpoint's folder."""
+    return Path(path).is_file() or is_sharded(path)
+
+
 def runs_with_checkpoint(experiment: Path, name: str) -> list[tuple[Path, Path]]:
-    """(`<experiment>/version_N`, its `checkpoints/<name>.ckpt`) for every N that has one, the highest N first."""
+    """(`<experiment>/version_N`, its `checkpoints/<name>.ckpt`) for every N that has one (a file, or a sharded fit's
+    folder), the highest N first."""
     found = [
         (int(m.group(1)), path, path / "checkpoints" / f"{name}.ckpt")
         for path in experiment.glob("version_*")
-        if (m := _VERSION.fullmatch(path.name)) and (path / "checkpoints" / f"{name}.ckpt").is_file()
+        if (m := _VERSION.fullmatch(path.name)) and is_checkpoint(path / "checkpoints" / f"{name}.ckpt")
     ]
     return [(folder, checkpoint) for _, folder, checkpoint in sorted(found, reverse=True)]
 

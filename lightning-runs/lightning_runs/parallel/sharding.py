@@ -6,13 +6,16 @@ module to shard itself in `configure_model`. This one does it for a module that 
 networks (contract/parts.py), then the network, over every process (data parallel, no tensor parallelism). A module
 with its own `configure_model` shards itself, as Lightning documents.
 
-Checkpoints are one file, the full state gathered on rank zero (`save_distributed_checkpoint=False`): everything
-that reads a run's checkpoints (resume, `--ckpt_path best|last`, test, predict, export, `runs`) reads them as any
-other. A model whose full state does not fit rank zero's host memory needs sharded checkpoints (a folder of shards
-per checkpoint), which run folders do not keep yet: refused in one line.
+Checkpoints are one file, the full state gathered on rank zero (`save_distributed_checkpoint=False`), or with
+`save_distributed_checkpoint: true` a folder of the same name (`checkpoints/last.ckpt/`), one shard per process and
+no full state anywhere: what a model whose full state does not fit rank zero's host memory needs. Each folder is
+whole or absent (checkpoints/sharded.py). A fit resumes from either form, each rank reading its own shard; what
+reads a checkpoint in one process (test or predict on another strategy, export, the checks before a command)
+consolidates a folder there, so it needs the full state to fit that host's memory.
 """
 
 from datetime import timedelta
+from pathlib import Path
 from types import MethodType
 from typing import Literal
 
@@ -21,13 +24,15 @@ from lightning.fabric.plugins.collectives.torch_collective import default_pg_tim
 from lightning.pytorch.strategies import ModelParallelStrategy
 from lightning.pytorch.utilities import CombinedLoader
 from lightning.pytorch.utilities.model_helpers import is_overridden
+from torch.distributed.tensor import DTensor
 
+from lightning_runs.checkpoints.sharded import save_sharded
 from lightning_runs.contract.parts import networks
-from lightning_runs.errors import UsageError
+from lightning_runs.errors import Diverged, UsageError
 
 
 class FSDP(ModelParallelStrategy):
-    """Lightning's ModelParallelStrategy sharding the module's networks itself (FSDP2), one checkpoint file each."""
+    """Lightning's ModelParallelStrategy sharding the module's networks itself (FSDP2)."""
 
     def __init__(
         self,
@@ -37,19 +42,15 @@ class FSDP(ModelParallelStrategy):
         process_group_backend: str | None = None,
         timeout: timedelta = default_pg_timeout,
     ) -> None:
-        self.sharded_checkpoints = save_distributed_checkpoint  # refused by `check`, before the run writes
         # Every process one data-parallel shard by default: FSDP alone (Lightning's "auto" would make the processes
         # of a node one tensor-parallel group instead).
-        super().__init__(data_parallel_size, tensor_parallel_size, False, process_group_backend, timeout)
+        super().__init__(
+            data_parallel_size, tensor_parallel_size, save_distributed_checkpoint, process_group_backend, timeout
+        )
 
     def check(self, model) -> None:
         """What would fail inside the ranks, refused before the run writes (here, not in __init__: jsonargparse would
         bury an error there in its union error)."""
-        if self.sharded_checkpoints:
-            raise UsageError(
-                "--trainer.strategy.save_distributed_checkpoint true: sharded checkpoints (a folder of shards each)"
-                " are not kept by run folders yet; leave it false (one file, gathered on rank zero)"
-            )
         if is_overridden("configure_model", model):
             return  # it shards itself
         inside = {id(p) for _, network in networks(model) for p in network.parameters()}
@@ -64,6 +65,20 @@ class FSDP(ModelParallelStrategy):
         if self._data_parallel_size == "auto":
             self._data_parallel_size = self.num_nodes * self.num_processes // self._tensor_parallel_size
         super().setup_environment()
+
+    def save_checkpoint(self, checkpoint, filepath, storage_options=None) -> None:
+        if not self._save_distributed_checkpoint:  # one file, through the run's checkpoint IO (atomic)
+            return super().save_checkpoint(checkpoint, filepath, storage_options)
+        # As the single-file writer (checkpoints/io.py), no checkpoint of non-finite weights: each rank checks its
+        # own shard, and all refuse if one finds any (one rank alone raising would leave the others waiting).
+        local = [t.to_local() if isinstance(t, DTensor) else t for t in checkpoint["state_dict"].values()]
+        verdicts = [t.isfinite().all() for t in local if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        finite = bool(torch.stack(verdicts).all()) if verdicts else True
+        if not self.reduce_boolean_decision(finite, all=True):
+            raise Diverged(f"refusing to write {filepath}: non-finite values in the weights")
+        # Lightning's own writes the shards into the checkpoint's folder itself: a kill mid-save left a folder of
+        # old and new shards. Written beside it, then swapped in.
+        save_sharded(self, checkpoint, Path(filepath))
 
     def training_step(self, *args, **kwargs):
         # FSDP shards parameters only: each rank's buffers (BatchNorm's running statistics) would follow its own

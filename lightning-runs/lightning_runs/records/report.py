@@ -12,6 +12,7 @@ from lightning.pytorch.loggers import MLFlowLogger, TensorBoardLogger
 from lightning_runs.console import duration, program, say
 from lightning_runs.contract import parts as contract
 from lightning_runs.contract.names import counterpart
+from lightning_runs.folders.layout import METADATA, is_sharded
 from lightning_runs.records.summary import RunSummary
 
 
@@ -68,7 +69,10 @@ def _in(run: str | None, path: str) -> Path:
 def _epoch(run: str | None, path: str) -> int | str:
     """The epoch a checkpoint was saved in, counted from 1 (Lightning's `epoch` is its index)."""
     try:
-        return torch.load(_in(run, path), map_location="cpu", weights_only=True, mmap=True)["epoch"] + 1
+        checkpoint = _in(run, path)
+        if is_sharded(checkpoint):  # a sharded fit's folder: its epoch is in the part that is not sharded
+            checkpoint = checkpoint / METADATA
+        return torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True)["epoch"] + 1
     except (OSError, RuntimeError, KeyError):  # moved or unreadable since: the block still prints
         return "?"
 
