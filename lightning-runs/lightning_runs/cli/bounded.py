@@ -19,7 +19,7 @@ from torch.nn.modules.module import register_module_parameter_registration_hook
 from torch.nn.parameter import UninitializedParameter
 from torch.overrides import TorchFunctionMode
 
-from lightning_runs.cli.resume import SUBCOMMANDS
+from lightning_runs.cli.command_line import SUBCOMMANDS
 from lightning_runs.cli.yaml_limits import ParseError, check_document, compose
 from lightning_runs.contract.names import DERIVED
 from lightning_runs.errors import UsageError

@@ -23,9 +23,10 @@ from lightning_runs.checkpoints.optimizer_states import OptimizerStates
 from lightning_runs.checks import launchers, preflight
 from lightning_runs.cli import placement
 from lightning_runs.cli.bounded import bounded_tensors, check_config_files, config_sections
+from lightning_runs.cli.command_line import chosen_class_path, keys_given, with_checkpoint_classes
 from lightning_runs.cli.parser import ProjectParser
 from lightning_runs.cli.references import check_class_paths, chosen_class, imports_judged
-from lightning_runs.cli.resume import TrainingLength, chosen_class_path, keys_given, with_checkpoint_classes
+from lightning_runs.cli.resume import TrainingLength
 from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
 from lightning_runs.contract.links import link_data_to_model, placeholders
 from lightning_runs.errors import Terminated, UsageError

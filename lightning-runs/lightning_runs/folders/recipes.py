@@ -45,7 +45,7 @@ class Candidate:
 
 
 def keys_in_configs(args: list[str]) -> set[str]:
-    """The settings the `--config` files among `args` give, as resume.keys_given names typed ones (`model.lr`,
+    """The settings the `--config` files among `args` give, as command_line.keys_given names typed ones (`model.lr`,
     `data.batch_size`, `data.class_path`, `trainer.max_epochs`, `seed_everything`): a value from the user's own
     config is given as much as one typed, and a checkpoint must not silently replace it."""
     paths = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--config"]

@@ -1,5 +1,6 @@
-"""What a run records and prints: summary.json (summary), the provenance in it (provenance), the parameters the
-loggers get (parameters), the per-step loss and sample rate (step_metrics), and the closing block (report)."""
+"""What a run records and prints: summary.json (summary, its entries in entries), the provenance in it
+(provenance), the parameters the loggers get (parameters), the per-step loss and sample rate (step_metrics), and the
+closing block (report)."""
 
 from lightning_runs.records.provenance import SaveConfigInRun
 from lightning_runs.records.report import report_fit

@@ -14,13 +14,11 @@ run's own. Where either side is unknown (no saved config, no DataModule), the te
 """
 
 import json
-import math
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
-from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.data import extract_batch_size
 
@@ -34,10 +32,17 @@ from lightning_runs.folders.naming import data_label
 from lightning_runs.folders.recipes import recipe_hash
 from lightning_runs.pictures.writers import picture_writers
 from lightning_runs.records import provenance
+from lightning_runs.records.entries import (
+    best_tag,
+    checkpoint_entries,
+    data_entry,
+    hparams_tag,
+    iso_time,
+    metric_entries,
+    relative_path,
+    same_data,
+)
 from lightning_runs.records.parameters import log_parameters
-
-# A data argument that changes no split: Lightning's own name for it (BatchSizeFinder's `batch_arg_name`).
-BATCH_SIZE = "batch_size"
 
 
 class RunSummary(Callback):
@@ -74,7 +79,7 @@ class RunSummary(Callback):
         # Parsed, hashed and read once: rewritten after every epoch, the summary must cost next to nothing.
         config = None if self._config_text is None else yaml.safe_load(self._config_text)
         self._recipe = {"config": config, "config_hash": recipe_hash(config), **(self._facts or {})}
-        self._recipe["data"] = _data(trainer.datamodule)  # read as an evaluation reads its data, to compare
+        self._recipe["data"] = data_entry(trainer.datamodule)  # read as an evaluation reads its data, to compare
         self._recipe["seeds"] = provenance.seeds(config)
         self._earlier = (self._read(trainer) or {}).get("evaluations", [])  # a resumed run keeps its tests
         self._write(trainer, self._fit_record(trainer, "running"))
@@ -136,17 +141,17 @@ class RunSummary(Callback):
         return {
             "status": status,
             "error": error,
-            "started": _iso(self._started),
-            "updated": _iso(now),
+            "started": iso_time(self._started),
+            "updated": iso_time(now),
             "wall_time_s": wall,
             **self._recipe,
             "epochs": self._epochs,
             "global_step": trainer.global_step,
             # Training samples over the fit's wall time, validation and checkpointing included.
             "samples_per_sec": self._samples / wall if wall else None,
-            "resumed_from": _relative(trainer.ckpt_path, trainer),
-            **_checkpoints(trainer),
-            "metrics": _metrics(trainer.callback_metrics),
+            "resumed_from": relative_path(trainer.ckpt_path, trainer),
+            **checkpoint_entries(trainer),
+            "metrics": metric_entries(trainer.callback_metrics),
             "evaluations": self._earlier,
         }
 
@@ -158,28 +163,28 @@ class RunSummary(Callback):
                 "error": error,
                 "config": yaml.safe_load(provenance.saved_config(trainer) or "null"),
                 **(self._facts or {}),
-                "data": _data(trainer.datamodule),
+                "data": data_entry(trainer.datamodule),
             }
             summary |= {"metrics": {}, "evaluations": []}
         stage = trainer.state.fn.value
-        metrics = _metrics({k: v for k, v in trainer.callback_metrics.items() if stage_of(k) in ("val", "test")})
-        data = _data(trainer.datamodule)
+        metrics = metric_entries({k: v for k, v in trainer.callback_metrics.items() if stage_of(k) in ("val", "test")})
+        data = data_entry(trainer.datamodule)
         summary["evaluations"].append(
             {
                 "subcommand": stage,
                 "status": status,
                 "error": error,
-                "checkpoint": _relative(trainer.ckpt_path, trainer),
+                "checkpoint": relative_path(trainer.ckpt_path, trainer),
                 "checkpoint_epoch": self._loaded.get("epoch"),
                 "checkpoint_step": self._loaded.get("global_step"),
-                "finished": _iso(time.time()),
+                "finished": iso_time(time.time()),
                 "data": data,
                 "metrics": metrics,
             }
         )
         if stage == "test":  # validate scores a checkpoint, not the end of fit: it stays under evaluations
             fitted = summary.get("data") or (summary.get("config") or {}).get("data")
-            if _same_data(fitted, data):
+            if same_data(fitted, data):
                 summary["metrics"].update(metrics)
             else:  # another dataset's score: under its own name, never as the run's
                 summary.setdefault("results", {}).setdefault(data_label(data), {}).update(metrics)
@@ -224,77 +229,8 @@ class RunSummary(Callback):
             write_json(path, summary)
 
 
-def best_tag(monitor: str | None) -> str | None:
-    """The HPARAMS metric of the best score of `monitor`: `val/f1` -> `hp/best_val_f1`."""
-    return None if not monitor else f"hp/best_{monitor.replace('/', '_')}"
-
-
-def hparams_tag(metric: str | None) -> str | None:
-    """The HPARAMS metric of `metric`: `test/f1` -> `hp/test_f1`."""
-    return None if not metric else f"hp/{metric.replace('/', '_')}"
-
-
-def _data(datamodule) -> dict | None:
-    """What an evaluation ran on, as a config names it: the DataModule's class path and its hyperparameters."""
-    if datamodule is None:
-        return None
-    cls = type(datamodule)
-    given = {key: value for key, value in datamodule.hparams.items() if not key.startswith("_")}  # not _class_path
-    init_args = json.loads(json.dumps(given, default=str))  # as summary.json will hold them
-    return {"class_path": f"{cls.__module__}.{cls.__qualname__}", "init_args": init_args}
-
-
-def _same_data(fitted: dict | None, evaluated: dict | None) -> bool:
-    """The same class path, and equal values for the arguments both give, the batch size aside; unknown on either
-    side: the same."""
-    if not isinstance(fitted, dict) or evaluated is None:
-        return True
-    if fitted.get("class_path") != evaluated["class_path"]:
-        return False
-    given, used = fitted.get("init_args") or {}, evaluated["init_args"]
-    shared = (given.keys() & used.keys()) - {BATCH_SIZE}
-    return all(json.loads(json.dumps(given[key], default=str)) == used[key] for key in shared)
-
-
 def _log_scores(trainer, scores: dict) -> None:
     """To every logger: a scalar in TensorBoard (and its HPARAMS entry), a metric in MLflow, W&B and metrics.csv."""
     if trainer.is_global_zero:
         for logger in trainer.loggers:
             logger.log_metrics(scores, step=trainer.global_step)
-
-
-def _checkpoints(trainer) -> dict:
-    saved = [c for c in trainer.checkpoint_callbacks if isinstance(c, ModelCheckpoint) and c.best_model_path]
-    best = next((c for c in saved if c.monitor), None)
-    last = next((c for c in saved if not c.monitor), None)
-    summary = {"best_checkpoint": None, "last_checkpoint": None}
-    if best is not None:
-        summary["best_checkpoint"] = {"path": _relative(best.best_model_path, trainer), "monitor": best.monitor}
-        summary["best_checkpoint"] |= {"mode": best.mode, "score": _number(best.best_model_score)}
-    if last is not None:  # without a monitor, ModelCheckpoint's "best" is simply the newest
-        summary["last_checkpoint"] = _relative(last.best_model_path, trainer)
-    return summary
-
-
-def _relative(path, trainer) -> str | None:
-    """Relative to the run directory when inside it, so that the folder can be moved or copied whole."""
-    if not path:
-        return None
-    folder = run_folder(trainer)
-    resolved = Path(path).resolve()
-    if folder is not None and resolved.is_relative_to(folder.resolve()):
-        return str(resolved.relative_to(folder.resolve()))
-    return str(resolved)
-
-
-def _metrics(metrics: dict) -> dict:
-    return {name: _number(value) for name, value in sorted(metrics.items())}
-
-
-def _number(value) -> float | str | None:
-    value = float(value) if value is not None else None
-    return value if value is None or math.isfinite(value) else str(value)  # JSON has no NaN or infinity
-
-
-def _iso(seconds: float | None) -> str | None:
-    return None if seconds is None else datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds")

@@ -17,8 +17,8 @@ from jsonargparse import capture_parser
 
 from lightning_runs import TOOLS
 from lightning_runs.atomic import write_atomically
+from lightning_runs.cli.command_line import SUBCOMMANDS
 from lightning_runs.cli.parser import class_options
-from lightning_runs.cli.resume import SUBCOMMANDS
 from lightning_runs.console import owner_package
 from lightning_runs.private import option_nargs, subcommand_parser
 from lightning_runs.tools.function_cli import function_cli
