@@ -52,9 +52,34 @@ schema: install ## write configs/schema.json, the JSON Schema editors check conf
 completion: install ## write .venv/completion.bash: `source` it, then the package's own command completes (fit --<TAB>)
 	$(PY) -m project completion --output $(VENV)/completion.bash
 
+# The update is the template's own: its newest scripts/update_template.py, run from a clone of it (a copy holds
+# none of the template's tooling). Only python3 and git, before any install: it works while .venv does not.
+define UPDATE_TEMPLATE
+import json, subprocess, sys, tempfile
+from pathlib import Path
+def refuse(line):
+    print(f"error: {line}", file=sys.stderr)
+    sys.exit(2)
+given = sys.argv[1:]
+try:
+    template = given[1] if given else json.loads(Path(".template.json").read_text())["template"]
+except (OSError, ValueError, KeyError, TypeError) as error:
+    refuse(f"{Path.cwd()} has no readable .template.json ({type(error).__name__}): it was not made by make"
+           " new-project (docs/updating.md); or give the template: make update-template TEMPLATE=<path or URL>")
+with tempfile.TemporaryDirectory(prefix="update-template-") as tmp:
+    clone = Path(tmp, "template")
+    cloned = subprocess.run(["git", "clone", "--quiet", template, str(clone)], capture_output=True, text=True)
+    if cloned.returncode != 0:
+        said = (cloned.stderr.strip().splitlines() or ["git clone failed"])[-1]
+        refuse(f"{template} is not a git repository that can be cloned ({said})")
+    script = [sys.executable, str(clone / "scripts/update_template.py"), "--clone", str(clone), *given]
+    sys.exit(subprocess.run(script).returncode)
+endef
+export UPDATE_TEMPLATE
+
 .PHONY: update-template
 update-template: ## in a copy: merge in the template's changes since it was made (docs/updating.md); TEMPLATE=path/URL
-	$(PYTHON) scripts/update_template.py $(if $(TEMPLATE),--template $(TEMPLATE))
+	@$(PYTHON) -c "$$UPDATE_TEMPLATE" $(if $(TEMPLATE),--template "$(TEMPLATE)")
 
 test: install ## the everyday suite: every test not marked slow (~95 s on 2 cores); CI adds make test-slow
 	$(PYTEST) -m "not slow" $(ARGS)

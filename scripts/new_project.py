@@ -8,8 +8,8 @@ where the remote has the commit). Only the standard library and git: it runs bef
 What is copied is what the template committed (its HEAD), never a file of this working tree that is not committed
 (a scratch config, a data file): those are listed as left behind. `project` is renamed where it names the package
 (`import project`, `python -m project`, `project.networks.MLP`, `project/`, "project" in pyproject.toml), never in
-prose. The copy records where it came from, for `make update-template` (scripts/update_template.py,
-docs/updating.md), which renders the template's later commits with these same rules.
+prose. The copy records where it came from, for `make update-template` (the template's scripts/update_template.py,
+docs/updating.md), which renders the template's later commits with their own rules.
 """
 
 import argparse
@@ -42,7 +42,9 @@ TRAILER = "Template-commit:"
 # tests (tests/template/), template.mk (the template's own make targets).
 COPIED = ("pyproject.toml", "Makefile", ".gitignore", ".pre-commit-config.yaml", ".ci/", f"{PACKAGE}/", "configs/",
           "sweeps/", "notebooks/", "tests/", "scripts/")  # fmt: skip
-LEFT_OUT = ("tests/template/", "scripts/copy-README.md", "scripts/copier_task.py")  # the last: copier.yml's task
+# The template's own tooling: a copy's `make update-template` runs the template's newest update_template.py.
+LEFT_OUT = ("tests/template/", "scripts/copy-README.md", "scripts/copier_task.py", "scripts/new_project.py",
+            "scripts/update_template.py")  # fmt: skip
 README = "scripts/copy-README.md"  # the copy's README.md, with <name> and <template> filled in
 LIBRARY = "lightning-runs"  # the library's distribution, and its folder in this repository
 # The library's line in the template's pyproject.toml dependencies; a copy's names the template's commit instead.

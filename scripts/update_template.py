@@ -1,4 +1,6 @@
-"""`make update-template [TEMPLATE=<path or git URL>]` (or `python3 scripts/update_template.py [--template ...]`).
+"""`make update-template [TEMPLATE=<path or git URL>]` in a copy, which clones the template and runs this script of
+its newest commit (`python3 <clone>/scripts/update_template.py --clone <clone> [--template ...]`): a copy holds none
+of the template's tooling.
 
 Brings what changed in the template since this copy was made (or last updated) into the copy, as a git merge.
 The template's HEAD is rendered as `make new-project` renders a copy, with the rules of that HEAD's own
@@ -8,8 +10,8 @@ the template's side, on top of the copy's last commit of the template (the one w
 stay, the template's arrive, conflicts stop with markers. The library is not merged: the copy's pyproject.toml
 names it at the template's new commit, and the next `make` reinstalls it. Only the standard library and git.
 
-It works on the git repository of the current directory, so a copy made before its scripts could render a library
-by version runs the template's script once: `python3 <template>/scripts/update_template.py` (docs/updating.md).
+It works on the git repository of the current directory, so a copy made before its Makefile cloned the template
+runs the template's script itself: `python3 <template>/scripts/update_template.py` (docs/updating.md).
 """
 
 import argparse
@@ -55,8 +57,9 @@ def last_line(error: subprocess.CalledProcessError) -> str:
     return lines[-1] if lines else f"exit code {error.returncode}"
 
 
-def update(template: str | None = None) -> str:
-    """Merges the template's HEAD into the copy as one commit; returns what to tell the user."""
+def update(template: str | None = None, cloned: Path | None = None) -> str:
+    """Merges the template's HEAD into the copy as one commit; returns what to tell the user. `cloned`: a clone of
+    the template made already (the Makefile's, which runs this script from it), else one is made here."""
     record = read_copy()
     if template is None:
         template = record["template"]
@@ -64,9 +67,10 @@ def update(template: str | None = None) -> str:
         template = str(Path(template).resolve())
     old = record["commit"]
     with tempfile.TemporaryDirectory(prefix="update-template-") as tmp:
-        clone = Path(tmp) / "template"
+        clone = cloned or Path(tmp) / "template"
         try:
-            git("clone", "--quiet", template, str(clone), cwd=Path(tmp))
+            if cloned is None:
+                git("clone", "--quiet", template, str(clone), cwd=Path(tmp))
         except subprocess.CalledProcessError as error:
             raise ValueError(f"{template} is not a git repository that can be cloned ({last_line(error)})") from None
         new = git("rev-parse", "HEAD", cwd=clone)
@@ -178,9 +182,10 @@ def keep_what_only_the_template_deleted() -> list[str]:
 def main(args: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--template", help=f"the template's path or git URL (default: the one in {RECORD})")
+    parser.add_argument("--clone", type=Path, help="a clone of the template's newest commit to render (default: one)")
     options = parser.parse_args(args)
     try:
-        print(update(options.template))
+        print(update(options.template, options.clone))
     except Conflict as conflict:
         print(conflict, file=sys.stderr)
         sys.exit(1)

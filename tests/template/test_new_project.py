@@ -107,7 +107,9 @@ def test_a_dest_that_is_a_file_is_one_line_and_left_as_it_was(template, tmp_path
 def test_the_copy_holds_the_designs_top_level_with_the_package_renamed_and_no_machinery(made):
     copy, _ = made
     assert {path.name for path in copy.iterdir()} - {".git"} == TOP_LEVEL
-    assert not (copy / "tests/template").exists() and not (copy / "scripts/copy-README.md").exists()
+    assert not (copy / "tests/template").exists()
+    # Only what its owner runs or edits: the template's tooling (new_project.py, update_template.py) stays there.
+    assert sorted(path.name for path in (copy / "scripts").iterdir()) == ["slurm.sh", "sweep-array.sh"]
     assert (copy / NAME / "cli.py").is_file() and os.access(copy / ".ci/run", os.X_OK)
     lines = sum(len(path.read_text().splitlines()) for path in (copy / NAME).rglob("*.py"))
     assert lines <= 1000, f"the copy's package holds {lines} lines"

@@ -43,10 +43,12 @@ def make(directory: Path, *args: str, env: dict[str, str] = ENV) -> subprocess.C
     return subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True)
 
 
-def update_script(copy: Path, *args: str) -> subprocess.CompletedProcess:
-    """What `make update-template` runs, without the line make adds after a failing command."""
-    command = [sys.executable, "scripts/update_template.py", *args]
-    return subprocess.run(command, cwd=copy, env=ENV, capture_output=True, text=True)
+def refused_update(copy: Path, *args: str) -> subprocess.CompletedProcess:
+    """`make update-template` that stops: what it said, without the line make adds after a failing command (make
+    exits 2 for any failing command)."""
+    done = make(copy, "update-template", *args)
+    done.stderr = "".join(line for line in done.stderr.splitlines(keepends=True) if not line.startswith("make: *** "))
+    return done
 
 
 @pytest.fixture
@@ -176,8 +178,8 @@ def test_then_both_sides_change_the_same_line_and_the_update_stops_with_conflict
     append_to_first_line(template / PACKAGE / "networks.py", " (the template's)")
     commit(template, "The template's first line")
 
-    stopped = update_script(copy)
-    assert stopped.returncode == 1
+    stopped = refused_update(copy)
+    assert stopped.returncode != 0
     assert f"  {NAME}/networks.py\n" in stopped.stderr
     assert "git add" in stopped.stderr and "git commit" in stopped.stderr and "git merge --abort" in stopped.stderr
     text = ours.read_text()
@@ -207,6 +209,18 @@ def test_files_the_template_deletes_go_unless_the_copy_changed_them(copy, templa
     assert git(copy, "status", "--porcelain") == ""
 
 
+def test_the_copy_holds_no_update_script_and_runs_the_templates_newest_one(copy, template):
+    assert not (copy / "scripts/update_template.py").exists() and not (copy / "scripts/new_project.py").exists()
+    script = template / "scripts/update_template.py"  # a later fix to the update itself
+    script.write_text(script.read_text().replace("print(update(", 'print("the newest update"); print(update('))
+    append(template / "README.md", "A later line.\n")
+    commit(template, "A fix to the update")
+    updated = make(copy, "update-template")
+    assert updated.returncode == 0, updated.stderr
+    assert updated.stdout.startswith("the newest update\n"), updated.stdout
+    assert not (copy / "scripts/update_template.py").exists(), "the update brings no script into the copy"
+
+
 def test_a_template_given_on_the_command_line_is_used_and_recorded(copy, template):
     moved = template.parent / "moved"
     git(template.parent, "clone", "--quiet", str(template), str(moved))
@@ -230,7 +244,7 @@ def test_a_copy_with_uncommitted_changes_is_refused_in_one_line_and_left_as_it_w
     commit(template, "A template change the copy does not get yet")
     append(copy / NAME / "networks.py", "# not committed\n")
     head = git(copy, "rev-parse", "HEAD")
-    refused = update_script(copy)
+    refused = refused_update(copy)
     assert refused.returncode == 2 and refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1
     assert "uncommitted changes" in refused.stderr
     assert git(copy, "rev-parse", "HEAD") == head and (copy / NAME / "networks.py").read_text().endswith(
@@ -241,14 +255,14 @@ def test_a_copy_with_uncommitted_changes_is_refused_in_one_line_and_left_as_it_w
 @pytest.mark.parametrize("location", ["missing", "plain-folder"])
 def test_a_template_location_that_is_not_a_git_repository_is_one_line_exit_2(copy, location):
     (copy.parent / "plain-folder").mkdir()
-    refused = update_script(copy, "--template", str(copy.parent / location))
+    refused = refused_update(copy, f"TEMPLATE={copy.parent / location}")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "is not a git repository" in refused.stderr
 
 
 def test_a_recorded_commit_the_template_no_longer_has_is_one_line_exit_2(copy, template):
     git(template, "commit", "--quiet", "--amend", "-m", "The template, its history rewritten")
-    refused = update_script(copy)
+    refused = refused_update(copy)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "no longer has commit" in refused.stderr
     assert git(copy, "status", "--porcelain") == ""
@@ -256,7 +270,7 @@ def test_a_recorded_commit_the_template_no_longer_has_is_one_line_exit_2(copy, t
 
 def test_a_copy_that_is_not_a_git_repository_is_one_line_exit_2(copy):
     shutil.rmtree(copy / ".git")
-    refused = update_script(copy)
+    refused = refused_update(copy)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "is not the top folder of a git repository" in refused.stderr
 
@@ -265,7 +279,7 @@ def test_an_untracked_file_in_the_way_stops_the_update_before_it_begins(copy, te
     (template / "configs/news.yaml").write_text("# The template's news.\n")
     commit(template, "News")
     (copy / "configs/news.yaml").write_text("# My own notes, never committed.\n")
-    refused = update_script(copy)
+    refused = refused_update(copy)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "news.yaml" in refused.stderr
     assert (copy / "configs/news.yaml").read_text() == "# My own notes, never committed.\n"
     assert git(copy, "status", "--porcelain") == "?? configs/news.yaml\n"
