@@ -127,3 +127,4 @@ def test_a_disk_full_before_any_checkpoint_is_one_line_and_exit_1_whoever_was_wr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith("error: disk full writing"), done.stderr[-2000:]
     assert "free some space, then" in errors[0]
+    assert not [path for path in tiny_disk.rglob("*") if path.is_file() and path.stat().st_size == 0], "no empty file"

@@ -15,7 +15,7 @@ runs/<name>/version_N/
 import inspect
 from dataclasses import dataclass
 from fnmatch import fnmatch
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import SaveConfigCallback
@@ -39,6 +39,21 @@ FIXED = {
     ExperimentWriter.NAME_METRICS_FILE: "the CSV logger's metrics",
     "events.out.tfevents.*": "TensorBoard's events",
 }
+# The files above that a logger writes in place (not atomically): a full disk can leave one empty.
+LOGGER_FILES = (TensorBoardLogger.NAME_HPARAMS_FILE, ExperimentWriter.NAME_METRICS_FILE, "events.out.tfevents.*")
+
+
+def remove_emptied_logger_files(folder: Path) -> list[Path]:
+    """A logger's file that a full disk left at 0 bytes holds nothing: removed, so that no empty file passes for a
+    record (an empty hparams.yaml reads as no hyperparameters)."""
+    emptied = [
+        path
+        for path in folder.iterdir()
+        if any(fnmatch(path.name, name) for name in LOGGER_FILES) and path.is_file() and path.stat().st_size == 0
+    ]
+    for path in emptied:
+        path.unlink()
+    return emptied
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,9 @@ from lightning.pytorch.utilities.data import extract_batch_size
 from lightning_runs.console import owner_package
 from lightning_runs.contract import parts as contract
 from lightning_runs.contract.names import counterpart, stage_of
-from lightning_runs.errors import Stopped, Terminated
+from lightning_runs.errors import NO_SPACE, Stopped, Terminated
 from lightning_runs.faults.signals import ran_to_its_end
+from lightning_runs.folders.files import remove_emptied_logger_files
 from lightning_runs.folders.layout import free_path, run_folder, write_json
 from lightning_runs.folders.naming import data_label
 from lightning_runs.folders.recipes import recipe_hash
@@ -134,6 +135,10 @@ class RunSummary(Callback):
                 self._evaluated(trainer, status, error)
         except Exception as failure:  # raising here would skip Lightning's closing of the event files
             rank_zero_warn(f"could not record the {status} run in {self.filename}: {failure!r}")
+        folder = run_folder(trainer)
+        full = isinstance(exception, OSError) and exception.errno in NO_SPACE
+        if full and trainer.is_global_zero and folder is not None and folder.is_dir():
+            remove_emptied_logger_files(folder)
 
     def _fit_record(self, trainer, status: str, error: dict | None = None) -> dict:
         now = time.time()
