@@ -143,24 +143,12 @@ def test_a_fit_stopped_after_two_of_its_four_epochs_resumes_to_the_same_weights(
     assert_same_checkpoint(load(trained.run_dir / "checkpoints/last.ckpt"), resumed)
 
 
-# The contract (docs/contract.md): resumes at epoch ends are exact with a plain DataLoader "when the loader's shuffle
-# is seeded by the epoch". The global RNG's shuffle is the "global" case of the test above.
+# The contract (docs/contract.md): resumes at epoch ends are exact with a plain DataLoader whose shuffle is seeded by
+# the epoch, or drawn from a generator of its own seeded once in train_dataloader() (which started again from its first
+# epoch's order after a resume, weights ~0.5 apart, until RandomState kept it). The global RNG's shuffle is the
+# "global" case of the test above.
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "shuffle",
-    [
-        "epoch",
-        pytest.param(
-            "generator",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="a DataLoader with its own generator, seeded once in train_dataloader(), starts again from"
-                " its first epoch's order after a resume: the resumed run trains epoch 3 on epoch 1's order"
-                " (weights differ by ~0.5); nothing restores the generator (docs/contract.md says so)",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("shuffle", ["epoch", "generator"])
 def test_an_ordinary_datamodule_seeding_its_own_shuffle_resumes_to_the_same_weights(shuffle, tmp_path):
     options = (*TASKS["blobs"].options, "--data.shuffle", shuffle)
     for folder in ("reference", "resumed"):

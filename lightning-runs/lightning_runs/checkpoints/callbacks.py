@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs.private import save_now, steps_between_saves
 
@@ -71,23 +72,48 @@ class BestCheckpoint(RunCheckpoint):
 
 class RandomState(Callback):
     """Saves and restores the torch, CUDA, NumPy and Python RNG states, so a resumed run draws the same dropout
-    masks as an uninterrupted one (Lightning's checkpoints do not carry them).
+    masks as an uninterrupted one (Lightning's checkpoints do not carry them), and the generators of the training
+    loaders (`DataLoader(..., shuffle=True, generator=torch.Generator().manual_seed(0))`, PyTorch's reproducibility
+    recipe), so that a run resumed at an epoch's end shuffles its next epoch as the uninterrupted run does: rebuilt by
+    `train_dataloader()`, such a generator would start again from its seed, and the resumed run retrain epoch 1's
+    order. Not where the loaders are rebuilt each epoch (`reload_dataloaders_every_n_epochs`): each then starts anew.
 
     All ranks were seeded alike and draw alike, so rank zero's state (the one that gets written) is every rank's.
     Stored as tensors and lists only: loadable with `torch.load(weights_only=True)`.
     """
 
+    def __init__(self) -> None:
+        self._trainer = None
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        self._trainer = trainer
+
     def state_dict(self) -> dict[str, Any]:
         kind, keys, position, has_gauss, cached = np.random.get_state()
         version, python_state, gauss_next = random.getstate()
+        loaders = self._trainer.train_dataloader if self._trainer is not None else None
         return {
             "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
             "numpy": [kind, keys.tolist(), position, has_gauss, cached],
             "python": [version, list(python_state), gauss_next],
+            "loaders": [generator.get_state() for generator in loader_generators(loaders)],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        # Restored before the fit builds its loaders and draws their first batch, with nothing of ours between the
+        # two: their generators get the saved states as `train_dataloader()` returns them. (None are saved in a
+        # checkpoint from before they were kept.)
+        trainer, loaders = self._trainer, list(state.get("loaders", []))
+        if (
+            loaders
+            and trainer is not None
+            and trainer.state.fn == "fit"
+            and not trainer.reload_dataloaders_every_n_epochs
+        ):
+            datamodule = trainer.datamodule  # where Lightning takes the loaders from: the DataModule, if it has them
+            own = datamodule is not None and is_overridden("train_dataloader", datamodule)
+            _restore_on_return(datamodule if own else trainer.lightning_module, loaders)
         torch.set_rng_state(state["torch"])
         if state["cuda"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda"])
@@ -95,3 +121,41 @@ class RandomState(Callback):
         np.random.set_state((kind, np.array(keys, dtype=np.uint32), position, has_gauss, cached))
         version, python_state, gauss_next = state["python"]
         random.setstate((version, tuple(python_state), gauss_next))
+
+
+def loader_generators(loaders) -> list[torch.Generator]:
+    """The torch.Generators that shuffle `loaders` (a DataLoader, or lists and dicts of them, as
+    `trainer.train_dataloader` gives them), each once, in a fixed order: the loader's own, its sampler's, its batch
+    sampler's sampler's."""
+    found: dict[int, torch.Generator] = {}
+    if isinstance(loaders, dict):
+        loaders = list(loaders.values())
+    for loader in loaders if isinstance(loaders, list | tuple) else [loaders]:
+        if isinstance(loader, list | tuple | dict):
+            found |= {id(generator): generator for generator in loader_generators(loader)}
+            continue
+        sampler = getattr(loader, "sampler", None)
+        inner = getattr(getattr(loader, "batch_sampler", None), "sampler", None)
+        for owner in (loader, sampler, inner):
+            generator = getattr(owner, "generator", None)
+            if isinstance(generator, torch.Generator):
+                found.setdefault(id(generator), generator)
+    return list(found.values())
+
+
+def _restore_on_return(source, states: list[torch.Tensor]) -> None:
+    """`source.train_dataloader()`, the next time Lightning calls it, gives loaders whose generators hold `states`;
+    then the method is the source's own again. (Lightning calls it by name on the instance: nothing else runs between
+    building the loaders and drawing their first batch.)"""
+    build = source.train_dataloader
+
+    def restoring():
+        del source.train_dataloader  # the instance's wrapper: its class's method again
+        loaders = build()
+        generators = loader_generators(loaders)
+        if len(generators) == len(states):  # the same loaders as when it was saved; else nothing to match them by
+            for generator, state in zip(generators, states, strict=True):
+                generator.set_state(state)
+        return loaders
+
+    source.train_dataloader = restoring

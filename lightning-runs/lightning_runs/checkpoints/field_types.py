@@ -38,6 +38,9 @@ def wrong_type(checkpoint: dict[str, Any]) -> str | None:
             for part, kind in RANDOM_STATE.items():
                 if not isinstance(state.get(part), kind):
                     return _said(f"callbacks[{key!r}][{part!r}]", state.get(part), kind)
+            loaders = state.get("loaders", [])  # the training loaders' generators (absent before they were kept)
+            if not (isinstance(loaders, list) and all(isinstance(one, torch.Tensor) for one in loaders)):
+                return _said(f"callbacks[{key!r}]['loaders']", loaders, list)
     for index, state in enumerate(checkpoint.get("optimizer_states", [])):
         if not (isinstance(state, dict) and isinstance(state.get("state"), dict)):
             return f"its optimizer_states[{index}] is not an optimizer's state (a dict with its state)"
