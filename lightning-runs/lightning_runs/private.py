@@ -26,7 +26,10 @@ each is in tests/test_private_apis.py too:
   documents only the formatter classes' names, and jsonargparse no setting for the subclasses it lists.
 
 Not APIs, matched where they are used: the wording of jsonargparse's errors (parser.py) and of the Lightning warnings
-silenced in console.py; the template's tests of bad input and of the terminal fail when it changes.
+silenced in console.py; the template's tests of bad input and of the terminal fail when it changes. And that a fit
+looks `train_dataloader` up on the DataModule (or module) instance after it restores the callbacks and before it draws
+a batch, which RandomState's restore of the loaders' generators relies on (checkpoints/callbacks.py); the library's
+tests/test_loader_generators.py fails when it changes.
 """
 
 import argparse
