@@ -2,6 +2,7 @@
 and the copy's own files and edits stay."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -45,9 +46,10 @@ def make(directory: Path, *args: str, env: dict[str, str] = ENV) -> subprocess.C
 
 def refused_update(copy: Path, *args: str) -> subprocess.CompletedProcess:
     """`make update-template` that stops: what it said, without the line make adds after a failing command (make
-    exits 2 for any failing command)."""
+    exits 2 for any failing command); under `make test` that line reads `make[1]: ***`."""
     done = make(copy, "update-template", *args)
-    done.stderr = "".join(line for line in done.stderr.splitlines(keepends=True) if not line.startswith("make: *** "))
+    lines = done.stderr.splitlines(keepends=True)
+    done.stderr = "".join(line for line in lines if not re.match(r"make(\[\d+\])?: \*\*\* ", line))
     return done
 
 
