@@ -272,6 +272,32 @@ def start(*args: str, cwd=None):
     return subprocess.Popen(argv, cwd=cwd, env=process_environment(), **pipes)
 
 
+class BiasOptionClassifier(TinyClassifier):
+    """TinyClassifier with a boolean among its hyperparameters, `bias` (whether its layer has one): a logger must keep
+    it a boolean."""
+
+    def __init__(
+        self, num_classes: int = 3, input_shape: tuple[int, ...] = (4,), lr: float = 0.05, bias: bool = True
+    ) -> None:
+        super().__init__(num_classes, input_shape, lr)
+        self.layer = nn.Linear(math.prod(input_shape), num_classes, bias=bias)
+
+
+class TinyImages(TinyDataModule):
+    """TinyDataModule's points as (1, 4, 4) images: samples the library draws (a batch of inputs, the misclassified)."""
+
+    sample_kind = "image"
+
+    def __init__(self, n: int = 256, num_classes: int = 3, batch_size: int = 32, seed: int = 0) -> None:
+        super().__init__(n=n, features=16, num_classes=num_classes, batch_size=batch_size, seed=seed)
+        self.hparams.features, self.sample_shape = 16, (1, 4, 4)  # saved are this class's arguments: not `features`
+
+    def setup(self, stage: str) -> None:
+        if self.splits is None:
+            super().setup(stage)
+            self.splits = {name: (points.view(-1, 1, 4, 4), labels) for name, (points, labels) in self.splits.items()}
+
+
 if __name__ == "__main__":  # `python -m tiny_tasks`: the module imported by its name, as class paths name it
     import tiny_tasks
     from lightning_runs.errors import main
