@@ -225,3 +225,81 @@ class NoClassCount(TinyDataModule):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.num_classes = None
+
+
+# Running the tiny task as a user types it. In this process: `run`; as a process of its own (`python -m tiny_tasks`,
+# the block below), where Lightning starts processes itself (DDP) or a test reads what the process printed: `command`.
+QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+
+
+def run(subcommand: str, *args: str, callbacks: Sequence[Callback] = ()):
+    """`python -m tiny_tasks <subcommand> <args>` without progress bars, in this process: the CLI object, or
+    SystemExit with its exit code."""
+    from lightning_runs.errors import main
+
+    return main(lambda: cli_main([subcommand, *QUIET, *args], callbacks=callbacks))
+
+
+def process_environment() -> dict[str, str]:
+    """This environment without a launcher's variables (the tests may run under SLURM or torchrun), one thread a
+    process (the ranks share the cores), and this folder importable (`tiny_tasks`, class paths such as
+    `tiny_tasks.CrashAt`) before whatever PYTHONPATH already gives."""
+    import os
+    from pathlib import Path
+
+    launcher = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT"}
+    clean = {k: v for k, v in os.environ.items() if k not in launcher and not k.startswith(("SLURM_", "TORCHELASTIC_"))}
+    path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
+    return {**clean, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
+
+
+def command(*args: str, timeout: float = 300, cwd=None):
+    """`python -m tiny_tasks <args>` as a process: its subprocess.CompletedProcess, output as text."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "tiny_tasks", *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=process_environment())
+
+
+def start(*args: str, cwd=None):
+    """`python -m tiny_tasks <args>` in the background: its subprocess.Popen, pipes as text."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "tiny_tasks", *args]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    return subprocess.Popen(argv, cwd=cwd, env=process_environment(), **pipes)
+
+
+class BiasOptionClassifier(TinyClassifier):
+    """TinyClassifier with a boolean among its hyperparameters, `bias` (whether its layer has one): a logger must keep
+    it a boolean."""
+
+    def __init__(
+        self, num_classes: int = 3, input_shape: tuple[int, ...] = (4,), lr: float = 0.05, bias: bool = True
+    ) -> None:
+        super().__init__(num_classes, input_shape, lr)
+        self.layer = nn.Linear(math.prod(input_shape), num_classes, bias=bias)
+
+
+class TinyImages(TinyDataModule):
+    """TinyDataModule's points as (1, 4, 4) images: samples the library draws (a batch of inputs, the misclassified)."""
+
+    sample_kind = "image"
+
+    def __init__(self, n: int = 256, num_classes: int = 3, batch_size: int = 32, seed: int = 0) -> None:
+        super().__init__(n=n, features=16, num_classes=num_classes, batch_size=batch_size, seed=seed)
+        self.hparams.features, self.sample_shape = 16, (1, 4, 4)  # saved are this class's arguments: not `features`
+
+    def setup(self, stage: str) -> None:
+        if self.splits is None:
+            super().setup(stage)
+            self.splits = {name: (points.view(-1, 1, 4, 4), labels) for name, (points, labels) in self.splits.items()}
+
+
+if __name__ == "__main__":  # `python -m tiny_tasks`: the module imported by its name, as class paths name it
+    import tiny_tasks
+    from lightning_runs.errors import main
+
+    main(tiny_tasks.cli_main)

@@ -8,16 +8,30 @@ import sys
 from pathlib import Path
 
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from lightning_runs.errors import Stopped
-from project.model import DigitsClassifier
-from support import DEFAULT, QUIET, ddp_environment, read_events, run, run_subprocess, scalars, split_sizes
+from tiny_tasks import QUIET, TinyClassifier, TinyDataModule, command, process_environment, run
 
 pytestmark = pytest.mark.slow  # each test makes a real run
 
+RUN = Path("runs/tiny/version_0")
+THREE_EPOCHS_FIVE_BATCHES = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=5"]
+
+
+def read_events(run_dir: Path) -> EventAccumulator:
+    """Every event of a run's TensorBoard files (size_guidance 0: keep all, not a sample)."""
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "images": 0})
+    events.Reload()
+    return events
+
+
+def scalars(run_dir: Path, tag: str) -> list[tuple[int, float]]:
+    return [(event.step, event.value) for event in read_events(run_dir).Scalars(tag)]
+
 
 def raise_at_step(step: int, exception: BaseException):
-    train = DigitsClassifier.training_step
+    train = TinyClassifier.training_step
 
     def training_step(self, batch, batch_idx):
         if self.global_step == step:
@@ -27,99 +41,82 @@ def raise_at_step(step: int, exception: BaseException):
     return training_step
 
 
-THREE_EPOCHS_FIVE_BATCHES = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=5"]
-
-
 def test_a_run_that_raises_keeps_every_scalar_logged_before_and_says_failed(monkeypatch):
-    monkeypatch.setattr(DigitsClassifier, "training_step", raise_at_step(7, RuntimeError("boom at step 7")))
+    monkeypatch.setattr(TinyClassifier, "training_step", raise_at_step(7, RuntimeError("boom at step 7")))
     with pytest.raises(RuntimeError, match="boom"):
         run("fit", *THREE_EPOCHS_FIVE_BATCHES)
-    run_dir = Path("runs/digits/version_0")
-    assert [step for step, _ in scalars(run_dir, "train/loss")] == list(range(7))
-    assert [step for step, _ in scalars(run_dir, "val/acc")] == [4]
-    summary = json.loads((run_dir / "summary.json").read_text())
+    assert [step for step, _ in scalars(RUN, "train/loss")] == list(range(7))
+    assert [step for step, _ in scalars(RUN, "val/loss")] == [4]
+    summary = json.loads((RUN / "summary.json").read_text())
     assert summary["status"] == "failed"
     assert summary["error"] == {"type": "RuntimeError", "message": "boom at step 7"}
     assert (summary["epochs"], summary["global_step"]) == (1, 7)
-    assert summary["best_checkpoint"]["score"] == pytest.approx(scalars(run_dir, "val/acc")[0][1])
+    assert summary["best_checkpoint"]["score"] == pytest.approx(scalars(RUN, "val/loss")[0][1])
 
 
 @pytest.mark.parametrize(
     "exception,type_name", [(KeyboardInterrupt(), "KeyboardInterrupt"), (Stopped(signal.SIGTERM, "SIGTERM"), "Stopped")]
 )
 def test_an_interrupted_run_says_so_and_why(monkeypatch, exception, type_name):
-    monkeypatch.setattr(DigitsClassifier, "training_step", raise_at_step(3, exception))
+    monkeypatch.setattr(TinyClassifier, "training_step", raise_at_step(3, exception))
     sigint = signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(SystemExit):  # the exit codes of Ctrl+C and SIGTERM
             run("fit", *THREE_EPOCHS_FIVE_BATCHES)
     finally:
         signal.signal(signal.SIGINT, sigint)  # Lightning ignores further Ctrl+C while it shuts down
-    run_dir = Path("runs/digits/version_0")
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = json.loads((RUN / "summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["error"]["type"] == type_name
-    assert summary["global_step"] == 3 and [s for s, _ in scalars(run_dir, "train/loss")] == [0, 1, 2]
+    assert summary["global_step"] == 3 and [s for s, _ in scalars(RUN, "train/loss")] == [0, 1, 2]
 
 
 def test_quiet_mode_prints_no_progress_or_info_lines():
-    loud = run_subprocess("fit", "--config", DEFAULT, "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
-    quiet = run_subprocess(
-        "fit", "--config", DEFAULT, "--quiet", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2"
-    )
+    loud = command("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
+    quiet = command("fit", "--quiet", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
     assert loud.returncode == quiet.returncode == 0, quiet.stderr[-2000:]
     chatter = ["Seed set to 0", "GPU available", "Trainable params", "Epoch 0"]
     assert all(line in loud.stdout + loud.stderr for line in chatter)
     assert not [line for line in chatter if line in quiet.stdout + quiet.stderr], quiet.stdout + quiet.stderr
-    assert json.loads(Path("runs/digits/version_1/summary.json").read_text())["status"] == "completed"
+    assert json.loads(Path("runs/tiny/version_1/summary.json").read_text())["status"] == "completed"
 
 
 def test_quiet_mode_still_shows_errors():
-    result = run_subprocess("fit", "--config", DEFAULT, "--quiet", "--trainer.max_epochs=1", "--model.lr=-1")
-    assert result.returncode == 2 and "lr" in result.stderr
-    result = run_subprocess(
-        "fit",
-        "--config",
-        DEFAULT,
-        "--quiet",
-        "--trainer.limit_train_batches=2",
-        "--early_stopping.monitor=val/accuracy",
-    )
+    result = command("fit", "--quiet", "--trainer.max_epochs=1", "--data.batch_size=many")
+    assert result.returncode == 2 and "batch_size" in result.stderr
+    result = command("fit", "--quiet", "--trainer.limit_train_batches=2", "--early_stopping.monitor=val/accuracy")
     assert result.returncode != 0 and "val/accuracy" in result.stderr
 
 
 DDP_SCRIPT = """
 import sys
 
-from project.cli import cli_main
 from lightning_runs.pictures.callbacks import Figures
+from tiny_tasks import cli_main
 
 cli = cli_main(sys.argv[1:])
 figures = next(c for c in cli.trainer.callbacks if isinstance(c, Figures))
 # One write of the whole line: both ranks share the pipe, and print's two writes (text, newline) could interleave.
 counted = int(figures.matrices["val"].sum())
-sys.stdout.write(f"rank {cli.trainer.global_rank}: {counted} digits in the confusion matrix\\n")
+sys.stdout.write(f"rank {cli.trainer.global_rank}: {counted} samples in the confusion matrix\\n")
 """
 
 
 def test_under_ddp_the_confusion_matrix_covers_every_rank_and_only_rank_zero_writes(tmp_path):
     script = tmp_path / "fit.py"  # a script, not `-c`: Lightning starts the second rank by re-running it
     script.write_text(DDP_SCRIPT)
-    args = ["fit", "--config", DEFAULT, *QUIET, "--trainer.strategy=ddp", "--trainer.devices=2"]
+    args = ["fit", *QUIET, "--trainer.strategy=ddp", "--trainer.devices=2"]
     args += ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2", "--figures.every_n_epochs=1"]
     result = subprocess.run(
-        [sys.executable, str(script), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=ddp_environment(),
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=300, env=process_environment()
     )
     assert result.returncode == 0, result.stderr[-3000:]
     reports = sorted(line for line in result.stdout.splitlines() if line.startswith("rank "))
-    digits = split_sizes()["val"]
-    assert reports == [f"rank {rank}: {digits} digits in the confusion matrix" for rank in (0, 1)]
+    data = TinyDataModule()
+    data.setup("fit")
+    samples = len(data.splits["val"][0])
+    assert reports == [f"rank {rank}: {samples} samples in the confusion matrix" for rank in (0, 1)]
     assert result.stdout.count("Fit completed") == 1, "the closing block comes from rank zero only"
-    run_dir = Path("runs/digits/version_0")
-    assert len(list(run_dir.glob("events.out.tfevents.*"))) == 1
-    assert [image.step for image in read_events(run_dir).Images("val/confusion_matrix")] == [2]
-    summary = json.loads((run_dir / "summary.json").read_text())
+    assert len(list(RUN.glob("events.out.tfevents.*"))) == 1
+    assert [image.step for image in read_events(RUN).Images("val/confusion_matrix")] == [2]
+    summary = json.loads((RUN / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["device"]["world_size"] == 2

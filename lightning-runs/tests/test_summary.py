@@ -1,4 +1,4 @@
-"""summary.json's building blocks: the config hash and the atomic write."""
+"""summary.json's building blocks: the config hash, the atomic write and the commit's dirty flag."""
 
 import json
 import os
@@ -19,7 +19,7 @@ def test_the_same_recipe_has_the_same_config_hash_whatever_its_run_folder():
 
 
 def test_the_config_hash_is_the_recipe_that_ckpt_path_last_resumes():
-    # configs/gpu.yaml moves a recipe to other devices: `--ckpt_path last` finds the same run, so does the hash.
+    # A config moving a recipe to other devices: `--ckpt_path last` finds the same run, so does the hash.
     config = {"model": {"lr": 0.01}, "trainer": {"max_epochs": 3, "devices": 1, "accelerator": "cpu"}}
     on_gpus = {**config, "trainer": {"max_epochs": 3, "devices": 2, "accelerator": "gpu"}}
     longer = {**config, "trainer": {"max_epochs": 9, "devices": 1, "accelerator": "cpu"}}

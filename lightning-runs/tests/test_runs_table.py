@@ -1,34 +1,33 @@
-"""`make runs` (python -m project runs): one line per run from its summary.json, newest first, so that runs
-compare at a glance; a broken summary is skipped with a note, never a crash."""
+"""`python -m <package> runs` (lightning_runs.tools.runs): one line per run from its summary.json, newest first, so
+that runs compare at a glance; a broken summary is skipped with a note, never a crash."""
 
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from lightning_runs.console import duration
 from lightning_runs.tools.runs import COLUMNS, list_runs
-from support import ROOT, run, working_directory
+from tiny_tasks import run
 
 TINY = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
-RUNS = ["runs/digits/version_1", "runs/other/version_0", "runs/digits/version_0"]  # newest first
+RUNS = ["runs/tiny/version_1", "runs/other/version_0", "runs/tiny/version_0"]  # newest first
 
 
 @pytest.fixture(scope="module")
 def three_runs(tmp_path_factory):
-    """runs/digits/version_0 fitted and tested, then runs/other/version_0 fitted, then runs/digits/version_1
-    crashed at its second step."""
+    """runs/tiny/version_0 fitted and tested, then runs/other/version_0 fitted, then runs/tiny/version_1 crashed at
+    its second step."""
     home = tmp_path_factory.mktemp("three_runs")
-    with working_directory(home):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(home)
         run("fit", *TINY)
         run("test", "--ckpt_path=best")
         run("fit", *TINY, "--trainer.logger.init_args.name=other")
         with pytest.raises(RuntimeError, match="crash at step 1"):
-            run("fit", *TINY, "--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=1")
+            run("fit", *TINY, "--trainer.callbacks+=tiny_tasks.CrashAt", "--trainer.callbacks.step=1")
     return home
 
 
@@ -39,8 +38,8 @@ def here(three_runs, tmp_path):
 
 
 def table(capsys, *args: str) -> list[dict[str, str]]:
-    """What `python -m project runs <args>` prints, as one dict per run (keyed by COLUMNS), cut at the
-    header's columns (two spaces or more apart); the header itself under "header"."""
+    """What `python -m <package> runs <args>` prints, as one dict per run (keyed by COLUMNS), cut at the header's
+    columns (two spaces or more apart); the header itself first."""
     list_runs(*args)
     header, *lines = capsys.readouterr().out.splitlines()
     starts = [match.start() for match in re.finditer(r"(?:^|(?<=  ))\S", header)]
@@ -53,8 +52,8 @@ def table(capsys, *args: str) -> list[dict[str, str]]:
 def test_one_line_per_run_newest_first_with_what_its_summary_says(here, capsys):
     titles, *rows = table(capsys)
     monitor = json.loads(Path(RUNS[2], "summary.json").read_text())["best_checkpoint"]["monitor"]
-    test = f"test/{monitor.split('/')[1]}"  # its counterpart: val/acc -> test/acc
-    assert (titles["best"], titles["test"]) == (f"best {monitor}", test), "all monitor one metric: named once"
+    assert monitor == "val/loss", "the tiny task monitors a loss: nothing may lean on a val/acc"
+    assert (titles["best"], titles["test"]) == ("best val/loss", "test/loss"), "all monitor one metric: named once"
     assert [row["run"] for row in rows] == RUNS
     for row in rows:
         summary = json.loads(Path(row["run"], "summary.json").read_text())
@@ -69,7 +68,7 @@ def test_one_line_per_run_newest_first_with_what_its_summary_says(here, capsys):
         )
     assert [row["status"] for row in rows] == ["failed", "completed", "completed"]
     assert [row["epochs"] for row in rows] == ["0", "2", "2"] and rows[0]["best"] == "-", "crashed at once"
-    tested = json.loads(Path(RUNS[2], "summary.json").read_text())["metrics"][test]
+    tested = json.loads(Path(RUNS[2], "summary.json").read_text())["metrics"]["test/loss"]
     assert [row["test"] for row in rows] == ["-", "-", f"{tested:.4f}"], "only the tested run has one"
     # All three trained one recipe; the crashed one had a callback more.
     assert [row["differs"] for row in rows] == ["callbacks=[CrashAt]", "callbacks=None", "callbacks=None"]
@@ -77,13 +76,13 @@ def test_one_line_per_run_newest_first_with_what_its_summary_says(here, capsys):
 
 @pytest.mark.slow
 def test_name_keeps_the_runs_of_one_experiment(here, capsys):
-    _, *rows = table(capsys, "digits")
-    assert [row["run"] for row in rows] == ["runs/digits/version_1", "runs/digits/version_0"]
+    _, *rows = table(capsys, "tiny")
+    assert [row["run"] for row in rows] == ["runs/tiny/version_1", "runs/tiny/version_0"]
 
 
 @pytest.mark.slow
 def test_a_corrupt_summary_is_skipped_with_a_note_and_the_others_still_listed(here, capsys):
-    broken = Path("runs/digits/version_7/summary.json")
+    broken = Path("runs/tiny/version_7/summary.json")
     broken.parent.mkdir()
     broken.write_text('{"status": "comp')  # a disk that filled up mid-write, or a hand edit gone wrong
     list_runs()
@@ -108,53 +107,52 @@ def recipe(name: str, version: int, max_epochs: int, lr: float, seed: int = 0) -
     return {
         "seed_everything": 0,
         "trainer": {"max_epochs": max_epochs, "logger": logger},
-        "model": {"lr": lr, "fused": True, "network": {"class_path": "project.networks.DigitsCNN"}},
-        "data": {"class_path": "project.data.DigitsDataModule", "init_args": {"seed": seed}},
+        "model": {"class_path": "tiny_tasks.TinyClassifier", "init_args": {"input_shape": [4], "lr": lr}},
+        "data": {"class_path": "tiny_tasks.TinyDataModule", "init_args": {"seed": seed}},
         "ckpt_path": None,
     }
 
 
-def test_differs_shows_each_runs_values_of_the_settings_that_are_not_the_same_in_every_run(tmp_path, capsys):
+def test_differs_shows_each_runs_values_of_the_settings_that_are_not_the_same_in_every_run(capsys):
     git = {"commit": "0123456789abcdef", "dirty": False}
-    with working_directory(tmp_path):
-        write_summary("runs/digits/version_0", "2026-12-01T10:00:00+00:00", recipe("digits", 0, 2, 0.01), git)
-        write_summary("runs/digits/version_1", "2026-12-01T11:00:00+00:00", recipe("digits", 1, 20, 0.003), git)
-        write_summary("runs/other/version_0", "2026-12-01T12:00:00+00:00", recipe("other", 0, 50, 0.01, seed=1), git)
-        write_summary("runs/loose/version_0", "2026-12-01T09:00:00+00:00", None, git)  # a test of a loose file
-        titles, *rows = table(capsys)
-        assert titles["differs"] == "differs"
-        assert {row["run"]: row["differs"] for row in rows} == {
-            "runs/other/version_0": "seed=1 lr=0.01 max_epochs=50",  # the run name and version: in the run column
-            "runs/digits/version_1": "seed=0 lr=0.003 max_epochs=20",
-            "runs/digits/version_0": "seed=0 lr=0.01 max_epochs=2",
-            "runs/loose/version_0": "-",
-        }
-        _, *rows = table(capsys, "digits")  # compared among the listed runs only
-        assert [row["differs"] for row in rows] == ["lr=0.003 max_epochs=20", "lr=0.01 max_epochs=2"]
+    write_summary("runs/tiny/version_0", "2026-12-01T10:00:00+00:00", recipe("tiny", 0, 2, 0.01), git)
+    write_summary("runs/tiny/version_1", "2026-12-01T11:00:00+00:00", recipe("tiny", 1, 20, 0.003), git)
+    write_summary("runs/other/version_0", "2026-12-01T12:00:00+00:00", recipe("other", 0, 50, 0.01, seed=1), git)
+    write_summary("runs/loose/version_0", "2026-12-01T09:00:00+00:00", None, git)  # a test of a loose file
+    titles, *rows = table(capsys)
+    assert titles["differs"] == "differs"
+    assert {row["run"]: row["differs"] for row in rows} == {
+        "runs/other/version_0": "seed=1 lr=0.01 max_epochs=50",  # the run name and version: in the run column
+        "runs/tiny/version_1": "seed=0 lr=0.003 max_epochs=20",
+        "runs/tiny/version_0": "seed=0 lr=0.01 max_epochs=2",
+        "runs/loose/version_0": "-",
+    }
+    _, *rows = table(capsys, "tiny")  # compared among the listed runs only
+    assert [row["differs"] for row in rows] == ["lr=0.003 max_epochs=20", "lr=0.01 max_epochs=2"]
 
 
 GOOD = {"status": "completed", "epochs": 2, "started": "2026-12-01T10:00:00+00:00", "wall_time_s": 9.8,
-        "best_checkpoint": {"monitor": "val/acc", "score": 0.9}, "git": {"commit": "abcdef1234"}}  # fmt: skip
+        "best_checkpoint": {"monitor": "val/loss", "score": 0.3}, "git": {"commit": "abcdef1234"}}  # fmt: skip
 WRONG_TYPES = [
     ({"started": 1733000000}, "started has the wrong type (int)"),  # could not sort beside the others' text
-    ({"best_checkpoint": ["val/acc", 0.9]}, "best_checkpoint has the wrong type (list)"),
-    ({"best_checkpoint": {"monitor": "val/acc", "score": "0.9"}}, "best_checkpoint.score has the wrong type (str)"),
+    ({"best_checkpoint": ["val/loss", 0.3]}, "best_checkpoint has the wrong type (list)"),
+    ({"best_checkpoint": {"monitor": "val/loss", "score": "0.3"}}, "best_checkpoint.score has the wrong type (str)"),
     ({"git": "abcdef1"}, "git has the wrong type (str)"),
     ({"wall_time_s": "10 s"}, "wall_time_s has the wrong type (str)"),
     ({"config_hash": 1234}, "config_hash has the wrong type (int)"),
-    ({"metrics": [0.9]}, "metrics has the wrong type (list)"),
+    ({"metrics": [0.3]}, "metrics has the wrong type (list)"),
 ]
 
 
 @pytest.mark.parametrize("edit,said", WRONG_TYPES, ids=[said for _, said in WRONG_TYPES])
 def test_a_summary_with_a_field_of_the_wrong_type_is_skipped_naming_it_and_the_others_still_listed(edit, said, capsys):
     for version, summary in (("version_0", GOOD), ("version_1", {**GOOD, **edit})):
-        Path("runs/digits", version).mkdir(parents=True)
-        Path("runs/digits", version, "summary.json").write_text(json.dumps(summary))
+        Path("runs/tiny", version).mkdir(parents=True)
+        Path("runs/tiny", version, "summary.json").write_text(json.dumps(summary))
     rows = list_runs()
     output = capsys.readouterr()
-    assert [row["run"] for row in rows] == ["runs/digits/version_0"] and "runs/digits/version_0" in output.out
-    assert output.err == f"skipped runs/digits/version_1/summary.json: its {said}\n"
+    assert [row["run"] for row in rows] == ["runs/tiny/version_0"] and "runs/tiny/version_0" in output.out
+    assert output.err == f"skipped runs/tiny/version_1/summary.json: its {said}\n"
 
 
 @pytest.mark.parametrize("target", ["/dev/zero", "big"])
@@ -173,18 +171,3 @@ def test_a_summary_that_is_a_device_or_too_large_is_skipped_unread(target, capsy
 def test_no_runs_says_so(capsys):
     assert list_runs() == []
     assert capsys.readouterr().out == "no runs in runs/\n"
-
-
-def test_python_m_project_runs_answers_without_importing_torch():
-    as_typed = (  # `python -m project runs`, then what the process imported
-        "import runpy, sys; sys.argv = ['project', 'runs']; runpy.run_module('project', run_name='__main__')\n"
-        "print(sorted({'torch', 'lightning', 'project.cli', 'lightning_runs.tools.runs'} & set(sys.modules)))"
-    )
-    listed = subprocess.run([sys.executable, "-c", as_typed], capture_output=True, text=True, timeout=60)
-    assert listed.returncode == 0, listed.stderr[-2000:]
-    assert listed.stdout.splitlines() == ["no runs in runs/", "['lightning_runs.tools.runs']"]
-
-
-def test_make_help_lists_make_runs():
-    help = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert "make runs" in help

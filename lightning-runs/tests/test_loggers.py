@@ -1,0 +1,180 @@
+"""CSV, MLflow and W&B instead of TensorBoard (`--trainer.logger=lightning_runs.loggers.<Logger>`), offline: what each
+keeps of a run, read back the way its own tools read it, and a run that crashes, resumes with `--ckpt_path last` and
+is tested with `--ckpt_path best` continuing one run of that logger in one run folder. Here what every logger keeps,
+the CSV logger, and a missing logger package; MLflow and W&B in test_loggers_mlflow.py and test_loggers_wandb.py,
+on the helpers of this file. Each logger's runs are made once per module (slow tests)."""
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from lightning_runs.loggers import run_loggers as loggers
+from tiny_tasks import QUIET, command, run
+
+LOGGERS = {"csv": "CSVRunLogger", "mlflow": "MLFlowRunLogger", "wandb": "WandbRunLogger"}
+# Images, so that every picture is drawn (a batch of inputs, the misclassified), and a boolean hyperparameter (bias).
+TASK = ["--data=tiny_tasks.TinyImages", "--model=tiny_tasks.BiasOptionClassifier"]
+# 3 epochs of 3 steps; pictures and histograms every 2 epochs (after step 6), and the end of fit's at step 9.
+SHORT = [
+    "--trainer.max_epochs=3",
+    "--trainer.limit_train_batches=3",
+    "--figures.every_n_epochs=2",
+    "--histograms.every_n_epochs=2",
+    "--histograms.gradients=true",
+]
+STEPS, EPOCH_ENDS = 9, [2, 5, 8]  # Lightning logs epoch metrics at the index of the epoch's last step
+CRASH = ["--trainer.callbacks+=tiny_tasks.CrashAt", "--trainer.callbacks.step=6"]  # as epoch 3 begins: last at 6
+NAME = "tinyimages-biasoptionclassifier"  # the experiment a run of TASK is named for: its data and its model
+RUN = Path(f"runs/{NAME}/version_0")
+
+
+def logger_option(logger: str) -> str:
+    return f"--trainer.logger=lightning_runs.loggers.{LOGGERS[logger]}"
+
+
+def crash_resume_and_test(home: Path, logger: str) -> Path:
+    """fit (crashes as its third epoch begins); fit --ckpt_path last --test_best true (finishes it, then tests its
+    best checkpoint in the same process); test --ckpt_path best (a command of its own)."""
+    with pytest.MonkeyPatch.context() as env:
+        env.chdir(home)
+        env.setenv("WANDB_CACHE_DIR", str(home / "wandb-cache"))  # W&B's debug logs: in $HOME by default
+        config = [logger_option(logger), *TASK, *SHORT]
+        with pytest.raises(RuntimeError, match="crash at step 6"):
+            run("fit", *config, *CRASH)
+        assert torch.load(RUN / "checkpoints/last.ckpt", weights_only=True)["global_step"] == 6
+        run("fit", *config, "--ckpt_path=last", "--test_best=true")
+        run("test", *config, "--ckpt_path=best")
+    return home
+
+
+def assert_one_run_folder_with_checkpoints_config_and_summary(home: Path) -> None:
+    assert [p.name for p in (home / RUN).parent.iterdir()] == ["version_0"], "the resume and the test went there"
+    files = {p.relative_to(home / RUN).as_posix() for p in (home / RUN).rglob("*") if "wandb" not in p.parts}
+    assert {"checkpoints/best.ckpt", "checkpoints/last.ckpt", "summary.json"} <= files
+    assert {"config.yaml", "config.fit.yaml", "config.test.yaml"} <= files  # each command's config, none clobbered
+    summary = json.loads((home / RUN / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["global_step"] == STEPS
+    assert [e["subcommand"] for e in summary["evaluations"]] == ["test", "test"]
+
+
+# What sets a run apart, in each logger's own parameters: the trainer's settings, booleans as booleans (MLflow keeps
+# every parameter as text), and none of LightningCLI's keys (`_instantiator`).
+SETTINGS = {
+    "trainer/max_epochs": 3,
+    "trainer/precision": "32-true",
+    "trainer/devices": 1,
+    "trainer/accumulate_grad_batches": 1,
+    "trainer/gradient_clip_val": None,
+    "bias": True,
+}
+
+
+def assert_the_trainer_settings_with_booleans_as_booleans_and_no_lightningcli_keys(params: dict, text: bool) -> None:
+    """`params`: the run's parameters as the logger's own tools show them, nested keys joined with `/`; `text`: the
+    logger keeps every value as text."""
+    expected = {k: str(v) for k, v in SETTINGS.items()} if text else SETTINGS
+    assert {key: params.get(key) for key in SETTINGS} == expected
+    assert not [key for key in params if key.startswith("_")]
+
+
+def flat(params: dict, prefix: str = "") -> dict:
+    found = {}
+    for key, value in params.items():
+        found |= flat(value, f"{prefix}{key}/") if isinstance(value, dict) else {f"{prefix}{key}": value}
+    return found
+
+
+# CSV: metrics.csv and hparams.yaml; no pictures.
+
+
+@pytest.fixture(scope="module")
+def csv_home(tmp_path_factory) -> Path:
+    return crash_resume_and_test(tmp_path_factory.mktemp("csv"), "csv")
+
+
+def csv_metrics(run_dir: Path) -> list[dict[str, str]]:
+    with (run_dir / "metrics.csv").open() as file:
+        return list(csv.DictReader(file))
+
+
+def csv_steps(rows: list[dict[str, str]], column: str) -> list[int]:
+    return [int(row["step"]) for row in rows if row.get(column)]
+
+
+@pytest.mark.slow
+def test_csv_keeps_one_run_folder_with_checkpoints_config_and_summary(csv_home):
+    assert_one_run_folder_with_checkpoints_config_and_summary(csv_home)
+
+
+@pytest.mark.slow
+def test_csv_has_the_trainer_settings_with_booleans_as_booleans_and_no_lightningcli_keys(csv_home):
+    params = flat(yaml.safe_load((csv_home / RUN / "hparams.yaml").read_text()))
+    assert_the_trainer_settings_with_booleans_as_booleans_and_no_lightningcli_keys(params, text=False)
+
+
+@pytest.mark.slow
+def test_csv_has_every_step_once_across_the_crash_and_the_resume(csv_home):
+    rows = csv_metrics(csv_home / RUN)
+    assert csv_steps(rows, "train/loss") == list(range(STEPS))
+    assert csv_steps(rows, "lr-Adam") == list(range(STEPS))
+    assert csv_steps(rows, "val/loss") == EPOCH_ENDS
+    # At the fit's last step when tested in its process; at 0 by a `test` command (it restores the weights only).
+    assert csv_steps(rows, "test/loss") == [STEPS, 0]
+    assert {"hp/best_val_loss", "hp/test_loss", "train/grad_norm"} <= set(rows[0])
+
+
+@pytest.mark.slow
+def test_csv_keeps_the_hyperparameters_and_no_pictures(csv_home):
+    hparams = yaml.safe_load((csv_home / RUN / "hparams.yaml").read_text())
+    assert hparams["lr"] == 0.05 and hparams["batch_size"] == 32  # the tiny task's defaults
+    assert not [p for p in (csv_home / RUN).rglob("*") if p.suffix in (".png", ".webp")]
+
+
+@pytest.mark.slow
+def test_lightnings_own_csv_logger_keeps_the_fits_rows_when_the_run_is_tested():
+    csv_logger = ["--trainer.logger=lightning.pytorch.loggers.CSVLogger", "--trainer.logger.save_dir=runs"]
+    run("fit", *csv_logger, "--trainer.max_epochs=2", "--trainer.limit_train_batches=3")
+    fitted = filled(csv_metrics(Path("runs/tiny/version_0")))
+    run("test", *csv_logger, "--ckpt_path=best")
+    rows = filled(csv_metrics(Path("runs/tiny/version_0")))
+    # Lightning's CSVLogger would have deleted the file and begun another with the test's rows alone.
+    # 6 steps of 3 rows (lr-Adam, train/grad_norm, train/loss), 2 epochs' validation, then hp/best_val_loss.
+    assert len(fitted) == 6 * 3 + 2 + 1 and rows[: len(fitted)] == fitted
+    assert [row for row in rows[len(fitted) :] if "test/loss" in row]
+
+
+def filled(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Each row's cells that hold a value (a header that grew adds empty cells to the rows before)."""
+    return [{key: value for key, value in row.items() if value} for row in rows]
+
+
+# Without the extra: one line, nothing left behind.
+
+
+@pytest.mark.parametrize("logger", ["mlflow", "wandb"])
+def test_a_logger_whose_package_is_missing_is_one_line_naming_the_extra(logger, monkeypatch, capsys):
+    monkeypatch.setattr(loggers, {"mlflow": "_MLFLOW_AVAILABLE", "wandb": "_WANDB_AVAILABLE"}[logger], False)
+    for name in [name for name in sys.modules if name == logger or name.startswith(f"{logger}.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed: importing it raises ImportError
+    monkeypatch.setitem(sys.modules, logger, None)
+    with pytest.raises(SystemExit) as exit:
+        run("fit", logger_option(logger), "--trainer.max_epochs=1")
+    assert exit.value.code == 2
+    assert f"needs {logger}: pip install 'lightning-runs[loggers]'" in capsys.readouterr().err
+    assert not Path("runs").exists()
+
+
+def ddp_fit(home: Path, logger: str) -> Path:
+    """2 processes on CPU, 2 epochs of 3 steps each (Lightning launches the second rank: a process of its own); the
+    run folder."""
+    ddp = ["--trainer.strategy=ddp", "--trainer.devices=2", "--trainer.accelerator=cpu"]
+    args = [logger_option(logger), *QUIET, *ddp, "--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
+    result = command("fit", *args, cwd=home)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert [p.name for p in (home / "runs/tiny").iterdir()] == ["version_0"]
+    return home / "runs/tiny/version_0"
