@@ -57,7 +57,7 @@ class OtherPointsFile(PointsFile):
     """Another DataModule reading the same kind of file."""
 
 
-class Linear(nn.Module):
+class OneLayer(nn.Module):
     def __init__(self, num_classes: int, input_shape: tuple[int, ...]) -> None:
         super().__init__()
         self.layer = nn.Linear(math.prod(input_shape), num_classes)
@@ -66,7 +66,7 @@ class Linear(nn.Module):
         return self.layer(x.flatten(1))
 
 
-class Hidden(Linear):
+class Hidden(OneLayer):
     """Another network: one hidden layer."""
 
     def __init__(self, num_classes: int, input_shape: tuple[int, ...]) -> None:
@@ -78,12 +78,12 @@ class Hidden(Linear):
 
 
 class WithNetwork(TinyClassifier):
-    """The tiny classifier around a network it is given as a factory of (class count, sample shape), Linear unless
+    """The tiny classifier around a network it is given as a factory of (class count, sample shape), OneLayer unless
     told otherwise."""
 
     def __init__(
         self,
-        network: Callable[[int, tuple[int, ...]], nn.Module] = Linear,
+        network: Callable[[int, tuple[int, ...]], nn.Module] = OneLayer,
         num_classes: int = 3,
         input_shape: tuple[int, ...] = (4,),
         lr: float = 0.05,
