@@ -298,6 +298,143 @@ class TinyImages(TinyDataModule):
             self.splits = {name: (points.view(-1, 1, 4, 4), labels) for name, (points, labels) in self.splits.items()}
 
 
+# What a command did to the files and what its run wrote, for the tests that refuse, stop and resume runs.
+def refusal(capsys, command, code: int = 2) -> str:
+    """Run `command()`, expecting the exit `code` with one `error:` line and no traceback; that line."""
+    import pytest
+
+    with pytest.raises(SystemExit) as exit_:
+        command()
+    err = capsys.readouterr().err
+    assert exit_.value.code == code, err[-2000:]
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
+    return errors[0]
+
+
+def snapshot(root=".") -> dict[str, str]:
+    """Every file under `root` (relative path -> sha256): taken before and after a command, what it did to them."""
+    import hashlib
+    from pathlib import Path
+
+    files = (path for path in Path(root).rglob("*") if path.is_file())
+    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest() for path in files}
+
+
+def assert_kept(before: dict[str, str], after: dict[str, str], runs_root: str = "runs") -> set[str]:
+    """No file that existed changed or went, and no file appeared outside `runs_root`; returns the new files."""
+    from pathlib import Path
+
+    assert {p: d for p, d in after.items() if p in before} == before, "an existing file changed or went"
+    new = set(after) - set(before)
+    outside = [p for p in new if not Path(p).is_relative_to(runs_root)]
+    assert not outside, f"written outside {runs_root}/: {outside}"
+    return new
+
+
+def load(path) -> dict:
+    """A checkpoint as plain data."""
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def scalars(run_dir, tag: str) -> list[tuple[int, float]]:
+    """(step, value) of every `tag` event a run's TensorBoard files hold (size_guidance 0: all, not a sample)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    events.Reload()
+    return [(event.step, event.value) for event in events.Scalars(tag)]
+
+
+class SignalAt(Callback):
+    """Sends this process a signal (SIGTERM by default) as the given global step begins, as a scheduler would; with
+    `phase` validation, test or predict, as that phase's first batch begins at that global step (None: at any; the
+    sanity check does not count); with `phase` fit_end, after the training loop. `batch` instead of a step: the
+    training batch of the fit (counted over its epochs) as it begins, for gradient accumulation, where a step spans
+    several. A SIGKILL first waits for the background checkpoint writer: what is on disk is then everything saved
+    before this point, the hardest case to resume."""
+
+    def __init__(self, step: int | None = None, signum: int = 15, phase: str = "train", batch: int | None = None):
+        self.step, self.signum, self.phase, self.batch = step, signum, phase, batch
+
+    def _at(self, trainer, phase: str, batch_idx: int) -> None:
+        if self.batch is not None:
+            if phase == "train" and trainer.current_epoch * trainer.num_training_batches + batch_idx == self.batch:
+                self._send()
+            return
+        first = phase == "train" or batch_idx == 0
+        if phase == self.phase and first and not trainer.sanity_checking and self.step in (None, trainer.global_step):
+            self._send()
+
+    def _send(self) -> None:
+        import os
+        import signal
+        import time
+
+        if self.signum == signal.SIGKILL:
+            time.sleep(0.3)
+        os.kill(os.getpid(), self.signum)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        self._at(trainer, "train", batch_idx)
+
+    def on_fit_end(self, trainer, pl_module) -> None:
+        if self.phase == "fit_end":
+            self._send()
+
+    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        self._at(trainer, "validation", batch_idx)
+
+    def on_test_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        self._at(trainer, "test", batch_idx)
+
+    def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        self._at(trainer, "predict", batch_idx)
+
+
+class TinyBatches(TinyDataModule):
+    """TinyDataModule's points in the library's stateful batches (lightning_runs.data): a fit stopped mid-epoch
+    resumes at its next batch, in the order the uninterrupted fit saw (a plain DataLoader starts the epoch over)."""
+
+    _train_batches = _resume_state = None
+
+    def train_dataloader(self):
+        from lightning_runs.data import ShardSampler, TensorBatches
+
+        train = self.splits["train"]
+        sampler = ShardSampler(len(train[0]), shuffle=True, seed=self.hparams.seed)
+        self._train_batches = TensorBatches(train, self.hparams.batch_size, sampler, drop_last=True)
+        if self._resume_state is not None:
+            self._train_batches.load_state_dict(self._resume_state)
+            self._resume_state = None
+        return self._train_batches
+
+    # The position travels in the DataModule's checkpoint state, restored before the loader is built: Lightning
+    # restores a loader's own state only where the loader is built after the checkpoint is read.
+    def state_dict(self) -> dict:
+        if self._train_batches is None:
+            return {}
+        state = self._train_batches.state_dict()
+        # An epoch cut short by --trainer.limit_train_batches ends before the loader does: the next starts at batch 0.
+        if self.trainer is not None and state["position"] >= self.trainer.num_training_batches:
+            state = {**state, "position": 0}
+        return {"train_batches": state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._resume_state = state.get("train_batches")
+
+
+def every_other_daily(cases: list, ids: list[str] | None = None) -> list:
+    """Cases whose neighbours check alike: every other one in the everyday suite, the rest marked slow."""
+    import pytest
+
+    marks = ([], [pytest.mark.slow])
+    return [
+        pytest.param(*(case if isinstance(case, tuple) else (case,)), id=ids[i] if ids else None, marks=marks[i % 2])
+        for i, case in enumerate(cases)
+    ]
+
+
 if __name__ == "__main__":  # `python -m tiny_tasks`: the module imported by its name, as class paths name it
     import tiny_tasks
     from lightning_runs.errors import main

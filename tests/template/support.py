@@ -63,17 +63,6 @@ def fitted(tmp_path_factory, name: str, *args: str) -> Path:
     return home / "runs"
 
 
-class DeleteRunAt(Callback):
-    """Deletes the run folder as the given global step ends, as `rm -r runs/...` by hand or a clean-up job would."""
-
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def on_train_batch_end(self, trainer, *args) -> None:
-        if trainer.global_step == self.step:
-            shutil.rmtree(trainer.logger.log_dir)
-
-
 def snapshot(root: Path = Path(".")) -> dict[str, str]:
     """Every file under `root` (relative path -> sha256): taken before and after a command, what it did to them."""
     return {

@@ -1,6 +1,6 @@
 """A signal outside the training loop stops as cleanly as one inside it: SIGTERM (exit 143) or Ctrl-C (130) during
 the final epoch's validation, the test after a fit (`--test_best`), `test` or `predict` saves what can be saved, says
-so in one line, and leaves no empty run folder (issue 23, item 6). Stops inside the loop: test_resume_steps.py."""
+so in one line, and leaves no empty run folder. Stops inside the loop: test_resume_steps.py."""
 
 import json
 import os
@@ -12,20 +12,18 @@ import pytest
 
 from lightning_runs.cli import placement
 from lightning_runs.private import epochs_processed
-from support import fitted, load, run, scalars, snapshot
+from tiny_tasks import SignalAt, load, run, scalars, snapshot
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
-RUN = Path("runs/digits/version_0")
+RUN = Path("runs/tiny/version_0")
 LAST, BEST = RUN / "checkpoints/last.ckpt", RUN / "checkpoints/best.ckpt"
 NAMES = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "Ctrl-C"}
 SIGNALS = pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=NAMES.get)
 
 
-def signal_in(phase: str, signum: int, step: int | None = None) -> list[str]:
+def signal_in(phase: str, signum: int, step: int | None = None) -> list[SignalAt]:
     """This process gets `signum` as the phase's first batch begins (at that global step, or at any)."""
-    at = [] if step is None else [f"--trainer.callbacks.step={step}"]
-    return ["--trainer.callbacks+=support.SignalAt", f"--trainer.callbacks.signum={signum}",
-            f"--trainer.callbacks.phase={phase}", *at]  # fmt: skip
+    return [SignalAt(step=step, signum=signum, phase=phase)]
 
 
 def stopped(capsys, command, signum: int) -> str:
@@ -41,12 +39,16 @@ def stopped(capsys, command, signum: int) -> str:
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
     """runs/ of a 2-epoch fit that ran to its end."""
-    return fitted(tmp_path_factory, "finished", *SHORT)
+    home = tmp_path_factory.mktemp("finished")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(home)
+        run("fit", *SHORT)
+    return home / "runs"
 
 
 @SIGNALS
 def test_a_stop_in_the_final_epochs_validation_lets_it_end_saves_the_run_and_exits_143_or_130(signum, capsys):
-    said = stopped(capsys, lambda: run("fit", *SHORT, *signal_in("validation", signum, step=4)), signum)
+    said = stopped(capsys, lambda: run("fit", *SHORT, callbacks=signal_in("validation", signum, step=4)), signum)
     assert said == f"stopped by {NAMES[signum]} at step 4; saved {LAST}; the run had finished its last epoch"
     last = load(LAST)
     assert last["global_step"] == 4 and epochs_processed(last) == 2, "saved after that validation"
@@ -55,7 +57,7 @@ def test_a_stop_in_the_final_epochs_validation_lets_it_end_saves_the_run_and_exi
 
 @SIGNALS
 def test_a_stop_after_the_last_step_exits_143_or_130_and_records_the_run_completed(signum, capsys):
-    said = stopped(capsys, lambda: run("fit", *SHORT, *signal_in("fit_end", signum)), signum)
+    said = stopped(capsys, lambda: run("fit", *SHORT, callbacks=signal_in("fit_end", signum)), signum)
     if signum == signal.SIGTERM:
         assert said.startswith("stopped by SIGTERM after training, at step 4; its checkpoints are saved")
     summary = json.loads((RUN / "summary.json").read_text())
@@ -65,18 +67,20 @@ def test_a_stop_after_the_last_step_exits_143_or_130_and_records_the_run_complet
 
 def test_a_stop_in_an_earlier_epochs_validation_records_the_run_interrupted(capsys):
     # The stop waits for the epoch's end (Lightning's should_stop): the run is not complete for it.
-    said = stopped(capsys, lambda: run("fit", *SHORT, *signal_in("validation", signal.SIGTERM, step=2)), 15)
+    sigterm = signal_in("validation", signal.SIGTERM, step=2)
+    said = stopped(capsys, lambda: run("fit", *SHORT, callbacks=sigterm), signal.SIGTERM)
     assert said.endswith("resume with --ckpt_path last")
     assert json.loads((RUN / "summary.json").read_text())["status"] == "interrupted"
 
 
 @SIGNALS
 def test_a_stop_during_the_test_after_a_fit_keeps_the_fit_and_says_how_to_test_it(signum, capsys):
-    said = stopped(capsys, lambda: run("fit", *SHORT, "--test_best=true", *signal_in("test", signum)), signum)
+    in_test = signal_in("test", signum)
+    said = stopped(capsys, lambda: run("fit", *SHORT, "--test_best=true", callbacks=in_test), signum)
     if signum == signal.SIGTERM:
         assert said == (
             f"stopped by SIGTERM while testing {BEST}; the fit had finished and saved its checkpoints;"
-            f" test it with: python -m project test --ckpt_path {BEST}"
+            f" test it with: python -m tiny_tasks test --ckpt_path {BEST}"
         )
     else:
         assert said == "stopped by Ctrl-C"
@@ -91,7 +95,8 @@ def test_a_stop_during_test_or_predict_changes_no_file_of_the_run_and_exits_143_
 ):
     shutil.copytree(finished, "runs")
     before = snapshot()
-    said = stopped(capsys, lambda: run(subcommand, f"--ckpt_path={BEST}", *signal_in(subcommand, signum)), signum)
+    in_it = signal_in(subcommand, signum)
+    said = stopped(capsys, lambda: run(subcommand, f"--ckpt_path={BEST}", callbacks=in_it), signum)
     expected = f"stopped by SIGTERM during {subcommand}; nothing was written: run the same command again"
     assert said == (expected if signum == signal.SIGTERM else "stopped by Ctrl-C")
     after, summary = snapshot(), RUN / "summary.json"
@@ -125,6 +130,6 @@ def test_sigterm_right_after_the_run_folder_is_claimed_leaves_no_folder(monkeypa
 @SIGNALS
 def test_a_fit_stopped_by_a_signal_gives_the_process_its_own_handlers_back(signum, capsys):
     before = {s: signal.getsignal(s) for s in NAMES}
-    stopped(capsys, lambda: run("fit", *SHORT, *signal_in("train", signum, step=1)), signum)
+    stopped(capsys, lambda: run("fit", *SHORT, callbacks=signal_in("train", signum, step=1)), signum)
     # A notebook or a test runs the next command in the same process: its Ctrl-C must raise KeyboardInterrupt again.
     assert {s: signal.getsignal(s) for s in NAMES} == before

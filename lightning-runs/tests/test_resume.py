@@ -1,5 +1,5 @@
 """Resuming never silently changes the recipe: a resumed run keeps its schedule, its batch size and its best
-checkpoint's state; a finished run is not extended but refused with how to train longer (issue 13, item 5)."""
+checkpoint's state; a finished run is not extended but refused with how to train longer."""
 
 import shutil
 import warnings
@@ -9,16 +9,30 @@ import pytest
 import torch
 
 from lightning_runs.checkpoints.callbacks import RunCheckpoint
-from support import assert_kept, every_other_daily, load, refusal, run, scalars, snapshot, working_directory
+from lightning_runs.errors import main
+from tiny_tasks import (
+    TRAINER_DEFAULTS,
+    CrashAt,
+    SignalAt,
+    TinyClassifier,
+    TinyCLI,
+    TinyDataModule,
+    assert_kept,
+    every_other_daily,
+    load,
+    refusal,
+    run,
+    scalars,
+    snapshot,
+)
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 # No epoch improves val/loss by 100: early stopping ends the run after its second.
 EARLY = ["--trainer.max_epochs=5", "--trainer.limit_train_batches=2", "--early_stopping.patience=0"]
 EARLY += ["--early_stopping.min_delta=100"]
-CRASH = ["--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=2"]  # as the second epoch begins
-RUN = Path("runs/digits/version_0")
+CRASH = [CrashAt(step=2)]  # as the second epoch begins
+RUN = Path("runs/tiny/version_0")
 LAST = RUN / "checkpoints/last.ckpt"
-MIN_LR = 1e-5  # DigitsClassifier's default min_lr
 
 
 @pytest.fixture(scope="module")
@@ -26,11 +40,13 @@ def made(tmp_path_factory) -> dict[str, Path]:
     """runs/ folders of a run stopped after the first of its 2 epochs, one that finished them, and one that
     early stopping ended."""
     homes = {name: tmp_path_factory.mktemp(name) for name in ("stopped", "finished", "early")}
-    with working_directory(homes["stopped"]), pytest.raises(RuntimeError, match="crash"):
-        run("fit", *SHORT, *CRASH)
-    with working_directory(homes["finished"]):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(homes["stopped"])
+        with pytest.raises(RuntimeError, match="crash"):
+            run("fit", *SHORT, callbacks=CRASH)
+        patch.chdir(homes["finished"])
         run("fit", *SHORT)
-    with working_directory(homes["early"]):
+        patch.chdir(homes["early"])
         run("fit", *EARLY)
     return {name: home / "runs" for name, home in homes.items()}
 
@@ -47,7 +63,7 @@ REFUSED = [  # `last` is the run of this command's recipe: other settings find n
     ),
     ("finished", SHORT, "its run already finished (all its 2 epochs), there is nothing to resume; to train longer"),
     ("early", EARLY, "its run already finished (early stopping at epoch 1)"),
-    ("stopped", [*SHORT, "--data.batch_size=32"], "version_0 (data.batch_size 64, this command 32)"),
+    ("stopped", [*SHORT, "--data.batch_size=16"], "version_0 (data.batch_size 32, this command 16)"),
     ("stopped", [*SHORT, "--trainer.accumulate_grad_batches=2"], "(trainer.accumulate_grad_batches 1, this command 2)"),
     (
         "stopped",
@@ -76,7 +92,7 @@ def test_fit_from_a_best_checkpoint_never_trains_over_its_run(made, made_run, ca
         expected = "its run already finished (all its 2 epochs)"
     else:  # last.ckpt after every step: stopped at step 3, one step past the first epoch's best.ckpt
         with pytest.raises(RuntimeError, match="crash"):
-            run("fit", *SHORT, "--last_checkpoint.every_n_train_steps=1", *CRASH, "--trainer.callbacks.step=3")
+            run("fit", *SHORT, "--last_checkpoint.every_n_train_steps=1", callbacks=[CrashAt(step=3)])
         expected = "its run went on to step 3"
     assert load(RUN / "checkpoints/best.ckpt")["global_step"] <= load(LAST)["global_step"]
     before = snapshot()
@@ -85,19 +101,40 @@ def test_fit_from_a_best_checkpoint_never_trains_over_its_run(made, made_run, ca
     assert not assert_kept(before, snapshot()), "the run is untouched"
 
 
-def test_a_resume_takes_the_schedule_settings_it_is_not_given_from_the_checkpoint_and_ends_at_min_lr(made, capsys):
-    copy(made, "stopped")
-    resumed = run("fit", f"--ckpt_path={LAST}")  # neither max_epochs 2 nor limit_train_batches 2 repeated
+MIN_LR = 1e-5
+
+
+class Scheduled(TinyClassifier):
+    """TinyClassifier with a cosine schedule over the fit's steps down to `min_lr`: its length is derived from the
+    trainer's settings (estimated_stepping_batches), as a project's schedule is."""
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+        steps = self.trainer.estimated_stepping_batches
+        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps, eta_min=MIN_LR)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+
+def run_scheduled(*args: str, callbacks=()):
+    args = ["fit", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false", *args]
+    return main(lambda: TinyCLI(Scheduled, TinyDataModule, TRAINER_DEFAULTS, callbacks=callbacks, args=args))
+
+
+def test_a_resume_takes_the_schedule_settings_it_is_not_given_from_the_checkpoint_and_ends_at_min_lr(capsys):
+    with pytest.raises(RuntimeError, match="crash"):
+        run_scheduled(*SHORT, callbacks=CRASH)
+    capsys.readouterr()
+    resumed = run_scheduled(f"--ckpt_path={LAST}")  # neither max_epochs 2 nor limit_train_batches 2 repeated
     said = capsys.readouterr().out
     assert "trainer.max_epochs=2" in said and "trainer.limit_train_batches=2" in said
     assert resumed.trainer.global_step == 4
-    assert load(LAST)["lr_schedulers"][0]["_last_lr"] == pytest.approx([MIN_LR, MIN_LR])
+    assert load(LAST)["lr_schedulers"][0]["_last_lr"] == pytest.approx([MIN_LR])
 
 
 def test_a_run_saved_under_an_absolute_save_dir_keeps_its_best_checkpoint_state_on_resume(tmp_path):
     absolute = [f"--trainer.logger.init_args.save_dir={tmp_path / 'runs'}", *SHORT]
     with pytest.raises(RuntimeError, match="crash"):
-        run("fit", *absolute, *CRASH)
+        run("fit", *absolute, callbacks=CRASH)
     saved = next(v for k, v in load(LAST)["callbacks"].items() if k.startswith("BestCheckpoint"))
     assert Path(saved["dirpath"]).is_absolute()
     with warnings.catch_warnings(record=True) as caught:
@@ -105,12 +142,12 @@ def test_a_run_saved_under_an_absolute_save_dir_keeps_its_best_checkpoint_state_
         resumed = run("fit", *absolute, f"--ckpt_path={tmp_path / LAST}")
     assert not [w for w in caught if "dirpath has changed" in str(w.message)], "the best score was reloaded"
     best = resumed.trainer.checkpoint_callback
-    assert best.best_model_score >= saved["best_model_score"] and Path(best.best_model_path).is_file()
+    assert best.best_model_score <= saved["best_model_score"] and Path(best.best_model_path).is_file()  # val/loss: min
     assert list(best.best_k_models) == [best.best_model_path]
 
 
 def test_checkpoint_state_saved_under_another_spelling_of_the_same_folder_is_restored_in_the_current_one():
-    folder = Path("runs/digits/version_0/checkpoints")
+    folder = RUN / "checkpoints"
     folder.mkdir(parents=True)
     (folder / "best.ckpt").touch()
     absolute = str(folder.resolve() / "best.ckpt")
@@ -138,13 +175,13 @@ def test_a_stop_at_an_epochs_last_training_batch_waits_for_its_validation_and_re
     args = ["--trainer.max_epochs=4", "--trainer.limit_train_batches=3"]
     for folder in ("reference", "stopped"):
         (tmp_path / folder).mkdir()
-    with working_directory(tmp_path / "reference"):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path / "reference")
         run("fit", *args)
-    with working_directory(tmp_path / "stopped"):
+        patch.chdir(tmp_path / "stopped")
         for step in (2, 8):  # the last training batch of the first and the third epoch
-            signal_at = ["--trainer.callbacks+=support.SignalAt", f"--trainer.callbacks.step={step}"]
             with pytest.raises(SystemExit) as stop:
-                run("fit", *args, "--ckpt_path=last", *signal_at)
+                run("fit", *args, "--ckpt_path=last", callbacks=[SignalAt(step=step)])
             assert stop.value.code == 143 and f"stopped by SIGTERM at step {step + 1}" in capsys.readouterr().err
         run("fit", *args, "--ckpt_path=last")
     reference, resumed = (load(tmp_path / folder / LAST) for folder in ("reference", "stopped"))
@@ -157,12 +194,12 @@ def test_a_stop_at_an_epochs_last_training_batch_waits_for_its_validation_and_re
 
 
 def test_an_evaluation_chooses_by_the_metric_its_run_monitored_unless_told_otherwise(capsys):
-    """A run that kept its best checkpoint by val/loss is tested as such (test/loss in its summary and HPARAMS),
+    """A run that kept its best checkpoint by val/acc (the tiny task monitors val/loss by default) is tested as such,
     from the checkpoint alone: the monitoring ModelCheckpoint's state key says which metric and mode."""
-    run("fit", *SHORT, "--checkpoint.monitor=val/loss", "--checkpoint.mode=min")
+    run("fit", *SHORT, "--checkpoint.monitor=val/acc", "--checkpoint.mode=max")
     best = str(RUN / "checkpoints/best.ckpt")
     tested = run("test", f"--ckpt_path={best}")
-    assert (tested.trainer.checkpoint_callback.monitor, tested.trainer.checkpoint_callback.mode) == ("val/loss", "min")
-    assert "checkpoint.monitor=val/loss (min)" in capsys.readouterr().out
-    told = run("test", f"--ckpt_path={best}", "--checkpoint.monitor=val/acc", "--checkpoint.mode=max")
-    assert told.trainer.checkpoint_callback.monitor == "val/acc"
+    assert (tested.trainer.checkpoint_callback.monitor, tested.trainer.checkpoint_callback.mode) == ("val/acc", "max")
+    assert "checkpoint.monitor=val/acc (max)" in capsys.readouterr().out
+    told = run("test", f"--ckpt_path={best}", "--checkpoint.monitor=val/loss", "--checkpoint.mode=min")
+    assert told.trainer.checkpoint_callback.monitor == "val/loss"

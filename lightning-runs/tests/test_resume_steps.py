@@ -2,26 +2,27 @@
 process of its own, with last.ckpt written after every step: kill -9 keeps only what is on disk), during each training
 batch, each epoch's last one included, and inside validation; some are stopped twice in a row. Resumed with
 `--ckpt_path <run>/checkpoints/last.ckpt`, each ends with the weights, optimizer state, callback states (best score,
-early stopping, RNG) and best.ckpt of an uninterrupted run, bit for bit, every epoch validated (issue 23)."""
+early stopping, RNG) and best.ckpt of an uninterrupted run, bit for bit, every epoch validated. The data is the tiny
+task's in the library's stateful batches (TinyBatches): where a plain DataLoader would start a stopped epoch over."""
 
 from pathlib import Path
 
 import pytest
 import torch
 
-from support import DEFAULT, QUIET, assert_same_checkpoint, load, run, scalars, start, working_directory
+from tiny_tasks import QUIET, SignalAt, load, run, scalars, start
 
 BATCHES = 3  # an epoch's training batches: stops at steps 2 and 5 are during the first two epochs' last batches
-ARGS = ["--trainer.max_epochs=3", f"--trainer.limit_train_batches={BATCHES}"]
+ARGS = ["--data=tiny_tasks.TinyBatches", "--trainer.max_epochs=3", f"--trainer.limit_train_batches={BATCHES}"]
 EVERY_STEP = ["--last_checkpoint.every_n_train_steps=1"]
-RUN = Path("runs/digits/version_0")
+RUN = Path("runs/tinybatches/version_0")
 LAST = RUN / "checkpoints/last.ckpt"
 
 
 def stop_at(phase: str, step: int, signum: int) -> list[str]:
     """A stop as `step` begins (phase train), or as the validation after `step` training steps begins."""
     return [
-        "--trainer.callbacks+=support.SignalAt",
+        "--trainer.callbacks+=tiny_tasks.SignalAt",
         f"--trainer.callbacks.step={step}",
         f"--trainer.callbacks.signum={signum}",
         f"--trainer.callbacks.phase={phase}",
@@ -45,27 +46,54 @@ TWICE = [[("train", 2), ("validation", 6)], [("validation", 3), ("train", 5)], [
 KILLED = [stops for stops in ONCE if stops != [("train", 0)]] + TWICE
 
 
+def fitted(home: Path, *args: str) -> Path:
+    """`fit <args>` run through in a folder of its own."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(home)
+        run("fit", *args)
+    return home
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory) -> dict[str, Path]:
     """The runs/ folders of the two recipes run through without a stop: as given, and with last.ckpt every step."""
-    homes = {}
-    for recipe, extra in (("default", []), ("every_step", EVERY_STEP)):
-        homes[recipe] = tmp_path_factory.mktemp(recipe)
-        with working_directory(homes[recipe]):
-            run("fit", *ARGS, *extra)
-    return homes
+    recipes = {"default": [], "every_step": EVERY_STEP}
+    return {recipe: fitted(tmp_path_factory.mktemp(recipe), *ARGS, *extra) for recipe, extra in recipes.items()}
 
 
-def assert_same_run(reference: Path) -> None:
+def same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return isinstance(b, list | tuple) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def assert_same_checkpoint(a: dict, b: dict) -> None:
+    """Weights, optimizer, scheduler and callback states equal bit for bit (RNG states included)."""
+    assert a["global_step"] == b["global_step"] and a["epoch"] == b["epoch"]
+    for key in a["state_dict"]:
+        assert torch.equal(a["state_dict"][key], b["state_dict"][key]), key
+    assert same(a["optimizer_states"][0]["state"], b["optimizer_states"][0]["state"]), "the optimizer state"
+    assert a["lr_schedulers"] == b["lr_schedulers"]
+    assert a["callbacks"].keys() == b["callbacks"].keys()
+    for key in a["callbacks"]:
+        assert same(a["callbacks"][key], b["callbacks"][key]), key
+
+
+def assert_same_run(reference: Path, validated_at: set[int] | None = None) -> None:
     """This folder's run ended as the reference one did: last.ckpt bit for bit (weights, optimizer, scheduler, every
-    callback's state: best score, early stopping, RNG), the same best.ckpt, and every epoch validated."""
+    callback's state: best score, early stopping, RNG), the same best.ckpt, and the same epochs validated."""
     assert_same_checkpoint(load(reference / LAST), load(LAST))
     best, expected = load(RUN / "checkpoints/best.ckpt"), load(reference / RUN / "checkpoints/best.ckpt")
     assert (best["epoch"], best["global_step"]) == (expected["epoch"], expected["global_step"]), "the best epoch"
     for key, tensor in expected["state_dict"].items():
         assert torch.equal(best["state_dict"][key], tensor), key
     validated = {step for step, _ in scalars(RUN, "val/loss")}  # logged at each epoch's last step
-    assert validated == {step for step, _ in scalars(reference / RUN, "val/loss")} == {2, 5, 8}
+    assert validated == {step for step, _ in scalars(reference / RUN, "val/loss")}
+    assert validated_at is None or validated == validated_at
 
 
 def resumed(i: int) -> list[str]:
@@ -77,29 +105,33 @@ def resumed(i: int) -> list[str]:
 def test_a_fit_stopped_by_sigterm_at_any_step_resumes_exactly(stops, uninterrupted, capsys):
     for i, (phase, step) in enumerate(stops):
         with pytest.raises(SystemExit) as stop:
-            run("fit", *ARGS, *resumed(i), *stop_at(phase, step, 15))
+            run("fit", *ARGS, *resumed(i), callbacks=[SignalAt(step=step, signum=15, phase=phase)])
         said = capsys.readouterr().err.strip().splitlines()[-1]
         assert stop.value.code == 143 and said.startswith("stopped by SIGTERM at step"), said
     run("fit", *ARGS, f"--ckpt_path={LAST}")
-    assert_same_run(uninterrupted["default"])
+    assert_same_run(uninterrupted["default"], validated_at={2, 5, 8})
+
+
+def killed(*args: str) -> None:
+    """`python -m tiny_tasks fit <args>` as a process of its own, which a SignalAt in `args` kills with -9."""
+    process = start("fit", *QUIET, *args)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == -9, err[-2000:]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stops", KILLED, ids=map(name, KILLED))
 def test_a_fit_killed_at_any_step_with_last_ckpt_every_step_resumes_exactly(stops, uninterrupted):
     for i, (phase, step) in enumerate(stops):
-        process = start("fit", "--config", DEFAULT, *QUIET, *ARGS, *EVERY_STEP, *resumed(i), *stop_at(phase, step, 9))
-        _, err = process.communicate(timeout=300)
-        assert process.returncode == -9, err[-2000:]
+        killed(*ARGS, *EVERY_STEP, *resumed(i), *stop_at(phase, step, 9))
     run("fit", *ARGS, *EVERY_STEP, f"--ckpt_path={LAST}")
-    assert_same_run(uninterrupted["every_step"])
+    assert_same_run(uninterrupted["every_step"], validated_at={2, 5, 8})
 
 
 # With gradient accumulation a step spans several batches: 4 batches an epoch are two windows of 2, or one of 3 and
 # the epoch's last batch alone (Lightning steps at an epoch's end whatever the window). A stop inside a window waits
 # for its step; a kill -9 inside one resumes from the step before it.
-WINDOWS = {2: ["--trainer.limit_train_batches=4", "--trainer.accumulate_grad_batches=2"]}
-WINDOWS[3] = ["--trainer.limit_train_batches=4", "--trainer.accumulate_grad_batches=3"]
+WINDOWS = {a: [*ARGS[:2], "--trainer.limit_train_batches=4", f"--trainer.accumulate_grad_batches={a}"] for a in (2, 3)}
 BATCH_STOPS = [(accumulate, batch) for accumulate in WINDOWS for batch in range(8)]  # every batch of two epochs
 # kill -9 as each batch after the first step begins (before it there is nothing to resume from): last.ckpt is the
 # step before it, mid-epoch or the epoch's end.
@@ -109,43 +141,34 @@ KILLED_IN_A_WINDOW = [(accumulate, batch) for accumulate in WINDOWS for batch in
 @pytest.fixture(scope="module")
 def accumulated(tmp_path_factory) -> dict[tuple[int, bool], Path]:
     """The runs/ folders of each accumulation run through without a stop, with last.ckpt every step or not."""
-    homes = {}
-    for accumulate, every_step in ((a, e) for a in WINDOWS for e in (False, True)):
-        homes[accumulate, every_step] = tmp_path_factory.mktemp(f"accumulate{accumulate}")
-        with working_directory(homes[accumulate, every_step]):
-            run("fit", "--trainer.max_epochs=3", *WINDOWS[accumulate], *(EVERY_STEP if every_step else []))
-    return homes
-
-
-def assert_same_accumulated_run(reference: Path) -> None:
-    assert_same_checkpoint(load(reference / LAST), load(LAST))
-    best, expected = load(RUN / "checkpoints/best.ckpt"), load(reference / RUN / "checkpoints/best.ckpt")
-    assert (best["epoch"], best["global_step"]) == (expected["epoch"], expected["global_step"]), "the best epoch"
-    assert {s for s, _ in scalars(RUN, "val/loss")} == {s for s, _ in scalars(reference / RUN, "val/loss")}
+    return {
+        (accumulate, every_step): fitted(
+            tmp_path_factory.mktemp(f"accumulate{accumulate}"), *WINDOWS[accumulate], *(EVERY_STEP * every_step)
+        )
+        for accumulate in WINDOWS
+        for every_step in (False, True)
+    }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("accumulate", "batch"), BATCH_STOPS, ids=str)
 def test_a_fit_stopped_by_sigterm_inside_an_accumulation_window_resumes_exactly(accumulate, batch, accumulated):
-    args = ["--trainer.max_epochs=3", *WINDOWS[accumulate]]
     with pytest.raises(SystemExit) as stop:
-        run("fit", *args, "--trainer.callbacks+=support.SignalAt", f"--trainer.callbacks.batch={batch}")
+        run("fit", *WINDOWS[accumulate], callbacks=[SignalAt(batch=batch)])
     assert stop.value.code == 143
-    run("fit", *args, f"--ckpt_path={LAST}")
-    assert_same_accumulated_run(accumulated[accumulate, False])
+    run("fit", *WINDOWS[accumulate], f"--ckpt_path={LAST}")
+    assert_same_run(accumulated[accumulate, False])
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("accumulate", "batch"), KILLED_IN_A_WINDOW, ids=str)
 def test_a_fit_killed_inside_an_accumulation_window_resumes_exactly(accumulate, batch, accumulated):
-    args = ["--trainer.max_epochs=3", *WINDOWS[accumulate], *EVERY_STEP]
-    kill = [
-        "--trainer.callbacks+=support.SignalAt",
+    args = [*WINDOWS[accumulate], *EVERY_STEP]
+    killed(
+        *args,
+        "--trainer.callbacks+=tiny_tasks.SignalAt",
         f"--trainer.callbacks.batch={batch}",
         "--trainer.callbacks.signum=9",
-    ]
-    process = start("fit", "--config", DEFAULT, *QUIET, *args, *kill)
-    _, err = process.communicate(timeout=300)
-    assert process.returncode == -9, err[-2000:]
+    )
     run("fit", *args, f"--ckpt_path={LAST}")
-    assert_same_accumulated_run(accumulated[accumulate, True])
+    assert_same_run(accumulated[accumulate, True])

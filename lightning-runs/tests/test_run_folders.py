@@ -1,0 +1,187 @@
+"""A run folder is written only by the run that owns it, and nothing is written outside the runs root. Names: see
+test_run_names.py."""
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from lightning.pytorch.callbacks import Callback
+
+from lightning_runs.folders.layout import lock_run, unlock_run
+from lightning_runs.tools import sweep
+from tiny_tasks import QUIET, CrashAt, assert_kept, cli_main, every_other_daily, refusal, run, snapshot, start
+
+SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
+RUN = Path("runs/tiny/version_0")
+
+
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory) -> Path:
+    """runs/ holding one run stopped after the first of its two epochs (a crash as the second began)."""
+    home = tmp_path_factory.mktemp("stopped")
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(RuntimeError, match="crash"):
+        patch.chdir(home)
+        run("fit", *SHORT, callbacks=[CrashAt(step=2)])
+    return home / "runs"
+
+
+@pytest.fixture
+def runs(stopped) -> Path:
+    shutil.copytree(stopped, "runs")
+    return Path("runs")
+
+
+# 1. Only the run that owns a folder writes into it.
+@pytest.mark.parametrize("subcommand", ["fit", "test"])
+def test_a_command_given_an_existing_version_by_hand_is_refused_and_the_run_untouched(runs, subcommand, capsys):
+    before = snapshot()
+    error = refusal(capsys, lambda: run(subcommand, *SHORT, "--trainer.logger.init_args.version=0"))
+    assert f"{RUN} already exists" in error and f"--ckpt_path {RUN}/checkpoints/last.ckpt" in error
+    assert not assert_kept(before, snapshot()), "nothing written"
+
+
+def test_a_version_given_by_hand_that_is_new_gets_that_folder():
+    run("fit", *SHORT, "--trainer.logger.init_args.version=mine")
+    assert Path("runs/tiny/mine/checkpoints/last.ckpt").is_file()
+
+
+def test_ckpt_path_last_with_a_version_given_by_hand_resumes_that_run_or_starts_it(runs, capsys):
+    """What a SLURM job script passes on every attempt of a job: the job's own run folder and `--ckpt_path last`. The
+    first attempt starts that run from step 0; a requeued attempt resumes it, never the newest other run."""
+    pinned = ["--trainer.logger.init_args.version=slurm-4242", "--ckpt_path=last"]
+    with pytest.raises(RuntimeError, match="crash"):  # stopped as its second epoch began, like version_0
+        run("fit", *SHORT, *pinned, callbacks=[CrashAt(step=2)])
+    assert "No runs/tiny/slurm-4242/checkpoints/last.ckpt yet: starting from step 0" in capsys.readouterr().out
+    assert Path("runs/tiny/slurm-4242/checkpoints/last.ckpt").is_file()
+    resumed = run("fit", *SHORT, *pinned)  # version_0, stopped at step 2 too, is not the one it continues
+    assert "fit from runs/tiny/slurm-4242/checkpoints/last.ckpt" in capsys.readouterr().out
+    assert resumed.trainer.global_step == 4 and Path(resumed.trainer.log_dir) == Path("runs/tiny/slurm-4242")
+    assert sorted(p.name for p in Path("runs/tiny").iterdir()) == ["slurm-4242", "version_0"]
+
+
+def test_a_run_in_use_by_another_command_is_refused(runs, capsys):
+    held = lock_run(RUN)  # what a fit or an evaluation of the run holds while it runs
+    try:
+        before = snapshot()
+        for command in (["fit", *SHORT, "--ckpt_path=last"], ["test", "--ckpt_path=last"]):
+            error = refusal(capsys, lambda command=command: run(*command))
+            assert f"{RUN} is in use by another command" in error
+            assert not assert_kept(before, snapshot())
+    finally:
+        unlock_run(held)
+    run("test", "--ckpt_path=last")  # once it is free
+
+
+def test_a_command_that_fails_lets_go_of_its_run_folder(runs):
+    """RunsCLI releases the folder where LightningCLI's __init__ ends, however the subcommand inside it ends."""
+    with pytest.raises(RuntimeError, match="crash"):  # a resume that crashes as its first step begins
+        run("fit", *SHORT, "--ckpt_path=last", callbacks=[CrashAt(step=2)])
+    unlock_run(lock_run(RUN))  # free again: a lock still held would refuse this, in this process too
+    run("test", "--ckpt_path=last")
+
+
+@pytest.mark.slow
+def test_a_second_resume_while_the_first_still_runs_is_refused(capsys):
+    long = ["--trainer.max_epochs=100000"]  # the tiny task's epochs take milliseconds: this one is still running
+    first = start("fit", *QUIET, *long)
+    try:
+        deadline = time.monotonic() + 120
+        while not (RUN / "checkpoints/last.ckpt").exists() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert first.poll() is None, first.stderr.read()[-2000:]
+        error = refusal(capsys, lambda: run("fit", *long, "--ckpt_path=last"))  # finds the running run's last.ckpt
+        assert f"{RUN} is in use by another command" in error
+        assert first.poll() is None, "the first run goes on"
+    finally:
+        first.kill()
+        first.wait()
+
+
+# 2. Nothing is written outside the runs root.
+OUTSIDE = [
+    (["--trainer.logger.init_args.name=../../outside"], "must be one folder name"),
+    (["--trainer.logger.init_args.name=ABSOLUTE/outside"], "must be one folder name"),
+    (["--trainer.logger.init_args.name="], "must be one folder name"),
+    (["--trainer.logger.init_args.version=../../outside"], "must be one folder name"),
+    (["--trainer.logger.init_args.sub_dir=../outside"], "must be one folder name"),
+    (["--checkpoint.filename=../../../best"], "must be a file name inside the run folder"),
+    (["--prediction_writer.filename=ABSOLUTE/predictions.csv"], "must be a file name inside the run folder"),
+    (["--checkpoint.dirpath=shared"], "a run's checkpoints go in its own folder"),  # two runs would share it
+    (["--last_checkpoint.dirpath=runs/tiny/version_0/checkpoints"], "a run's checkpoints go in its own folder"),
+    (["--trainer.logger=false"], "every run writes into runs/<name>/version_N"),
+    (["--trainer.logger=null"], "every run writes into runs/<name>/version_N"),
+    (
+        ["--trainer.logger=[{class_path: TensorBoardLogger}, {class_path: CSVLogger}]"],
+        "a list of 2 loggers would split",
+    ),
+    (["--trainer.logger.init_args.name=" + "a" * 300], "300 bytes, more than the 255 a folder name may have"),
+    (["--trainer.logger.init_args.name=a\nb"], "'a\\nb': must be one folder name (no '/' or control character"),
+    (["--trainer.logger.init_args.name=a\x1b[31m"], "must be one folder name (no '/' or control character"),
+    (["--trainer.logger.init_args.save_dir="], "--trainer.logger.init_args.save_dir '': must name the runs root"),
+    (["--trainer.logger.init_args.save_dir=notes.txt/runs"], "notes.txt is a file, not a folder"),
+]
+
+
+@pytest.mark.parametrize("args,expected", every_other_daily(OUTSIDE, [c[0][0][:60] for c in OUTSIDE]))
+def test_names_that_lead_out_of_the_runs_root_are_refused_before_anything_is_written(args, expected, capsys):
+    args = [arg.replace("ABSOLUTE", str(Path.cwd())) for arg in args]
+    Path("notes.txt").write_text("a file of yours, not a runs root\n")
+    before = snapshot()
+    assert expected in refusal(capsys, lambda: run("fit", *SHORT, *args))
+    assert not assert_kept(before, snapshot()), "nothing written, not even in runs/"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_runs_root_you_cannot_write_in_is_refused_before_anything_is_written(capsys):
+    Path("runs").mkdir(mode=0o555)
+    assert "runs is not writable by you" in refusal(capsys, lambda: run("fit", *SHORT))
+    assert not any(Path("runs").iterdir())
+
+
+@pytest.mark.parametrize("empty", ["runs", "runs/tiny"])
+def test_a_refused_command_keeps_the_empty_folders_that_were_yours(empty, capsys):
+    Path(empty).mkdir(parents=True)
+    # A sample of no values: the model's weight of shape (3, 0) is refused as it is built, after the claim.
+    assert "holds no value" in refusal(capsys, lambda: run("fit", *SHORT, "--data.features=0"))
+    assert sorted(map(str, Path(".").rglob("*"))) == sorted(map(str, [Path(empty), *Path(empty).parents][:-1]))
+
+
+def test_evaluating_a_checkpoint_that_lies_outside_the_runs_root_writes_a_new_run_inside_it(runs):
+    loose = Path("elsewhere/checkpoints/last.ckpt")  # laid out like a run, but not under runs/
+    loose.parent.mkdir(parents=True)
+    shutil.copy(RUN / "checkpoints/last.ckpt", loose)
+    before = snapshot()
+    run("test", f"--ckpt_path={loose}")
+    new = assert_kept(before, snapshot())
+    assert {Path(p).parent for p in new} >= {Path("runs/tiny/version_1")}, new
+
+
+def test_a_sweep_study_name_that_leads_out_of_its_folder_is_refused(capsys):
+    Path("study.yaml").write_text(yaml.safe_dump({"study": "s", "space": {"model.lr": {"low": 0.01, "high": 0.1}}}))
+    before = snapshot()
+    assert "--study '../../../x': must be one file name" in refusal(
+        capsys, lambda: sweep.main(cli_main, ["--config", "study.yaml", "--study=../../../x"])
+    )
+    assert not assert_kept(before, snapshot())
+
+
+class DeleteRunAt(Callback):
+    """Deletes the run folder as the given global step ends, as `rm -r runs/...` by hand or a clean-up job would."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_train_batch_end(self, trainer, *args) -> None:
+        if trainer.global_step == self.step:
+            shutil.rmtree(trainer.logger.log_dir)
+
+
+def test_a_run_folder_deleted_while_it_trains_is_one_line_naming_it(capsys):
+    deleting = [DeleteRunAt(step=2)]
+    fit = ["fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=4"]
+    line = refusal(capsys, lambda: run(*fit, callbacks=deleting), code=1)
+    assert line.startswith("error: runs/tiny/version_0 was deleted while this command wrote into it")
+    # No writer's traceback either (TensorBoard's thread finds its events file gone first): refusal() checks stderr.
