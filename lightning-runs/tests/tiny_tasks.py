@@ -225,3 +225,14 @@ class NoClassCount(TinyDataModule):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.num_classes = None
+
+
+# Added for the figures tests: samples of any shape.
+
+
+def samples(shape: tuple[int, ...], count: int = 20) -> torch.Tensor:
+    """`count` random samples of `shape` in [0.5, 1), with one value 0 inside each: every sample's whole extent has
+    ink when drawn, and each one's minimum is 0."""
+    x = torch.rand(count, *shape, generator=torch.Generator().manual_seed(0)) / 2 + 0.5
+    x.view(count, -1)[:, x[0].numel() // 2] = 0
+    return x
