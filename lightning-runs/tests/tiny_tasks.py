@@ -227,7 +227,8 @@ class NoClassCount(TinyDataModule):
         self.num_classes = None
 
 
-# Added for the figures tests: samples of any shape.
+# Added for the figures and sweep tests: samples of any shape, and a model and a callback that make a fit fail or
+# stop on cue, by class path (`--model tiny_tasks.NaNAfter`), as a sweep's trials take them.
 
 
 def samples(shape: tuple[int, ...], count: int = 20) -> torch.Tensor:
@@ -236,3 +237,44 @@ def samples(shape: tuple[int, ...], count: int = 20) -> torch.Tensor:
     x = torch.rand(count, *shape, generator=torch.Generator().manual_seed(0)) / 2 + 0.5
     x.view(count, -1)[:, x[0].numel() // 2] = 0
     return x
+
+
+class NaNAfter(TinyClassifier):
+    """Its training outputs turn to NaN from the given training step on, as a diverging model's do."""
+
+    def __init__(self, num_classes: int = 3, input_shape: tuple[int, ...] = (4,), lr: float = 0.05, step: int = 2):
+        super().__init__(num_classes, input_shape, lr)
+        self.step, self.calls = step, 0
+
+    def training_step(self, batch, batch_idx: int) -> torch.Tensor:
+        self.calls += 1
+        loss = super().training_step(batch, batch_idx)
+        return loss * float("nan") if self.calls > self.step else loss
+
+
+class SignalAt(Callback):
+    """Sends this process a signal (SIGTERM by default) as the given global step begins, in `phase` ("train", or
+    "validation": as its first batch begins; the sanity check does not count), as a scheduler would."""
+
+    def __init__(self, step: int, signum: int = 15, phase: str = "train") -> None:
+        self.step, self.signum, self.phase = step, signum, phase
+
+    def _at(self, trainer, phase: str, batch_idx: int) -> None:
+        first = phase == "train" or batch_idx == 0
+        if phase == self.phase and first and not trainer.sanity_checking and trainer.global_step == self.step:
+            import signal  # here, not at the top: this file's additions stay at its end
+
+            signal.raise_signal(self.signum)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        self._at(trainer, "train", batch_idx)
+
+    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        self._at(trainer, "validation", batch_idx)
+
+
+if __name__ == "__main__":  # `python -m tiny_tasks fit|sweep|...`, as a project's __main__.py: a sweep's trials
+    import lightning_runs
+    import tiny_tasks  # this file again under its own name: class paths and messages say tiny_tasks, not __main__
+
+    lightning_runs.main(tiny_tasks.cli_main, tiny_tasks.TinyClassifier)
