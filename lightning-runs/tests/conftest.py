@@ -15,3 +15,29 @@ def in_tmp(tmp_path, monkeypatch):
     """Every test runs in its own empty directory, so runs/ starts empty."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server on this machine for the whole session (postgres_server.py); the tests that need it
+    skip with the reason where none can start."""
+    import postgres_server
+
+    try:
+        import psycopg2  # noqa: F401 - the driver SQLAlchemy's postgresql+psycopg2:// URLs load
+    except ImportError:
+        pytest.skip("no PostgreSQL driver: pip install 'lightning-runs[postgres]'")
+    try:
+        server = postgres_server.start()
+    except postgres_server.Unavailable as reason:
+        pytest.skip(f"no PostgreSQL server: {reason}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server, request):
+    """The SQLAlchemy URL of a new, empty database of its own on the session's server, for one test."""
+    import re
+
+    return postgres_server.createdb(re.sub(r"\W", "_", request.node.name.lower())[:60])

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import lightning as L
 import pytest
@@ -15,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch.loggers import TensorBoardLogger
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from test_figures_by_shape import Kept, stand_in_trainer
 from torch import nn
 from torch.utils.data import DataLoader
 
@@ -65,40 +65,21 @@ def test_a_regression_gets_predicted_against_true_and_residuals_every_n_epochs_a
     assert said(capsys) == []
 
 
-class Kept:
-    """A picture writer that keeps the figures it is given."""
-
-    def __init__(self) -> None:
-        self.kept: dict = {}
-
-    def figures(self, figures: dict, step: int) -> None:
-        self.kept.update(figures)
-
-
 def test_a_regression_draws_at_most_max_points_and_its_errors_count_every_sample(monkeypatch):
     writer = Kept()
     monkeypatch.setattr(figures, "picture_writers", lambda trainer: [writer])
-    trainer = SimpleNamespace(
-        datamodule=None,
-        sanity_checking=False,
-        strategy=SimpleNamespace(root_device=torch.device("cpu")),
-        world_size=1,
-        is_global_zero=True,
-        global_step=5,
-        current_epoch=0,
-        state=SimpleNamespace(fn="validate"),
-    )
+    trainer = stand_in_trainer(None, global_step=5)
     callback = Figures(every_n_epochs=1)
     callback.setup(trainer, None, "validate")
     true = torch.arange(3 * MAX_POINTS, dtype=torch.float32)
     for batch in true.split(1000):  # every prediction 2 too high: RMSE and MAE 2
         callback.on_validation_batch_end(trainer, None, batch[:, None] + 2, (batch[:, None], batch), 0)
     callback.on_validation_epoch_end(trainer, None)
-    scatter = writer.kept["val/predicted_vs_true"].axes[0]
+    scatter = writer.pictures["val/predicted_vs_true"].axes[0]
     (points,) = scatter.collections
     assert len(points.get_offsets()) == MAX_POINTS
     assert scatter.get_title() == f"val: {3 * MAX_POINTS} samples (step 5, {MAX_POINTS} drawn)\nRMSE 2, MAE 2"
-    residuals = writer.kept["val/residuals"].axes[0]
+    residuals = writer.pictures["val/residuals"].axes[0]
     assert residuals.collections[0].get_offsets()[:, 1].tolist() == [-2.0] * MAX_POINTS  # true - predicted
 
 

@@ -435,8 +435,30 @@ def every_other_daily(cases: list, ids: list[str] | None = None) -> list:
     ]
 
 
-if __name__ == "__main__":  # `python -m tiny_tasks`: the module imported by its name, as class paths name it
-    import tiny_tasks
-    from lightning_runs.errors import main
+# Samples of any shape for the figures tests, and a model that makes a fit diverge on cue for the sweep tests.
+def samples(shape: tuple[int, ...], count: int = 20) -> torch.Tensor:
+    """`count` random samples of `shape` in [0.5, 1), with one value 0 inside each: every sample's whole extent has
+    ink when drawn, and each one's minimum is 0."""
+    x = torch.rand(count, *shape, generator=torch.Generator().manual_seed(0)) / 2 + 0.5
+    x.view(count, -1)[:, x[0].numel() // 2] = 0
+    return x
 
-    main(tiny_tasks.cli_main)
+
+class NaNAfter(TinyClassifier):
+    """Its training outputs turn to NaN from the given training step on, as a diverging model's do."""
+
+    def __init__(self, num_classes: int = 3, input_shape: tuple[int, ...] = (4,), lr: float = 0.05, step: int = 2):
+        super().__init__(num_classes, input_shape, lr)
+        self.step, self.calls = step, 0
+
+    def training_step(self, batch, batch_idx: int) -> torch.Tensor:
+        self.calls += 1
+        loss = super().training_step(batch, batch_idx)
+        return loss * float("nan") if self.calls > self.step else loss
+
+
+if __name__ == "__main__":  # `python -m tiny_tasks fit|sweep|...`, as a project's __main__.py: a sweep's trials
+    import lightning_runs
+    import tiny_tasks  # this file again under its own name: class paths and messages say tiny_tasks, not __main__
+
+    lightning_runs.main(tiny_tasks.cli_main, tiny_tasks.TinyClassifier)

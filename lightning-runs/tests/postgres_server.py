@@ -1,6 +1,7 @@
-"""A real PostgreSQL server for the sweep tests, started on this machine from Debian's `postgresql` package (.ci/run
-installs it): a data folder of its own, a free loopback port, trust authentication, stopped at the end. Where no
-server binaries are installed, or the server does not start, the tests that need it skip and say why."""
+"""A real PostgreSQL server for the sweep tests (test_sweep_storages.py), started on this machine from Debian's
+`postgresql` package (a CI installs it): a data folder of its own, a free loopback port, trust authentication, stopped
+at the end. Where no server binaries are installed, or the server does not start, the tests that need it skip and say
+why."""
 
 import glob
 import os
@@ -35,7 +36,7 @@ def binaries() -> Path:
     for folder in [*reversed(folders), *([str(Path(on_path).resolve().parent)] if on_path else [])]:
         if all((Path(folder) / name).is_file() for name in ("initdb", "pg_ctl", "postgres")):
             return Path(folder)
-    raise Unavailable("no PostgreSQL server binaries (initdb, pg_ctl): apt-get install postgresql (.ci/run does)")
+    raise Unavailable("no PostgreSQL server binaries (initdb, pg_ctl): apt-get install postgresql")
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Many sweep workers on one study, on the storages Optuna recommends for them: the default journal file for the
-workers of one machine, a real PostgreSQL server that the tests start (postgres_server.py) for workers on many. Each
-worker is `python -m project sweep` as a process of its own, with tiny trials (test_sweep.py's)."""
+workers of one machine, a real PostgreSQL server that the tests start (postgres_server.py) for workers on many; a study
+begun in SQLite continues there. Each worker is `python -m tiny_tasks sweep` as a process of its own, with tiny trials
+(test_sweep_tool.py's)."""
 
 import collections
 import itertools
@@ -14,9 +15,18 @@ import optuna
 import pytest
 import sqlalchemy
 from optuna.trial import TrialState
-from test_sweep import NO_PRUNING, gone, start_worker, sweep, trial_processes, trials_see_this_checkout  # noqa: F401
+from test_sweep_tool import (
+    NO_PRUNING,
+    QUIET,
+    gone,
+    start_worker,
+    sweep,
+    trial_processes,
+    trials_see_this_checkout,  # noqa: F401 - the module's autouse fixture
+    wait_for,
+)
 
-from support import QUIET, wait_for
+from lightning_runs.sweeps.turns import Turn
 
 HEARTBEAT = ["--heartbeat_interval=1", "--grace_period=3"]  # a dead worker is noticed 3 s on, not 30
 
@@ -31,8 +41,6 @@ def test_the_tests_postgresql_is_a_real_server_that_optuna_keeps_a_study_in(post
 
 
 def test_on_postgresql_a_workers_turn_is_a_server_lock_that_excludes_a_worker_of_another_connection(postgres_url):
-    from lightning_runs.sweeps.turns import Turn
-
     first, second, other_study = (Turn(postgres_url, name, Path("unused")) for name in ("s", "s", "t"))
     first.take()
     other_study.take()  # another study's workers take turns of their own
@@ -109,8 +117,8 @@ def test_a_worker_killed_with_minus_9_has_its_trial_retried_once_by_another(stor
 
 
 @pytest.mark.slow
-def test_a_trial_trailing_the_median_is_pruned_on_postgresql(postgres_url):  # on the journal: test_sweep.py's
-    queued = optuna.create_study(storage=postgres_url, study_name="pruning", direction="maximize")
+def test_a_trial_trailing_the_median_is_pruned_on_postgresql(postgres_url):  # on the journal: test_sweep_tool.py's
+    queued = optuna.create_study(storage=postgres_url, study_name="pruning", direction="minimize")
     for params in ({"model.lr": 0.05}, {"model.lr": 1e-5}):  # a good trial, then one that learns far too slowly
         queued.enqueue_trial(params)
     study = sweep("--study=pruning", "--n_trials=2", "--storage", postgres_url)
@@ -121,7 +129,7 @@ def test_a_trial_trailing_the_median_is_pruned_on_postgresql(postgres_url):  # o
 def test_a_study_begun_in_sqlite_continues_there_and_the_worker_says_sqlite_serves_one_worker(capsys):
     Path("runs/sweeps").mkdir(parents=True)
     database = Path("runs/sweeps/old.db").resolve()
-    begun = optuna.create_study(storage=f"sqlite:///{database}", study_name="old", direction="maximize")
+    begun = optuna.create_study(storage=f"sqlite:///{database}", study_name="old", direction="minimize")
     begun.add_trial(optuna.create_trial(value=0.9, params={}, distributions={}))
     study = sweep("--study=old", "--n_trials=1")
     assert len(study.trials) == 1 and not Path("runs/sweeps/old.journal").exists()

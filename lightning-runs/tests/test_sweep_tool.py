@@ -1,0 +1,215 @@
+"""`python -m <package> sweep`: trials as normal runs, each its own process, a resumable study in runs/sweeps/ that
+many workers share, failures, stopped workers and pruning recorded; trials scored as their best checkpoint is chosen.
+On the tiny task, whose trials are `python -m tiny_tasks fit` (tiny_tasks.py's __main__)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+import torch
+import yaml
+from optuna.trial import TrialState
+
+from lightning_runs.tools import sweep as sweep_tool
+from tiny_tasks import cli_main
+
+TESTS, LIBRARY = Path(__file__).parent, Path(__file__).parents[1]
+# 192 training points: 6 batches of 32 at most, so that 5 a trial are 5 steps an epoch.
+SPACE = {"model.lr": {"low": 1e-3, "high": 0.1, "log": True}, "data.batch_size": {"low": 16, "high": 32}}
+QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+# Tiny trials: 2 epochs of 5 batches, and pruning from the second trial on.
+TRIALS = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=5", *QUIET]
+TINY = ["--args", json.dumps(TRIALS), "--pruning_startup_trials=1", "--pruning_warmup_epochs=0"]
+NO_PRUNING = ["--pruning_startup_trials=5"]
+LAUNCHER_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def environment() -> dict[str, str]:
+    """This environment without any launcher's variables (the tests may themselves run under SLURM or torchrun), with
+    this checkout's library and tiny_tasks importable, and one thread a process."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TORCHELASTIC_"))}
+    clean = {k: v for k, v in clean.items() if k not in LAUNCHER_VARIABLES}
+    path = os.pathsep.join([str(TESTS), str(LIBRARY), os.environ.get("PYTHONPATH", "")])
+    return {**clean, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def trials_see_this_checkout():
+    """Each trial is a `python -m tiny_tasks fit` process: it imports this checkout and tiny_tasks' class paths, one
+    thread each, as the workers started below as processes do."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("PYTHONPATH", "OMP_NUM_THREADS"):
+            patch.setenv(name, environment()[name])
+        yield
+
+
+def study_config() -> str:
+    """The sweep's file, <study>.yaml: the space alone (the study's name is given by --study)."""
+    Path("space.yaml").write_text(yaml.safe_dump({"space": SPACE}))
+    return "space.yaml"
+
+
+def sweep(*args: str) -> optuna.Study:
+    """`python -m tiny_tasks sweep --config space.yaml <args>` with tiny trials, in this process."""
+    return sweep_tool.main(cli_main, ["--config", study_config(), *TINY, *args])
+
+
+def start_worker(*args: str) -> subprocess.Popen:
+    """`python -m tiny_tasks sweep --config space.yaml <args>` with tiny trials, as a process of its own."""
+    command = [sys.executable, "-m", "tiny_tasks", "sweep", "--config", study_config(), *TINY, *args]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment())
+
+
+def open_study(name: str) -> optuna.Study:
+    """The study file a sweep named `name` keeps (its journal), opened with Optuna directly."""
+    Path("runs/sweeps").mkdir(parents=True, exist_ok=True)
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(f"runs/sweeps/{name}.journal"))
+    return optuna.create_study(storage=storage, study_name=name, direction="minimize", load_if_exists=True)
+
+
+def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
+        time.sleep(0.01)
+
+
+def trial_processes(worker: int) -> list[int]:
+    """The processes a worker started (its running trial's `python -m tiny_tasks fit`)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()  # after the command name, which may hold spaces
+        except OSError:  # ended meanwhile
+            continue
+        if int(fields[1]) == worker:  # the parent's pid
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"  # ended, not yet reaped
+    except OSError:
+        return True
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """Three trials of the space: the first refuses its batch size, the third learns far too slowly."""
+    home = tmp_path_factory.mktemp("swept")
+    previous = Path.cwd()
+    os.chdir(home)
+    try:
+        queued = open_study("tiny")
+        for params in ({"data.batch_size": 0}, {"model.lr": 0.05}, {"model.lr": 1e-5}):
+            queued.enqueue_trial(params)  # the other values are sampled
+        study = sweep("--study=tiny", "--n_trials=3")
+    finally:
+        os.chdir(previous)
+    return home, study
+
+
+@pytest.mark.slow
+def test_a_sweep_keeps_its_study_in_runs_and_runs_each_trial_as_a_normal_run(swept):
+    home, study = swept
+    assert (home / "runs/sweeps/tiny.journal").is_file()
+    assert isinstance(study.sampler, optuna.samplers.TPESampler)
+    # The refused trial left no folder behind; the two others each ran as runs/sweeps/tiny/version_N.
+    assert "run" not in study.trials[0].user_attrs
+    assert sorted(p.name for p in (home / "runs/sweeps/tiny").iterdir()) == ["version_0", "version_1"]
+    for trial in study.trials[1:]:
+        config = yaml.safe_load((home / trial.user_attrs["run"] / "config.yaml").read_text())
+        assert config["model"]["init_args"]["lr"] == trial.params["model.lr"]
+        assert config["data"]["init_args"]["batch_size"] == trial.params["data.batch_size"]
+
+
+@pytest.mark.slow
+def test_a_failing_trial_is_recorded_as_failed_and_the_sweep_goes_on(swept):
+    _, study = swept
+    assert study.trials[0].state == TrialState.FAIL
+    assert study.trials[0].params["data.batch_size"] == 0
+    assert study.best_trial.number == 1
+
+
+@pytest.mark.slow
+def test_a_trial_trailing_the_median_is_pruned_and_a_complete_one_scores_its_best_epoch(swept):
+    home, study = swept
+    complete, pruned = study.trials[1], study.trials[2]
+    assert (complete.state, pruned.state) == (TrialState.COMPLETE, TrialState.PRUNED)
+    assert list(pruned.intermediate_values) == [0], "pruned after its first validation"
+    assert pruned.intermediate_values[0] > complete.intermediate_values[0]  # val/loss: lower is better
+    best = torch.load(home / complete.user_attrs["run"] / "checkpoints/best.ckpt", weights_only=True)
+    # The checkpoint callback that monitors val/loss (early stopping watches it too, and keeps no best_model_score).
+    (best_score,) = (
+        v["best_model_score"] for k, v in best["callbacks"].items() if "'val/loss'" in k and "best_model_score" in v
+    )
+    assert complete.value == min(complete.intermediate_values.values()) == pytest.approx(best_score.item())
+
+
+@pytest.mark.slow
+def test_a_diverging_trial_fails_alone_instead_of_stopping_the_sweep(capfd):
+    # The model's loss turns NaN at step 2: the run stops with exit code 1, the code Ctrl-C also gets.
+    space = {"model.lr": {"low": 0.01, "high": 0.1}}
+    args = ["--trainer.max_epochs=1", "--model=tiny_tasks.NaNAfter", "--model.step=2", *QUIET]
+    Path("nan.yaml").write_text(yaml.safe_dump({"study": "diverging", "space": space, "args": args}))
+    with pytest.raises(SystemExit) as exit:  # every trial failed: the sweep did not do its job
+        sweep_tool.main(cli_main, ["--config", "nan.yaml", "--n_trials=2"])
+    assert exit.value.code == 1
+    study = open_study("diverging")
+    assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
+    assert not any(t.user_attrs.get("interrupted") for t in study.trials)
+    assert capfd.readouterr().err.count("step 2: the loss or its gradients are NaN/Inf") == 2  # the trials' own
+
+
+@pytest.mark.slow
+def test_an_interrupted_sweep_continues_when_the_same_command_runs_again():
+    # Trials of 30 epochs: the second is still running when its first epoch's checkpoint appears.
+    long = ["--args", json.dumps(["--trainer.max_epochs=30", "--trainer.limit_train_batches=5", *QUIET])]
+    worker = start_worker("--study=resumable", "--n_trials=2", *NO_PRUNING, *long)
+    wait_for(lambda: Path("runs/sweeps/resumable/version_1/checkpoints/last.ckpt").exists(), what="the second trial")
+    trial = trial_processes(worker.pid)
+    worker.send_signal(signal.SIGINT)  # Ctrl-C: the worker passes it on to the trial it runs
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 130, err[-3000:]
+    assert err.strip().splitlines()[-1] == "Interrupted: run the same command again to continue the study."
+    assert "Traceback" not in err, "Optuna's traceback of the stop, which said nothing the lines do not"
+    assert "stopped by Ctrl-C at step" in err, "the trial saved its last checkpoint and said so"
+    assert all(gone(pid) for pid in trial)
+    states = [t.state for t in open_study("resumable").trials]
+    assert states == [TrialState.COMPLETE, TrialState.FAIL]
+
+    study = sweep("--study=resumable", "--n_trials=2", *NO_PRUNING, *long)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE]
+    assert study.trials[1].user_attrs["interrupted"], "recorded as cut short, so it does not count"
+    finished = sweep("--study=resumable", "--n_trials=2", *NO_PRUNING, *long)
+    assert len(finished.trials) == 3, "a finished study runs nothing more"
+    assert len(list(Path("runs/sweeps/resumable").iterdir())) == 3
+
+
+@pytest.mark.slow
+def test_a_trial_stopped_after_its_last_epoch_counts_as_complete_and_the_worker_stops_with_its_line(capfd):
+    # SIGTERM as the last epoch's validation begins (2 epochs of 5 steps): the fit ends with that epoch, exit 143.
+    stop = ["--trainer.callbacks+=tiny_tasks.SignalAt", "--trainer.callbacks.step=10"]
+    args = [*TRIALS, *stop, "--trainer.callbacks.phase=validation"]
+    with pytest.raises(SystemExit) as exit_:
+        sweep("--study=late", "--n_trials=2", *NO_PRUNING, "--args", json.dumps(args))
+    err = capfd.readouterr().err  # the trial's lines too: a process of its own
+    assert exit_.value.code == 143 and "the run had finished its last epoch" in err, err[-3000:]
+    assert err.strip().splitlines()[-1] == "Interrupted: run the same command again to continue the study."
+    (trial,) = open_study("late").trials  # the worker stopped after it: no second trial
+    assert trial.state == TrialState.COMPLETE and "interrupted" not in trial.user_attrs
+    assert trial.value == min(trial.intermediate_values.values())
+
+
+def test_a_sweep_scores_trials_as_their_best_checkpoint_is_chosen_unless_told():
+    assert sweep_tool._monitored(cli_main, (), ()) == ("val/loss", "min"), "the CLI's own checkpoint settings"
+    told = ("--checkpoint.monitor=val/acc", "--checkpoint.mode=max")
+    assert sweep_tool._monitored(cli_main, (), told) == ("val/acc", "max")
