@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from tiny_runs import QUIET, command, run
 
 from lightning_runs.loggers import run_loggers as loggers
-from tiny_tasks import QUIET, command, run
 
 LOGGERS = {"csv": "CSVRunLogger", "mlflow": "MLFlowRunLogger", "wandb": "WandbRunLogger"}
 # Images, so that every picture is drawn (a batch of inputs, the misclassified), and a boolean hyperparameter (bias).

@@ -20,8 +20,7 @@ from test_loggers import (
     ddp_fit,
     logger_option,
 )
-
-from tiny_tasks import QUIET, command, run, start
+from tiny_runs import QUIET, command, run, start
 
 pytest.importorskip("mlflow")
 MlflowClient = pytest.importorskip("mlflow.tracking").MlflowClient

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_runs import QUIET, load, run, scalars, start
 
-from tiny_tasks import QUIET, SignalAt, load, run, scalars, start
+from tiny_tasks import SignalAt
 
 BATCHES = 3  # an epoch's training batches: stops at steps 2 and 5 are during the first two epochs' last batches
 ARGS = ["--data=tiny_tasks.TinyBatches", "--trainer.max_epochs=3", f"--trainer.limit_train_batches={BATCHES}"]

@@ -10,21 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tiny_runs import QUIET, assert_kept, refusal, run, snapshot
 from torch import nn
 
 from lightning_runs.errors import main
-from tiny_tasks import (
-    QUIET,
-    TRAINER_DEFAULTS,
-    CrashAt,
-    TinyClassifier,
-    TinyCLI,
-    TinyDataModule,
-    assert_kept,
-    refusal,
-    run,
-    snapshot,
-)
+from tiny_tasks import TRAINER_DEFAULTS, CrashAt, TinyClassifier, TinyCLI, TinyDataModule
 
 
 def read_points(path: str) -> tuple[torch.Tensor, torch.Tensor]:

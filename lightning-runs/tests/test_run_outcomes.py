@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tiny_runs import QUIET, command, process_environment, run
 
 from lightning_runs.errors import Stopped
-from tiny_tasks import QUIET, TinyClassifier, TinyDataModule, command, process_environment, run
+from tiny_tasks import TinyClassifier, TinyDataModule
 
 pytestmark = pytest.mark.slow  # each test makes a real run
 

@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tiny_runs import run
 
 from lightning_runs.console import duration
 from lightning_runs.tools.runs import COLUMNS, list_runs
-from tiny_tasks import run
 
 TINY = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
 RUNS = ["runs/tiny/version_1", "runs/other/version_0", "runs/tiny/version_0"]  # newest first

@@ -1,0 +1,114 @@
+"""Running the library's tiny tasks (tiny_tasks.py) as a user types them, and reading what a run did: in this process
+(`run`), as a process of its own (`command`, `start`: `python -m tiny_tasks`), a refusal's one line, the files a command
+kept, a checkpoint's data and a run's TensorBoard scalars.
+"""
+
+from collections.abc import Sequence
+
+import torch
+from lightning.pytorch.callbacks import Callback
+
+from tiny_tasks import cli_main
+
+# Running the tiny task as a user types it. In this process: `run`; as a process of its own (`python -m tiny_tasks`,
+# the block below), where Lightning starts processes itself (DDP) or a test reads what the process printed: `command`.
+QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+
+
+def run(subcommand: str, *args: str, callbacks: Sequence[Callback] = ()):
+    """`python -m tiny_tasks <subcommand> <args>` without progress bars, in this process: the CLI object, or
+    SystemExit with its exit code."""
+    from lightning_runs.errors import main
+
+    return main(lambda: cli_main([subcommand, *QUIET, *args], callbacks=callbacks))
+
+
+def process_environment() -> dict[str, str]:
+    """This environment without a launcher's variables (the tests may run under SLURM or torchrun), one thread a
+    process (the ranks share the cores), and this folder importable (`tiny_tasks`, class paths such as
+    `tiny_tasks.CrashAt`) before whatever PYTHONPATH already gives."""
+    import os
+    from pathlib import Path
+
+    launcher = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT"}
+    clean = {k: v for k, v in os.environ.items() if k not in launcher and not k.startswith(("SLURM_", "TORCHELASTIC_"))}
+    path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
+    return {**clean, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
+
+
+def command(*args: str, timeout: float = 300, cwd=None):
+    """`python -m tiny_tasks <args>` as a process: its subprocess.CompletedProcess, output as text."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "tiny_tasks", *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=process_environment())
+
+
+def start(*args: str, cwd=None):
+    """`python -m tiny_tasks <args>` in the background: its subprocess.Popen, pipes as text."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "tiny_tasks", *args]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    return subprocess.Popen(argv, cwd=cwd, env=process_environment(), **pipes)
+
+
+# What a command did to the files and what its run wrote, for the tests that refuse, stop and resume runs.
+def refusal(capsys, command, code: int = 2) -> str:
+    """Run `command()`, expecting the exit `code` with one `error:` line and no traceback; that line."""
+    import pytest
+
+    with pytest.raises(SystemExit) as exit_:
+        command()
+    err = capsys.readouterr().err
+    assert exit_.value.code == code, err[-2000:]
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
+    return errors[0]
+
+
+def snapshot(root=".") -> dict[str, str]:
+    """Every file under `root` (relative path -> sha256): taken before and after a command, what it did to them."""
+    import hashlib
+    from pathlib import Path
+
+    files = (path for path in Path(root).rglob("*") if path.is_file())
+    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest() for path in files}
+
+
+def assert_kept(before: dict[str, str], after: dict[str, str], runs_root: str = "runs") -> set[str]:
+    """No file that existed changed or went, and no file appeared outside `runs_root`; returns the new files."""
+    from pathlib import Path
+
+    assert {p: d for p, d in after.items() if p in before} == before, "an existing file changed or went"
+    new = set(after) - set(before)
+    outside = [p for p in new if not Path(p).is_relative_to(runs_root)]
+    assert not outside, f"written outside {runs_root}/: {outside}"
+    return new
+
+
+def load(path) -> dict:
+    """A checkpoint as plain data."""
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def scalars(run_dir, tag: str) -> list[tuple[int, float]]:
+    """(step, value) of every `tag` event a run's TensorBoard files hold (size_guidance 0: all, not a sample)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    events.Reload()
+    return [(event.step, event.value) for event in events.Scalars(tag)]
+
+
+def every_other_daily(cases: list, ids: list[str] | None = None) -> list:
+    """Cases whose neighbours check alike: every other one in the everyday suite, the rest marked slow."""
+    import pytest
+
+    marks = ([], [pytest.mark.slow])
+    return [
+        pytest.param(*(case if isinstance(case, tuple) else (case,)), id=ids[i] if ids else None, marks=marks[i % 2])
+        for i, case in enumerate(cases)
+    ]
