@@ -118,6 +118,7 @@ class RunsCLI(LightningCLI):
         kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", tools_help())
         kwargs["parser_kwargs"].setdefault("prog", program())
         self._testing_best = None  # the best checkpoint while --test_best tests it
+        self._args = list(sys.argv[1:] if args is None else args)  # read by subcommands(), before any parse
         self._given: set[str] = set()  # the settings typed or in a --config file, once parsed
         refused = False
         # imports_judged: a dotted value (parsed, then adapted again as classes are built) is imported only once its
@@ -147,6 +148,15 @@ class RunsCLI(LightningCLI):
                 raise
             finally:  # LightningCLI runs the subcommand inside __init__: it ends here, however it ends
                 placement.release_run_folder(self._claimed, refused)
+
+    def subcommands(self) -> dict[str, set[str]]:
+        """Only the subcommand the command line starts with, where it starts with one: each subcommand's parser is
+        most of what a command spends before it runs (a refused option: 0.65 s with one, 1.45 s with all four, 2 busy
+        cores), and only one of them is used.
+        `python -m <package> --help`, or anything else first, gets all of them."""
+        every = LightningCLI.subcommands()
+        first = self._args[0] if self._args else None
+        return {first: every[first]} if first in every else every
 
     def init_parser(self, **kwargs) -> ProjectParser:
         parser = super().init_parser(**kwargs)
