@@ -1,6 +1,6 @@
 # The template's own targets, read by the Makefile beside it; `make new-project` leaves this file out of copies,
 # whose library comes from the template's git repository instead (their pyproject.toml says which version).
-.PHONY: bench bench-scale gpu-check new-project
+.PHONY: bench bench-scale bench-sweep gpu-check new-project
 
 # The library in lightning-runs/, editable, in the same pip call as the project: pip takes it from here.
 LIBRARY := -e ./lightning-runs
@@ -14,6 +14,9 @@ bench: install ## the project's fit against a plain PyTorch loop and a plain Lig
 
 bench-scale: install ## samples/s, set-up time and memory on 1x, 10x and 100x the digits (~4 min)
 	$(PY) -m benchmarks.scale $(ARGS)
+
+bench-sweep: install ## sweep workers (1, 2, 4) on a journal file, SQLite and PostgreSQL: seconds for 4 tiny trials (~8 min)
+	$(PY) -m benchmarks.sweep_workers $(ARGS)
 
 gpu-check: install ## check a GPU machine in one call (<8 min): GPU tests, fits, samples/s; ARGS=--cpu without one
 	$(PY) -m benchmarks.gpu_check $(ARGS)

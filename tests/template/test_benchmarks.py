@@ -1,5 +1,6 @@
 """The benchmarks read the project's resolved config as the CLI prints it: `make bench` broke unnoticed once the
-model was printed by class path. Each baseline runs one epoch of the default recipe here."""
+model was printed by class path. Each baseline runs one epoch of the default recipe here; the sweep benchmark checks
+the study it timed holds exactly the trials asked."""
 
 import json
 import sys
@@ -16,3 +17,15 @@ def test_each_baseline_trains_the_resolved_default_recipe(baseline, tmp_path):
     out = timed([sys.executable, "-m", baseline, str(resolved)], tmp_path)[2]
     result = json.loads(out.strip().splitlines()[-1])
     assert result["fit_seconds"] > 0 and 0 < result["val_acc"] <= 1
+
+
+@pytest.mark.slow  # ~40 s: two sweep workers, two trials of two epochs of five batches
+def test_the_sweep_workers_benchmark_times_workers_that_finish_exactly_the_trials_asked(tmp_path):
+    out = timed(
+        [sys.executable, "-m", "benchmarks.sweep_workers", "--workers", "2", "--trials", "2", "--storages", "journal"],
+        tmp_path,
+    )[2]
+    header, _, row = out.strip().splitlines()[-3:]
+    assert header == "| Workers | journal |"
+    workers, seconds = row.strip("| ").split(" | ")
+    assert workers == "2" and float(seconds) > 0
