@@ -14,10 +14,9 @@ from collections.abc import Sequence
 import lightning as L
 from jsonargparse import Namespace
 from lightning.fabric.utilities.exceptions import MisconfigurationException
-from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor, ProgressBar, TQDMProgressBar
+from lightning.pytorch.callbacks import Callback, TQDMProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
-from lightning_runs.checkpoints.callbacks import BestCheckpoint, RandomState, RunCheckpoint
 from lightning_runs.checkpoints.monitored import MonitoredMetrics, stated_early_stopping, stated_monitors
 from lightning_runs.checkpoints.optimizer_states import OptimizerStates
 from lightning_runs.checks import launchers, preflight
@@ -26,39 +25,24 @@ from lightning_runs.cli.bounded import bounded_tensors, check_config_files, conf
 from lightning_runs.cli.command_line import chosen_class_path, keys_given, with_checkpoint_classes
 from lightning_runs.cli.parser import ProjectParser
 from lightning_runs.cli.references import check_class_paths, chosen_class, imports_judged
-from lightning_runs.cli.resume import TrainingLength
-from lightning_runs.console import add_quiet_option, apply_quiet, library_noise_silenced, program, set_program
+from lightning_runs.cli.run_options import (
+    PROGRESS_BAR_REFRESH_RATE,
+    TRAINER_DEFAULTS,
+    add_run_options,
+    adds_default_progress_bar,
+)
+from lightning_runs.console import apply_quiet, library_noise_silenced, program, set_program
 from lightning_runs.contract.links import link_data_to_model, placeholders
 from lightning_runs.errors import Terminated, UsageError
-from lightning_runs.faults.divergence import GradientCheck
-from lightning_runs.faults.signals import CheckpointOnSignal, sigterm_held, terminated_line, terminated_outside_training
+from lightning_runs.faults.signals import sigterm_held, terminated_line, terminated_outside_training
 from lightning_runs.folders.files import check_run_files
-from lightning_runs.folders.layout import RUNS, deletion_said
+from lightning_runs.folders.layout import deletion_said
 from lightning_runs.folders.recipes import keys_in_configs
 from lightning_runs.loggers.configured import open_before_run
-from lightning_runs.pictures.callbacks import Figures, Histograms
-from lightning_runs.predictions.writer import PredictionWriter
 from lightning_runs.private import add_configure_optimizers, subcommand_parser
 from lightning_runs.records.provenance import SaveConfigInRun
 from lightning_runs.records.report import report_fit
-from lightning_runs.records.step_metrics import LossMonitor, SampleRateMonitor
-from lightning_runs.records.summary import RunSummary
-from lightning_runs.speed.compiling import Compile
 from lightning_runs.sweeps.trial import callbacks_from_environment
-
-TRAINER_DEFAULTS = {
-    # Checkpoints written next to their target, fsynced and renamed (a kill never leaves a torn file), in a
-    # background thread so that training does not wait for the disk.
-    "plugins": [{"class_path": "lightning_runs.checkpoints.BackgroundCheckpointIO"}],
-    "logger": {
-        "class_path": "lightning.pytorch.loggers.TensorBoardLogger",
-        # name null: named for what the run trains (naming.py)
-        "init_args": {"save_dir": RUNS, "name": None, "default_hp_metric": False},
-    },
-}
-# Lightning's progress bar redraws after every batch: 7% of this job's fit phase (python -m benchmarks.levers). Every
-# 10th batch (and each epoch's last) is still several redraws a second.
-PROGRESS_BAR_REFRESH_RATE = 10
 
 
 def tools_help() -> str:
@@ -67,16 +51,6 @@ def tools_help() -> str:
         " sweep (an Optuna search), seeds (a config over several seeds), schema (the configs' JSON Schema, for"
         " editors), completion (a shell's tab completion)"
     )
-
-
-def adds_default_progress_bar(config, added: Sequence[Callback]) -> bool:
-    """Whether the Trainer would add Lightning's default bar: it is on (not --trainer.enable_progress_bar=false or
-    --quiet) and none is given, neither by the config (--trainer.callbacks+=TQDMProgressBar
-    --trainer.callbacks.refresh_rate=1, or a project's own option) nor among the callbacks `added` to every Trainer."""
-    trainer = config.get("trainer") or {}
-    listed = trainer.get("callbacks") or []
-    given = [*config.values(), *(listed if isinstance(listed, list) else [listed]), *added]
-    return trainer.get("enable_progress_bar") is not False and not any(isinstance(c, ProgressBar) for c in given)
 
 
 def class_path(cls: type) -> str:
@@ -166,36 +140,7 @@ class RunsCLI(LightningCLI):
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.set_defaults({"model": {"class_path": self.default_model}, "data": {"class_path": self.default_data}})
-        # The metric it stops on is the project's recipe (--early_stopping.monitor). It stops a run whose metric
-        # turns NaN too.
-        parser.add_lightning_class_args(EarlyStopping, "early_stopping")
-        # Two checkpoints in <run>/checkpoints: `best` by the project's --checkpoint.monitor (ties to the later epoch)
-        # and `last` after every epoch. (`save_last` on the best one is rewritten only when the metric improves, so
-        # it falls epochs behind.) Both save at the end of the training epoch, after validation and early stopping,
-        # so their callback state is current.
-        parser.add_lightning_class_args(BestCheckpoint, "checkpoint")
-        parser.set_defaults({"checkpoint.filename": "best", "checkpoint.enable_version_counter": False})
-        parser.add_lightning_class_args(RunCheckpoint, "last_checkpoint")
-        parser.set_defaults({"last_checkpoint.filename": "last", "last_checkpoint.enable_version_counter": False})
-        parser.add_lightning_class_args(LearningRateMonitor, "lr_monitor")
-        parser.set_defaults({"lr_monitor.logging_interval": "step"})
-        parser.add_lightning_class_args(PredictionWriter, "prediction_writer")
-        # Exact resume and clean stops: RNG state in every checkpoint, NaN/Inf stops the run, SIGTERM and Ctrl-C save.
-        parser.add_lightning_class_args(RandomState, "random_state")
-        parser.add_lightning_class_args(TrainingLength, "training_length")  # a resume keeps the schedule's length
-        parser.add_lightning_class_args(GradientCheck, "grad_norm")
-        parser.add_lightning_class_args(CheckpointOnSignal, "checkpoint_on_signal")
-        parser.add_lightning_class_args(Compile, "compile")  # torch.compile as one switch, off (speed/compiling.py)
-        # Observability: scalars Lightning lacks, pictures every N epochs, and <run>/summary.json.
-        parser.add_lightning_class_args(LossMonitor, "loss")
-        parser.add_lightning_class_args(SampleRateMonitor, "throughput")
-        parser.add_lightning_class_args(Figures, "figures")
-        parser.add_lightning_class_args(Histograms, "histograms")
-        parser.add_lightning_class_args(RunSummary, "summary")
-        add_quiet_option(parser)
-        parser.add_argument(
-            "--test_best", type=bool, default=False, help="fit only: then test the best checkpoint, in this process"
-        )
+        add_run_options(parser)
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
         args = list(sys.argv[1:] if args is None else args)
