@@ -14,7 +14,7 @@ import torch
 import yaml
 from tiny_runs import QUIET, command, run
 
-from lightning_runs.loggers import run_loggers as loggers
+from lightning_runs.loggers import trackers
 
 LOGGERS = {"csv": "CSVRunLogger", "mlflow": "MLFlowRunLogger", "wandb": "WandbRunLogger"}
 # Images, so that every picture is drawn (a batch of inputs, the misclassified), and a boolean hyperparameter (bias).
@@ -158,7 +158,7 @@ def filled(rows: list[dict[str, str]]) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("logger", ["mlflow", "wandb"])
 def test_a_logger_whose_package_is_missing_is_one_line_naming_the_extra(logger, monkeypatch, capsys):
-    monkeypatch.setattr(loggers, {"mlflow": "_MLFLOW_AVAILABLE", "wandb": "_WANDB_AVAILABLE"}[logger], False)
+    monkeypatch.setattr(trackers, {"mlflow": "_MLFLOW_AVAILABLE", "wandb": "_WANDB_AVAILABLE"}[logger], False)
     for name in [name for name in sys.modules if name == logger or name.startswith(f"{logger}.")]:
         monkeypatch.setitem(sys.modules, name, None)  # as if not installed: importing it raises ImportError
     monkeypatch.setitem(sys.modules, logger, None)

@@ -31,12 +31,12 @@ from lightning_runs.folders.layout import (
 )
 from lightning_runs.folders.naming import check_names, run_name
 from lightning_runs.folders.recipes import choose
-from lightning_runs.loggers.run_loggers import CSVRunLogger, RunFolder
+from lightning_runs.loggers import CSVRunLogger, RunFolder
 
 
 def keeps_run_folder(logger) -> bool:
     """Whether the configured logger writes into `<save_dir>/<name>/version_N`, which the placement then chooses:
-    TensorBoard's, CSV's, and the MLflow and W&B loggers of loggers/run_loggers.py."""
+    TensorBoard's, CSV's, and the MLflow and W&B loggers of loggers/."""
     found = logger_class(logger)
     return isinstance(found, type) and issubclass(found, (TensorBoardLogger, CSVLogger, RunFolder))
 

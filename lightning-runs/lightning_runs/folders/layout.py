@@ -101,7 +101,7 @@ def run_of_checkpoint(ckpt_path: Path) -> tuple[str, str, int | str] | None:
 
 
 def run_folder(trainer) -> Path | None:
-    """The folder the run's logger writes into (TensorBoard's, or one of loggers/run_loggers.py), on any rank; None
+    """The folder the run's logger writes into (TensorBoard's, or one of loggers/), on any rank; None
     without a logger or with one that keeps no folder. Not `Trainer.log_dir`: that is a collective call under DDP,
     and for any logger but TensorBoard's and CSV's it is the logger's `save_dir`, runs/ itself."""
     log_dir = getattr(trainer.logger, "log_dir", None)

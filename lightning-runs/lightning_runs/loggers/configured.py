@@ -2,9 +2,9 @@
 
 from lightning_runs.checkpoints.class_paths import imported_class
 from lightning_runs.distributed import launched_as_rank_zero
-from lightning_runs.loggers import run_loggers
+from lightning_runs.loggers import trackers
 from lightning_runs.loggers.mlflow_store import creation_lock, local_database, open_client
-from lightning_runs.loggers.run_loggers import MLFlowRunLogger
+from lightning_runs.loggers.trackers import MLFlowRunLogger
 
 
 def open_before_run(config) -> None:
@@ -14,7 +14,7 @@ def open_before_run(config) -> None:
     found = imported_class(getattr(logger, "class_path", None))  # imported by the parser already
     if not (isinstance(found, type) and issubclass(found, MLFlowRunLogger)) or config.trainer.fast_dev_run:
         return
-    if not run_loggers._MLFLOW_AVAILABLE:  # no store to open: the logger refuses in one line, naming the extra
+    if not trackers._MLFLOW_AVAILABLE:  # no store to open: the logger refuses in one line, naming the extra
         return
     database = local_database(logger.init_args.get("save_dir") or "runs", logger.init_args.get("tracking_uri"))
     if database is not None and launched_as_rank_zero():

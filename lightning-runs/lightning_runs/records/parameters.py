@@ -5,7 +5,7 @@ and a 50-epoch run look alike in TensorBoard's HPARAMS tab, in MLflow and in W&B
 The settings are the Trainer's own values once it is built (`devices: auto` is logged as the count it chose), under
 `trainer`: `trainer/max_epochs` in TensorBoard and MLflow, `trainer.max_epochs` in W&B, a `trainer:` block in
 hparams.yaml. LightningCLI's own keys (`_instantiator`, `_class_path`) are no parameters: the loggers leave them out
-(loggers/run_loggers.py), and so does the HPARAMS entry.
+(loggers/), and so does the HPARAMS entry.
 """
 
 import math

@@ -1,112 +1,22 @@
-"""CSV, MLflow and W&B loggers that write into the run folder the placement chose, as TensorBoard's does.
+"""MLFlowRunLogger and WandbRunLogger: a tracking service's run kept beside the run folder and continued on resume."""
 
-Each takes `save_dir`, `name` and `version` like TensorBoardLogger, so a run keeps one folder, runs/<name>/version_N,
-with its checkpoints, config and summary.json, whichever logger it has; and a fit resumed in that folder (or an
-evaluation of its checkpoint) continues the logger's own run there. Lightning's own classes do neither:
-CSVLogger deletes the metrics.csv of a folder it reopens; MLFlowLogger and WandbLogger have no run folder (their
-`log_dir` is None, which breaks LightningCLI's config saving: Lightning #19441), put checkpoints under
-<save_dir>/<experiment id>/<run id>, and open a new MLflow or W&B run on every resume.
-"""
-
-import csv
-import logging
 import os
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
 from lightning.fabric.utilities.logger import _flatten_dict
-from lightning.pytorch.core.saving import load_hparams_from_yaml
-from lightning.pytorch.loggers import CSVLogger, MLFlowLogger, WandbLogger
-from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+from lightning.pytorch.loggers import MLFlowLogger, WandbLogger
 from lightning.pytorch.loggers.logger import rank_zero_experiment
 from lightning.pytorch.loggers.mlflow import _MLFLOW_AVAILABLE
 from lightning.pytorch.loggers.wandb import _WANDB_AVAILABLE
 from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
-from torch import Tensor
 
-from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import UsageError
-from lightning_runs.folders.layout import RUNS, next_version, run_dir
+from lightning_runs.folders.layout import RUNS
 from lightning_runs.loggers.mlflow_store import creation_lock, local_database, open_client, retire_empty_default
+from lightning_runs.loggers.run_folder import INSTALL, RunFolder, numbers, quiet
 from lightning_runs.records.parameters import parameters
-
-INSTALL = "pip install 'lightning-runs[loggers]'"
-# A logger's `name` when none is given: the CLI gives each run one (naming.py), so only a logger built outside it
-# gets Lightning's own default.
-UNNAMED = "lightning_logs"
-
-
-class RunFolder:
-    """`<save_dir>/<name>/version_N`, laid out as TensorBoardLogger lays it out (a string version is the folder's
-    name), and the id of the tracking service's run kept in a file there."""
-
-    def _place(self, save_dir: str, name: str | None, version: int | str | None) -> None:
-        name = name or UNNAMED
-        # A run without a claimed folder (an evaluation of no checkpoint) takes the next free version, as TensorBoard's.
-        version = next_version(Path(save_dir) / name) if version is None else version
-        self._folder_save_dir, self._folder_name, self._folder_version = save_dir, name, version
-        self._folder = run_dir(save_dir, name, version)
-
-    @property
-    def save_dir(self) -> str:
-        return self._folder_save_dir
-
-    @property
-    def name(self) -> str:
-        return self._folder_name
-
-    @property
-    def version(self) -> int | str:
-        return self._folder_version
-
-    @property
-    def log_dir(self) -> str:
-        return str(self._folder)
-
-    def _stored_id(self) -> str | None:
-        path = self._folder / self.ID_FILE
-        return path.read_text().strip() if path.is_file() else None
-
-    def _store_id(self, run_id: str) -> None:
-        write_atomically(self._folder / self.ID_FILE, run_id + "\n")
-
-
-class CSVRunLogger(CSVLogger):
-    """metrics.csv and hparams.yaml in the run folder; a resumed fit, or a test of its checkpoint, appends to its
-    metrics.csv. Takes CSVLogger's arguments: the CLI builds it for `--trainer.logger <Lightning's CSVLogger>`."""
-
-    def __init__(
-        self, save_dir: str = RUNS, name: str | None = None, version: int | str | None = None, **csv_logger
-    ) -> None:
-        super().__init__(save_dir, name or UNNAMED, version, **csv_logger)
-
-    @property
-    @rank_zero_experiment
-    def experiment(self) -> ExperimentWriter:
-        if self._experiment is None:
-            self._experiment = _AppendingWriter(log_dir=self.log_dir)
-        return self._experiment
-
-    @rank_zero_only
-    def log_hyperparams(self, params) -> None:
-        super().log_hyperparams(parameters(params))
-
-
-class _AppendingWriter(ExperimentWriter):
-    def __init__(self, log_dir: str) -> None:
-        super().__init__(log_dir)
-        # Each command rewrites hparams.yaml with what it logged: an evaluation would drop the fit's trainer settings.
-        hparams = os.path.join(self.log_dir, self.NAME_HPARAMS_FILE)
-        if self._fs.isfile(hparams):
-            self.hparams = load_hparams_from_yaml(hparams)
-
-    def _check_log_dir_exists(self) -> None:
-        # Lightning's deletes an existing metrics.csv (with a warning). Keep it, and its columns: rows appended under
-        # a header of fewer columns would be refused.
-        if self._fs.isfile(self.metrics_file_path):
-            with self._fs.open(self.metrics_file_path, "r", newline="") as file:
-                self.metrics_keys = next(csv.reader(file), [])
 
 
 class MLFlowRunLogger(RunFolder, MLFlowLogger):
@@ -127,7 +37,7 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
     ) -> None:
         # MLflow 3 reports usage to its servers unless told not to; this project sends nothing anywhere by default.
         os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-        if _quiet():  # read as mlflow is first imported (the check below imports it): its database set-up lines
+        if quiet():  # read as mlflow is first imported (the check below imports it): its database set-up lines
             os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
         if not _MLFLOW_AVAILABLE:
             raise UsageError(f"the MLflow logger needs mlflow: {INSTALL}")
@@ -184,7 +94,7 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
-        super().log_metrics(_numbers(metrics), step)
+        super().log_metrics(numbers(metrics), step)
 
     @rank_zero_only
     def log_hyperparams(self, params) -> None:
@@ -219,7 +129,7 @@ class WandbRunLogger(RunFolder, WandbLogger):
             os.environ.setdefault("WANDB_ERROR_REPORTING", "false")  # crash reports would go to W&B's servers
         # `mode` rather than WandbLogger's `offline`, which sets WANDB_MODE=dryrun for the rest of the process.
         settings = {"mode": "offline"} if offline else {}
-        if _quiet():
+        if quiet():
             import wandb
 
             settings["settings"] = wandb.Settings(quiet=True)  # no run history and summary tables at the end
@@ -250,7 +160,7 @@ class WandbRunLogger(RunFolder, WandbLogger):
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
-        super().log_metrics(_numbers(metrics), step)
+        super().log_metrics(numbers(metrics), step)
 
     @rank_zero_only
     def log_hyperparams(self, params) -> None:
@@ -263,14 +173,3 @@ class WandbRunLogger(RunFolder, WandbLogger):
         if self._experiment is not None:
             self._experiment.finish(exit_code=0 if status == "success" else 1)
             self._experiment = None
-
-
-def _quiet() -> bool:
-    """--quiet: console.py raises Lightning's log level before anything is built; the trackers' own lines follow it."""
-    return logging.getLogger("lightning.pytorch").getEffectiveLevel() > logging.INFO
-
-
-def _numbers(metrics: Mapping) -> dict:
-    """Tensors as Python numbers: the project's own scalars reach the loggers as tensors, which TensorBoard's and
-    CSV's read out themselves (train/grad_norm stays on the device until then: faults/)."""
-    return {key: value.item() if isinstance(value, Tensor) else value for key, value in metrics.items()}

@@ -1,0 +1,69 @@
+"""CSV, MLflow and W&B loggers that write into the run folder the placement chose, as TensorBoard's does.
+
+Each takes `save_dir`, `name` and `version` like TensorBoardLogger, so a run keeps one folder, runs/<name>/version_N,
+with its checkpoints, config and summary.json, whichever logger it has; and a fit resumed in that folder (or an
+evaluation of its checkpoint) continues the logger's own run there. Lightning's own classes do neither:
+CSVLogger deletes the metrics.csv of a folder it reopens; MLFlowLogger and WandbLogger have no run folder (their
+`log_dir` is None, which breaks LightningCLI's config saving: Lightning #19441), put checkpoints under
+<save_dir>/<experiment id>/<run id>, and open a new MLflow or W&B run on every resume.
+"""
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+from torch import Tensor
+
+from lightning_runs.atomic import write_atomically
+from lightning_runs.folders.layout import next_version, run_dir
+
+INSTALL = "pip install 'lightning-runs[loggers]'"
+# A logger's `name` when none is given: the CLI gives each run one (naming.py), so only a logger built outside it
+# gets Lightning's own default.
+UNNAMED = "lightning_logs"
+
+
+class RunFolder:
+    """`<save_dir>/<name>/version_N`, laid out as TensorBoardLogger lays it out (a string version is the folder's
+    name), and the id of the tracking service's run kept in a file there."""
+
+    def _place(self, save_dir: str, name: str | None, version: int | str | None) -> None:
+        name = name or UNNAMED
+        # A run without a claimed folder (an evaluation of no checkpoint) takes the next free version, as TensorBoard's.
+        version = next_version(Path(save_dir) / name) if version is None else version
+        self._folder_save_dir, self._folder_name, self._folder_version = save_dir, name, version
+        self._folder = run_dir(save_dir, name, version)
+
+    @property
+    def save_dir(self) -> str:
+        return self._folder_save_dir
+
+    @property
+    def name(self) -> str:
+        return self._folder_name
+
+    @property
+    def version(self) -> int | str:
+        return self._folder_version
+
+    @property
+    def log_dir(self) -> str:
+        return str(self._folder)
+
+    def _stored_id(self) -> str | None:
+        path = self._folder / self.ID_FILE
+        return path.read_text().strip() if path.is_file() else None
+
+    def _store_id(self, run_id: str) -> None:
+        write_atomically(self._folder / self.ID_FILE, run_id + "\n")
+
+
+def quiet() -> bool:
+    """--quiet: console.py raises Lightning's log level before anything is built; the trackers' own lines follow it."""
+    return logging.getLogger("lightning.pytorch").getEffectiveLevel() > logging.INFO
+
+
+def numbers(metrics: Mapping) -> dict:
+    """Tensors as Python numbers: the project's own scalars reach the loggers as tensors, which TensorBoard's and
+    CSV's read out themselves (train/grad_norm stays on the device until then: faults/)."""
+    return {key: value.item() if isinstance(value, Tensor) else value for key, value in metrics.items()}
