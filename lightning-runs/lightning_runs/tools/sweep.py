@@ -15,11 +15,8 @@ set them.
 
 import contextlib
 import io
-import json
 import logging
 import math
-import os
-import shlex
 import signal
 import sys
 from collections.abc import Callable
@@ -33,14 +30,12 @@ from jsonargparse.typing import NonNegativeInt, PositiveInt
 from optuna.trial import TrialState
 
 from lightning_runs import errors
-from lightning_runs.console import program
 from lightning_runs.errors import Failed, Stopped, UsageError
 from lightning_runs.folders.naming import is_component
-from lightning_runs.private import trial_id
 from lightning_runs.sweeps import storage as study_storage
-from lightning_runs.sweeps import trial as trials
-from lightning_runs.sweeps import turns, workers
-from lightning_runs.sweeps.space import Choice, Range, first_value, search_space
+from lightning_runs.sweeps import turns
+from lightning_runs.sweeps.objective import TrialFits
+from lightning_runs.sweeps.space import first_value, search_space
 from lightning_runs.tools.function_cli import function_cli
 
 
@@ -119,49 +114,10 @@ def sweep(
     package = cli_main.__module__.partition(".")[0]
     # `python -m <package>`, as the user starts it; a project run as a script (`python train.py`) is started that way.
     python = [sys.executable, "-m", package] if package != "__main__" else [sys.executable, sys.argv[0]]
-    stopped: list[int] = []  # the signal that stopped a trial, which then stops this worker
-    mine: list[int] = []  # the numbers of the trials this worker ran
-
-    def objective(trial: optuna.Trial) -> float:
-        mine.append(trial.number)
-        workers.mark(trial)  # on a journal file, how other workers tell whether this one still runs it
-        if trial.user_attrs.get("pruned_at_epoch") is not None:  # a retried trial inherits the user attributes
-            trial.set_user_attr("pruned_at_epoch", None)
-        # Seeded by the trial's number, unique in the study: workers that start together sample different values,
-        # and one worker's study is the same on every re-run.
-        optuna_study.sampler = optuna.samplers.TPESampler(seed=seed + trial.number)
-        overrides = [f"--{key}={_suggest(trial, key, values)}" for key, values in ranges.items()]
-        place = [f"--trainer.logger.init_args.save_dir={save_dir}", f"--trainer.logger.init_args.name={study}"]
-        # The same network every trial: its summary table once per trial is noise (args may turn it back on).
-        command = ["fit", *(f"--config={config}" for config in configs), "--trainer.enable_model_summary=false"]
-        command += [*args, *overrides, *place]
-        print(f"Trial {trial.number}: {shlex.join([*launcher, *program().split(), *command])}", flush=True)
-        reporting = {"storage": url, "study": study, "trial_id": trial_id(trial), "metric": metric}
-        reporting["pruner"] = pruning
-        env = {
-            **os.environ,
-            trials.VARIABLE: json.dumps(reporting),
-            **({"OMP_NUM_THREADS": str(threads)} if threads else {}),
-        }
-        code, received = trials.run_process([*launcher, *python, *command], env)
-        signum = received or trials.stop_signal(code)
-        # What the fit reported, read back from the storage (this worker's cache holds only finished trials).
-        reported = next(t for t in optuna_study.get_trials(deepcopy=False) if t.number == trial.number)
-        if signum is not None:  # SIGTERM or Ctrl-C: the sweep is stopped, not the trial's values bad
-            stopped.append(signum)
-            if not trials.fit_finished(reported):
-                trial.set_user_attr("interrupted", True)
-                raise KeyboardInterrupt  # Optuna records the trial as failed, then the worker stops
-            # The stop came after the fit's last epoch: its score counts, and the worker stops once it is stored.
-        elif code != 0:  # a refused option (2), a divergence or an exception (1): the sweep goes on
-            print(f"Trial {trial.number} failed: its fit exited with {code} (its error is above)", file=sys.stderr)
-            return math.nan  # Optuna records a NaN score as failed, without a traceback of its own
-        if reported.user_attrs.get("pruned_at_epoch") is not None:
-            raise optuna.TrialPruned(f"pruned after epoch {reported.user_attrs['pruned_at_epoch']}")
-        values = reported.intermediate_values.values()
-        if not values:
-            raise ValueError(f"{metric} was never logged; the sweep's metric must be one the model logs")
-        return max(values) if direction == "maximize" else min(values)
+    objective = TrialFits(
+        optuna_study, ranges, python, configs, args, launcher, save_dir, url, metric, direction, pruning, seed, threads
+    )
+    stopped = objective.stopped
 
     def stop_between_trials(signum, frame) -> None:  # during a trial, trial.py passes the signal on instead
         stopped.append(signum)
@@ -189,7 +145,7 @@ def sweep(
         for handler in handlers:
             handler.removeFilter(_no_stop_traceback)
     _summarize(optuna_study)
-    ran = [t for t in optuna_study.trials if t.number in mine]
+    ran = [t for t in optuna_study.trials if t.number in objective.mine]
     if ran and all(trial.state == TrialState.FAIL for trial in ran):
         raise Failed(
             f"all {len(ran)} trials failed (their errors are above); once the cause is fixed, the same command"
@@ -242,14 +198,6 @@ def _monitor(resolved: dict) -> tuple[str, str]:
 
 def _monitored(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, str]:
     return _monitor(_resolved(cli_main, configs, args))
-
-
-def _suggest(trial: optuna.Trial, name: str, values: Range | Choice):
-    if isinstance(values, Choice):
-        return trial.suggest_categorical(name, values.choices)
-    if isinstance(values.low, int) and isinstance(values.high, int):
-        return trial.suggest_int(name, values.low, values.high, log=values.log)
-    return trial.suggest_float(name, values.low, values.high, log=values.log)
 
 
 def _summarize(study: optuna.Study) -> None:

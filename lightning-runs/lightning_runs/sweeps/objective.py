@@ -1,0 +1,92 @@
+"""A sweep's objective: one trial as an ordinary `python -m <package> fit` process with the sampled values as options,
+scored by what the fit reported to the study (trial.py), and the signal that stopped it, which stops the worker."""
+
+import json
+import math
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+
+import optuna
+
+from lightning_runs.console import program
+from lightning_runs.private import trial_id
+from lightning_runs.sweeps import trial as trials
+from lightning_runs.sweeps import workers
+from lightning_runs.sweeps.space import Choice, Range
+
+
+@dataclass
+class TrialFits:
+    study: optuna.Study
+    ranges: dict[str, Range | Choice]
+    python: list[str]  # `python -m <package>`, or `python <script>` for a project run as a script
+    configs: tuple[str, ...]
+    args: tuple[str, ...]
+    launcher: tuple[str, ...]
+    save_dir: str
+    url: str  # the storage, as the trials' processes open it
+    metric: str
+    direction: str
+    pruning: dict  # the MedianPruner's settings, rebuilt in the trial's process
+    seed: int  # the sampler's, offset by each trial's number
+    threads: int | None  # the trial's OMP_NUM_THREADS
+    stopped: list[int] = field(default_factory=list)  # the signal that stopped a trial, which then stops the worker
+    mine: list[int] = field(default_factory=list)  # the numbers of the trials this worker ran
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        self.mine.append(trial.number)
+        workers.mark(trial)  # on a journal file, how other workers tell whether this one still runs it
+        if trial.user_attrs.get("pruned_at_epoch") is not None:  # a retried trial inherits the user attributes
+            trial.set_user_attr("pruned_at_epoch", None)
+        # Seeded by the trial's number, unique in the study: workers that start together sample different values,
+        # and one worker's study is the same on every re-run.
+        self.study.sampler = optuna.samplers.TPESampler(seed=self.seed + trial.number)
+        code, received = trials.run_process(
+            [*self.launcher, *self.python, *self.command(trial)], self.environment(trial)
+        )
+        signum = received or trials.stop_signal(code)
+        # What the fit reported, read back from the storage (this worker's cache holds only finished trials).
+        reported = next(t for t in self.study.get_trials(deepcopy=False) if t.number == trial.number)
+        if signum is not None:  # SIGTERM or Ctrl-C: the sweep is stopped, not the trial's values bad
+            self.stopped.append(signum)
+            if not trials.fit_finished(reported):
+                trial.set_user_attr("interrupted", True)
+                raise KeyboardInterrupt  # Optuna records the trial as failed, then the worker stops
+            # The stop came after the fit's last epoch: its score counts, and the worker stops once it is stored.
+        elif code != 0:  # a refused option (2), a divergence or an exception (1): the sweep goes on
+            print(f"Trial {trial.number} failed: its fit exited with {code} (its error is above)", file=sys.stderr)
+            return math.nan  # Optuna records a NaN score as failed, without a traceback of its own
+        if reported.user_attrs.get("pruned_at_epoch") is not None:
+            raise optuna.TrialPruned(f"pruned after epoch {reported.user_attrs['pruned_at_epoch']}")
+        values = reported.intermediate_values.values()
+        if not values:
+            raise ValueError(f"{self.metric} was never logged; the sweep's metric must be one the model logs")
+        return max(values) if self.direction == "maximize" else min(values)
+
+    def command(self, trial: optuna.Trial) -> list[str]:
+        """`fit` with the configs, the fixed options, the sampled values and the trial's place in the study's folder."""
+        overrides = [f"--{key}={suggest(trial, key, values)}" for key, values in self.ranges.items()]
+        study = self.study.study_name
+        place = [f"--trainer.logger.init_args.save_dir={self.save_dir}", f"--trainer.logger.init_args.name={study}"]
+        # The same network every trial: its summary table once per trial is noise (args may turn it back on).
+        command = ["fit", *(f"--config={config}" for config in self.configs), "--trainer.enable_model_summary=false"]
+        command += [*self.args, *overrides, *place]
+        print(f"Trial {trial.number}: {shlex.join([*self.launcher, *program().split(), *command])}", flush=True)
+        return command
+
+    def environment(self, trial: optuna.Trial) -> dict[str, str]:
+        """This worker's, with where the fit reports its metric to (trial.py) and its threads."""
+        reporting = {"storage": self.url, "study": self.study.study_name, "trial_id": trial_id(trial)}
+        reporting |= {"metric": self.metric, "pruner": self.pruning}
+        threads = {"OMP_NUM_THREADS": str(self.threads)} if self.threads else {}
+        return {**os.environ, trials.VARIABLE: json.dumps(reporting), **threads}
+
+
+def suggest(trial: optuna.Trial, name: str, values: Range | Choice):
+    if isinstance(values, Choice):
+        return trial.suggest_categorical(name, values.choices)
+    if isinstance(values.low, int) and isinstance(values.high, int):
+        return trial.suggest_int(name, values.low, values.high, log=values.log)
+    return trial.suggest_float(name, values.low, values.high, log=values.log)
