@@ -1,6 +1,6 @@
 """Running the library's tiny tasks (tiny_tasks.py) as a user types them, and reading what a run did: in this process
 (`run`), as a process of its own (`command`, `start`: `python -m tiny_tasks`), a refusal's one line, the files a command
-kept, a checkpoint's data and a run's TensorBoard scalars.
+kept, a checkpoint's data and a run's TensorBoard scalars; and which cases of a matrix run every day (the rest slow).
 """
 
 from collections.abc import Sequence
