@@ -2,84 +2,22 @@
 is named; other data never lands in a folder of runs of other data. `--ckpt_path best|last` means the run this
 command describes: the newest run of its recipe, not of its name."""
 
-import math
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from tiny_files import PointsFile
+from tiny_networks import WithNetwork
 from tiny_runs import QUIET, assert_kept, refusal, run, snapshot
-from torch import nn
 
 from lightning_runs.errors import main
-from tiny_tasks import TRAINER_DEFAULTS, CrashAt, TinyClassifier, TinyCLI, TinyDataModule
-
-
-def read_points(path: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """(points, labels) from `.npz` (arrays `points`, `labels`) or `.csv` (a row of values and its label each)."""
-    if path.endswith(".csv"):
-        rows = torch.from_numpy(np.loadtxt(path, delimiter=",", ndmin=2)).float()
-        return rows[:, :-1], rows[:, -1].long()
-    arrays = np.load(path)
-    return torch.from_numpy(arrays["points"]), torch.from_numpy(arrays["labels"])
-
-
-class PointsFile(TinyDataModule):
-    """The tiny task's kind of points, from a file of the user's: its required `path` names the data."""
-
-    def __init__(self, path: str, batch_size: int = 32) -> None:
-        points, labels = read_points(path)
-        super().__init__(
-            n=len(points), features=points.shape[1], num_classes=int(labels.max()) + 1, batch_size=batch_size
-        )
-
-    def setup(self, stage: str) -> None:
-        if self.splits is None:
-            points, labels = read_points(self.hparams.path)
-            n_eval = len(points) // 8
-            bounds = {"train": (0, len(points) - 2 * n_eval), "val": (-2 * n_eval, -n_eval), "test": (-n_eval, None)}
-            self.splits = {name: (points[a:b], labels[a:b]) for name, (a, b) in bounds.items()}
+from tiny_tasks import TRAINER_DEFAULTS, CrashAt, TinyCLI, TinyDataModule
 
 
 class OtherPointsFile(PointsFile):
     """Another DataModule reading the same kind of file."""
-
-
-class OneLayer(nn.Module):
-    def __init__(self, num_classes: int, input_shape: tuple[int, ...]) -> None:
-        super().__init__()
-        self.layer = nn.Linear(math.prod(input_shape), num_classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layer(x.flatten(1))
-
-
-class Hidden(OneLayer):
-    """Another network: one hidden layer."""
-
-    def __init__(self, num_classes: int, input_shape: tuple[int, ...]) -> None:
-        super().__init__(num_classes, (8,))
-        self.hidden = nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), 8), nn.ReLU())
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layer(self.hidden(x))
-
-
-class WithNetwork(TinyClassifier):
-    """The tiny classifier around a network it is given as a factory of (class count, sample shape), OneLayer unless
-    told otherwise."""
-
-    def __init__(
-        self,
-        network: Callable[[int, tuple[int, ...]], nn.Module] = OneLayer,
-        num_classes: int = 3,
-        input_shape: tuple[int, ...] = (4,),
-        lr: float = 0.05,
-    ) -> None:
-        super().__init__(num_classes, input_shape, lr)
-        self.layer = network(num_classes, tuple(input_shape))
 
 
 @pytest.fixture
@@ -89,11 +27,11 @@ def three() -> list[str]:
     data.setup("fit")
     points, labels = (torch.cat(tensors) for tensors in zip(*data.splits.values(), strict=True))
     np.savez("three.npz", points=points.numpy(), labels=labels.numpy())
-    return [f"--data={__name__}.PointsFile", "--data.path=three.npz"]
+    return ["--data=tiny_files.PointsFile", "--data.path=three.npz"]
 
 
-HIDDEN = f"--model.network={__name__}.Hidden"
-NAMED_CONFIG = f"model:\n  network: {__name__}.Hidden\ntrainer:\n  logger:\n    init_args:\n      name: hidden\n"
+HIDDEN = "--model.network=tiny_networks.Hidden"
+NAMED_CONFIG = "model:\n  network: tiny_networks.Hidden\ntrainer:\n  logger:\n    init_args:\n      name: hidden\n"
 HARDWARE = "trainer:\n  accelerator: cpu\n  devices: 1\n  precision: bf16-mixed\n"  # the same recipe, other hardware
 
 
@@ -125,7 +63,7 @@ def test_a_run_folder_is_named_for_its_data_and_network_unless_named(three, args
 def test_other_data_whose_files_have_the_same_stem_trains_in_a_folder_of_its_own(three):
     points, labels = np.load("three.npz")["points"], np.load("three.npz")["labels"]
     np.savetxt("three.csv", np.column_stack([points, labels]), delimiter=",")  # the same points as a table
-    table = [f"--data={__name__}.PointsFile", "--data.path=three.csv"]
+    table = ["--data=tiny_files.PointsFile", "--data.path=three.csv"]
     other_class = [f"--data={__name__}.OtherPointsFile", "--data.path=three.npz"]
     for data in (three, table, other_class, three):
         run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=1", *data)

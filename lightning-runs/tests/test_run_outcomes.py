@@ -1,15 +1,17 @@
 """How a run ends, and what it prints: a failure or an interruption leaves its scalars and a summary saying so;
---quiet leaves only what CI logs need; under DDP the pictures count every rank and only rank zero writes."""
+--quiet leaves only what CI logs need, Ctrl-C's line and exit 130 included; under DDP the pictures count every rank
+and only rank zero writes."""
 
 import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-from tiny_runs import QUIET, command, process_environment, run
+from tiny_runs import QUIET, command, load, process_environment, run, start
 
 from lightning_runs.errors import Stopped
 from tiny_tasks import TinyClassifier, TinyDataModule
@@ -86,6 +88,23 @@ def test_quiet_mode_still_shows_errors():
     assert result.returncode == 2 and "batch_size" in result.stderr
     result = command("fit", "--quiet", "--trainer.limit_train_batches=2", "--early_stopping.monitor=val/accuracy")
     assert result.returncode != 0 and "val/accuracy" in result.stderr
+
+
+def test_ctrl_c_saves_a_checkpoint_exits_130_and_says_so_under_quiet():
+    process = start("fit", "--quiet", "--trainer.max_epochs=1000")  # far from done when its first checkpoint appears
+    last = RUN / "checkpoints/last.ckpt"
+    deadline = time.monotonic() + 120
+    while not last.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err[-2000:]
+    step = load(last)["global_step"]
+    assert (
+        err.strip().splitlines()[-1] == f"stopped by Ctrl-C at step {step}; saved {last}; resume with --ckpt_path last"
+    )
+    assert "Traceback" not in err
+    assert json.loads((RUN / "summary.json").read_text())["status"] == "interrupted"
 
 
 DDP_SCRIPT = """

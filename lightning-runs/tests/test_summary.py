@@ -1,10 +1,14 @@
-"""summary.json's building blocks: the config hash, the atomic write and the commit's dirty flag."""
+"""summary.json's building blocks: the config hash, the atomic write and the commit's dirty flag; and a summary.json
+that is corrupt or not a run's, kept aside while the evaluation goes on (issue 13, item 7)."""
 
 import json
 import os
+import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
+from tiny_runs import run
 
 from lightning_runs.folders.layout import write_json  # how RunSummary writes summary.json
 from lightning_runs.folders.recipes import recipe_hash as config_hash
@@ -52,3 +56,29 @@ def test_a_run_is_dirty_only_when_tracked_files_differ_from_the_commit(tmp_path)
     assert git_state(tmp_path)["dirty"] is False
     (tmp_path / "model.py").write_text("lr = 0.02\n")
     assert git_state(tmp_path)["dirty"] is True
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """runs/ of a short finished fit."""
+    home = tmp_path_factory.mktemp("finished")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(home)
+        run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
+    return home / "runs"
+
+
+@pytest.mark.parametrize(
+    "content,problem",
+    [(b"{not json", "is not JSON"), (b"[1, 2]", "not a run summary"), (b'{"evaluations": 5}', "not a run summary")],
+    ids=["corrupt", "a list", "foreign"],
+)
+def test_a_corrupt_or_foreign_summary_is_kept_aside_and_the_evaluation_goes_on(finished, content, problem):
+    shutil.copytree(finished, "runs")
+    folder = Path("runs/tiny/version_0")
+    summary = folder / "summary.json"
+    summary.write_bytes(content)
+    with pytest.warns(UserWarning, match=problem):
+        run("test", "--ckpt_path=last")
+    assert (folder / "summary.unreadable.json").read_bytes() == content, "kept, byte for byte"
+    assert json.loads(summary.read_text())["evaluations"][0]["subcommand"] == "test"

@@ -15,6 +15,7 @@ import pytest
 import torch
 import yaml
 from optuna.trial import TrialState
+from tiny_runs import assert_kept, refusal, snapshot
 
 from lightning_runs.tools import sweep as sweep_tool
 from tiny_tasks import cli_main
@@ -213,3 +214,39 @@ def test_a_sweep_scores_trials_as_their_best_checkpoint_is_chosen_unless_told():
     assert sweep_tool._monitored(cli_main, (), ()) == ("val/loss", "min"), "the CLI's own checkpoint settings"
     told = ("--checkpoint.monitor=val/acc", "--checkpoint.mode=max")
     assert sweep_tool._monitored(cli_main, (), told) == ("val/acc", "max")
+
+
+@pytest.mark.slow
+def test_a_sweep_whose_every_trial_failed_exits_1_and_the_same_command_retries_them_once_fixed(capsys):
+    def space(low: int, high: int) -> None:
+        Path("batches.yaml").write_text(yaml.safe_dump({"space": {"data.batch_size": {"low": low, "high": high}}}))
+
+    command = ["--config", "batches.yaml", *TINY, *NO_PRUNING, "--study=batches", "--n_trials=2"]
+    space(-8, -1)  # a batch size no DataLoader takes: every trial is refused
+    error = refusal(capsys, lambda: sweep_tool.main(cli_main, command), code=1)
+    assert "all 2 trials failed" in error and "retries them" in error
+
+    space(16, 32)  # fixed
+    study = sweep_tool.main(cli_main, command)
+    states = [trial.state for trial in study.trials]
+    assert states == [TrialState.FAIL, TrialState.FAIL, TrialState.COMPLETE, TrialState.COMPLETE]
+    assert len(sweep_tool.main(cli_main, command).trials) == 4, "finished: nothing more to run"
+
+
+@pytest.mark.parametrize(
+    "name,content,said",
+    [
+        ("broken.db", b"SQLite format 2\0" + bytes(range(256)) * 8, "not a readable study database (file is not a"),
+        ("broken.journal", b'{"op_code": 99, "worker_id": "w"}\n', "not a readable study journal ("),  # unknown op
+    ],
+    ids=["database", "journal"],
+)
+def test_a_corrupt_study_file_is_one_line_and_stays_as_it_was(name, content, said, capsys):
+    study = Path("runs/sweeps", name)
+    study.parent.mkdir(parents=True)
+    study.write_bytes(content)
+    study_config()  # the sweep's file, written before the snapshot (it is written again, the same)
+    before = snapshot()
+    error = refusal(capsys, lambda: sweep("--study=broken"))
+    assert f"{study if study.suffix == '.db' else study.resolve()}: {said}" in error
+    assert not assert_kept(before, snapshot())

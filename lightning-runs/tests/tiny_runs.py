@@ -1,6 +1,6 @@
 """Running the library's tiny tasks (tiny_tasks.py) as a user types them, and reading what a run did: in this process
 (`run`), as a process of its own (`command`, `start`: `python -m tiny_tasks`), a refusal's one line, the files a command
-kept, a checkpoint's data and a run's TensorBoard scalars.
+kept, a checkpoint's data and a run's TensorBoard scalars; and which cases of a matrix run every day (the rest slow).
 """
 
 from collections.abc import Sequence
@@ -15,12 +15,12 @@ from tiny_tasks import cli_main
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 
 
-def run(subcommand: str, *args: str, callbacks: Sequence[Callback] = ()):
+def run(subcommand: str, *args: str, callbacks: Sequence[Callback] = (), cli=cli_main):
     """`python -m tiny_tasks <subcommand> <args>` without progress bars, in this process: the CLI object, or
-    SystemExit with its exit code."""
+    SystemExit with its exit code. `cli`: another tiny task's cli_main (tiny_networks.cli_main)."""
     from lightning_runs.errors import main
 
-    return main(lambda: cli_main([subcommand, *QUIET, *args], callbacks=callbacks))
+    return main(lambda: cli([subcommand, *QUIET, *args], callbacks=callbacks))
 
 
 def process_environment() -> dict[str, str]:
@@ -104,11 +104,28 @@ def scalars(run_dir, tag: str) -> list[tuple[int, float]]:
 
 
 def every_other_daily(cases: list, ids: list[str] | None = None) -> list:
-    """Cases whose neighbours check alike: every other one in the everyday suite, the rest marked slow."""
+    """Cases whose neighbours check alike: every other one in the everyday suite, the rest marked slow. A case may be
+    a pytest.param, whose id and marks it keeps."""
     import pytest
 
-    marks = ([], [pytest.mark.slow])
+    params = []
+    for i, case in enumerate(cases):
+        slow, name = [pytest.mark.slow] * (i % 2), ids[i] if ids else None
+        if hasattr(case, "values") and hasattr(case, "marks"):  # pytest.param(...)
+            params.append(pytest.param(*case.values, id=case.id or name, marks=[*case.marks, *slow]))
+        else:
+            params.append(pytest.param(*(case if isinstance(case, tuple) else (case,)), id=name, marks=slow))
+    return params
+
+
+def each_row_once_daily(rows: list | dict, columns: list | dict) -> list:
+    """Every (row, column) pair as (row value, column value), a list's items named by themselves and a dict's by its
+    keys; in the everyday suite each row with one column, the columns in turn, the other pairs marked slow."""
+    import pytest
+
+    rows, columns = ({str(x): x for x in xs} if isinstance(xs, list) else xs for xs in (rows, columns))
     return [
-        pytest.param(*(case if isinstance(case, tuple) else (case,)), id=ids[i] if ids else None, marks=marks[i % 2])
-        for i, case in enumerate(cases)
+        pytest.param(row, column, id=f"{r}-{c}", marks=[] if i % len(columns) == j else [pytest.mark.slow])
+        for i, (r, row) in enumerate(rows.items())
+        for j, (c, column) in enumerate(columns.items())
     ]

@@ -55,14 +55,6 @@ def steps_per_epoch(world_size: int = 1, **data) -> int:
     return len(TensorBatches((torch.empty(train),), batch_size, shard, drop_last=True))
 
 
-def fitted(tmp_path_factory, name: str, *args: str) -> Path:
-    """runs/ of `python -m project fit <args>` run in a fresh folder of its own: a module's shared, finished run."""
-    home = tmp_path_factory.mktemp(name)
-    with working_directory(home):
-        run("fit", *args)
-    return home / "runs"
-
-
 def snapshot(root: Path = Path(".")) -> dict[str, str]:
     """Every file under `root` (relative path -> sha256): taken before and after a command, what it did to them."""
     return {
@@ -292,14 +284,3 @@ def every_other_daily(cases: list, ids: list[str] | None = None) -> list:
         else:
             params.append(pytest.param(*(case if isinstance(case, tuple) else (case,)), id=name, marks=slow))
     return params
-
-
-def each_row_once_daily(rows: list | dict, columns: list | dict) -> list:
-    """Every (row, column) pair as (row value, column value), a list's items named by themselves and a dict's by its
-    keys; daily, each row with one column, the columns in turn."""
-    rows, columns = ({str(x): x for x in xs} if isinstance(xs, list) else xs for xs in (rows, columns))
-    return [
-        pytest.param(row, column, id=f"{r}-{c}", marks=[] if i % len(columns) == j else [pytest.mark.slow])
-        for i, (r, row) in enumerate(rows.items())
-        for j, (c, column) in enumerate(columns.items())
-    ]

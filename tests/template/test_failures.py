@@ -187,7 +187,8 @@ def test_a_bad_config_exits_2_with_one_clear_line_before_creating_anything(args,
 # 7. Checkpoint versus command line: a contradiction is refused; a data setting typed for an evaluation wins.
 def test_checkpoint_settings_win_and_contradicting_them_on_the_command_line_is_refused_or_reported(capsys):
     run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=3", "--model.lr=0.002", "--data.seed=3")
-    # Named by its path: `last` and `best` find only a run of this command's recipe (test_edges_run_folders.py).
+    # Named by its path: `last` and `best` find only a run of this command's recipe
+    # (lightning-runs/tests/test_run_names.py).
     error = refusal(capsys, lambda: run("fit", "--trainer.max_epochs=2", f"--ckpt_path={LAST}", "--model.lr=0.05"))
     assert "--model.lr 0.05 (checkpoint: 0.002)" in error and "a resumed run keeps its checkpoint's settings" in error
 

@@ -98,7 +98,7 @@ def test_two_runs_of_the_same_config_and_seed_give_identical_validation_metrics(
 
 def test_a_second_run_with_ckpt_path_last_continues_from_the_saved_step(capsys):
     # Stopped after 2 of its 4 epochs (a crash as the third begins); the same command resumes it. (A run that
-    # finished is not extended: see test_edges_resume.py.)
+    # finished is not extended: see lightning-runs/tests/test_resume.py.)
     saved_step = 2 * steps_per_epoch()
     with pytest.raises(RuntimeError, match="crash"):
         crash = ["--trainer.callbacks+=support.CrashAt", f"--trainer.callbacks.step={saved_step}"]

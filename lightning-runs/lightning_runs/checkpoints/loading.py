@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from lightning.pytorch import LightningDataModule
 from lightning.pytorch.utilities.migration import migrate_checkpoint
 from packaging.version import InvalidVersion, Version
 
-from lightning_runs.checkpoints.class_paths import imported_class, names_class, plain_parameters
+from lightning_runs.checkpoints.class_paths import import_named_class, imported_class, names_class, plain_parameters
 from lightning_runs.checkpoints.field_types import wrong_type
 from lightning_runs.checkpoints.sharded import METADATA, SHARDS_METADATA, consolidated, is_sharded
 from lightning_runs.errors import UsageError, first_line
@@ -68,13 +69,23 @@ def read_checkpoint(path: Path, model_class: type | None = None) -> dict:
         raise UsageError(f"--ckpt_path {path}: {problem}, so it cannot be restored")
     if problem := _version_problem(checkpoint):
         raise UsageError(f"--ckpt_path {path}: {problem}; give the file as the run that wrote it saved it")
-    data = checkpoint.get("datamodule_hyper_parameters", {})
-    data_class = imported_class(saved_class_path(data))
+    data_class = _data_class(saved_class_path(checkpoint.get("datamodule_hyper_parameters", {})))
     for key, owner in (("hyper_parameters", model_class), ("datamodule_hyper_parameters", data_class)):
         problem = _unsafe_reference(checkpoint.get(key, {}), plain_parameters(owner))
         if problem:
             raise UsageError(f"--ckpt_path {path}: refusing to load, its {key} {problem}")
     return checkpoint
+
+
+def _data_class(dotted: str | None) -> type | None:
+    """The DataModule class the checkpoint names, whose typed parameters tell a file name (`test.csv`) from a class
+    path: imported where its module's source defines it, as the CLI and export import it to rebuild the data. Before,
+    only a class already imported counted, and a run on a DataModule of the owner's other module had its `path:
+    test.csv` refused by `test --ckpt_path <file>`, the command the fit prints."""
+    try:
+        return imported_class(dotted) or import_named_class(dotted, LightningDataModule)
+    except Exception:  # its module fails to import: its parameters are judged as references, strictly
+        return None
 
 
 def _version_problem(checkpoint: dict) -> str | None:

@@ -9,10 +9,11 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
+from tiny_runs import assert_kept, each_row_once_daily, refusal, run, snapshot
 
 from lightning_runs.folders.files import CHECKPOINTS, FIXED
-from support import ONE_EPOCH_TWO_BATCHES, assert_kept, each_row_once_daily, refusal, run, snapshot
 
+ONE_EPOCH_TWO_BATCHES = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
 # Each option that names a file of the run, and the file it names by default.
 DEFAULTS = {
     "checkpoint.filename": "checkpoints/best.ckpt",
@@ -104,7 +105,7 @@ def test_names_of_their_own_are_accepted_and_each_file_written_is_in_the_registr
     """Every file a fit and a predict leave in the run is one an option names or one the registry fixes."""
     names = ["--summary.filename=record.json", "--checkpoint.filename=top", "--prediction_writer.filename=out/p.csv"]
     run("fit", *ONE_EPOCH_TWO_BATCHES, "--trainer.limit_val_batches=1", *names)
-    folder = Path("runs/digits/version_0")
+    folder = Path("runs/tiny/version_0")
     run("predict", f"--ckpt_path={folder / 'checkpoints/last.ckpt'}", *names)
     named = {"record.json", "checkpoints/top.ckpt", "checkpoints/last.ckpt", "out/p.csv"}
     written = {str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file()}
@@ -117,8 +118,8 @@ def test_names_of_their_own_are_accepted_and_each_file_written_is_in_the_registr
     "args,file,key",
     [
         (["--trainer.logger.init_args.name=X"], "runs/X", "name"),
-        ([], "runs/digits", "name"),  # the name the run would get from its data
-        (["--trainer.logger.init_args.version=v"], "runs/digits/v", "version"),
+        ([], "runs/tiny", "name"),  # the name the run would get from its data
+        (["--trainer.logger.init_args.version=v"], "runs/tiny/v", "version"),
     ],
     ids=["name_given", "name_from_the_data", "version_given"],
 )

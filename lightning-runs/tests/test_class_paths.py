@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import tiny_networks
 import yaml
-
-from support import assert_kept, each_row_once_daily, refusal, run, snapshot
+from tiny_runs import assert_kept, each_row_once_daily, refusal, run, snapshot
 
 MARKER = "ran.txt"  # what `touch` would create, had the config's command run
 RUNS = {"command": f"touch {MARKER}"}  # os.system's argument
@@ -21,13 +21,13 @@ def spec(class_path: str, init_args: dict | None = None) -> dict:
 
 
 # Every place a class path can stand in the CLI's configs: the model and the data (chosen by class path), the
-# model's network (a factory of nn.Modules), a class nested in a class chosen by class path, the trainer's class-typed
-# options, and LightningCLI's optimizer and scheduler.
+# model's network (a factory of nn.Modules; tiny_networks.cli_main's model takes one), a class nested in a class
+# chosen by class path, the trainer's class-typed options, and LightningCLI's optimizer and scheduler.
 def places(value) -> dict[str, dict]:
     return {
         "model": {"model": value},
         "model.network": {"model": {"network": value}},
-        "nested in model": {"model": spec("project.model.DigitsClassifier", {"network": value})},
+        "nested in model": {"model": spec("tiny_networks.WithNetwork", {"network": value})},
         "data": {"data": value},
         "trainer.callbacks": {"trainer": {"callbacks": [value]}},
         "trainer.logger": {"trainer": {"logger": value}},
@@ -49,6 +49,11 @@ VALUES = {
 PLACES = list(places(None))
 
 
+def fit(*args: str):
+    """`fit` of the tiny classifier around a network (tiny_networks.py), in this process."""
+    return run("fit", *args, cli=tiny_networks.cli_main)
+
+
 def assert_nothing_ran(before: dict[str, str]) -> None:
     assert not Path(MARKER).exists(), "the config's command ran"
     assert "this" not in sys.modules and "antigravity" not in sys.modules, "imported before being judged"
@@ -60,14 +65,14 @@ def assert_nothing_ran(before: dict[str, str]) -> None:
 def test_a_class_path_in_a_config_file_is_refused_before_anything_runs(place, value, capsys):
     Path("evil.yaml").write_text(yaml.safe_dump(places(value)[place]))
     before = snapshot()
-    refusal(capsys, lambda: run("fit", "--config", "evil.yaml"))
+    refusal(capsys, lambda: fit("--config", "evil.yaml"))
     assert_nothing_ran(before)
     assert "Beautiful is better than ugly" not in capsys.readouterr().out
 
 
 def test_the_refusal_of_a_function_names_the_option_and_says_it_is_no_class(capsys):
     Path("evil.yaml").write_text(yaml.safe_dump(places(spec("os.system", RUNS))["model.network"]))
-    error = refusal(capsys, lambda: run("fit", "--config", "evil.yaml"))
+    error = refusal(capsys, lambda: fit("--config", "evil.yaml"))
     assert error == (
         "error: --model.network.class_path os.system: a function, not a class; a class_path names a class"
         " (module.Class), built with its init_args"
@@ -76,7 +81,7 @@ def test_the_refusal_of_a_function_names_the_option_and_says_it_is_no_class(caps
 
 def test_a_module_that_does_not_define_the_name_is_not_imported_and_the_line_says_so(capsys):
     Path("evil.yaml").write_text(yaml.safe_dump({"model": {"network": "this.Zen"}}))
-    error = refusal(capsys, lambda: run("fit", "--config", "evil.yaml"))
+    error = refusal(capsys, lambda: fit("--config", "evil.yaml"))
     assert (
         error
         == "error: --model.network: this.Zen: this does not define Zen, so nothing was imported; give a class path"
@@ -98,14 +103,14 @@ def test_a_module_that_does_not_define_the_name_is_not_imported_and_the_line_say
 )
 def test_the_same_class_paths_on_the_command_line_are_refused_before_anything_runs(args, capsys):
     before = snapshot()
-    refusal(capsys, lambda: run("fit", *args))
+    refusal(capsys, lambda: fit(*args))
     assert_nothing_ran(before)
 
 
 def test_a_file_a_value_names_is_judged_as_a_config_file_is(capsys):
     Path("network.yaml").write_text(yaml.safe_dump(spec("os.system", RUNS)))
     before = snapshot()
-    error = refusal(capsys, lambda: run("fit", "--model.network", "network.yaml"))
+    error = refusal(capsys, lambda: fit("--model.network", "network.yaml"))
     assert "os.system: a function, not a class" in error
     assert_nothing_ran(before)
 
@@ -113,10 +118,10 @@ def test_a_file_a_value_names_is_judged_as_a_config_file_is(capsys):
 def test_classes_of_the_expected_base_still_run_from_a_config(capsys):
     # The judge reads sources without importing, and follows what a package's __init__ re-exports.
     config = {
-        "model": {"network": spec("project.networks.MLP")},
+        "model": {"network": spec("tiny_networks.Hidden")},
         "trainer": {"callbacks": [spec("lightning.pytorch.callbacks.ModelSummary")], "max_epochs": 1},
         "optimizer": spec("torch.optim.SGD", {"lr": 0.1}),
     }
     Path("fine.yaml").write_text(yaml.safe_dump(config))
-    run("fit", "--config", "fine.yaml", "--trainer.limit_train_batches=2", "--trainer.limit_val_batches=1")
+    fit("--config", "fine.yaml", "--trainer.limit_train_batches=2", "--trainer.limit_val_batches=1")
     assert any(Path("runs").rglob("last.ckpt"))

@@ -9,17 +9,23 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_runs import assert_kept, load, refusal, run, snapshot
 
 from lightning_runs.tools import export
-from project.cli import MODEL
-from support import assert_kept, fitted, load, refusal, snapshot
+from tiny_tasks import TinyClassifier
 
-BEST = Path("runs/digits/version_0/checkpoints/best.ckpt")
+MODEL = TinyClassifier  # `python -m tiny_tasks export`'s model class
+BEST = Path("runs/tiny/version_0/checkpoints/best.ckpt")
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
-    return fitted(tmp_path_factory, "export_edges", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
+    """runs/ of a short finished fit."""
+    home = tmp_path_factory.mktemp("export_edges")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(home)
+        run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
+    return home / "runs"
 
 
 @pytest.fixture
@@ -50,7 +56,7 @@ def test_a_checkpoint_whose_default_output_name_is_itself_is_refused(runs, capsy
     assert not assert_kept(before, snapshot())
 
 
-@pytest.mark.parametrize("output", ["runs/digits/version_0/checkpoints/last.ckpt", "notes.txt", "new.ckpt"])
+@pytest.mark.parametrize("output", ["runs/tiny/version_0/checkpoints/last.ckpt", "notes.txt", "new.ckpt"])
 def test_an_output_that_is_another_checkpoint_or_a_file_of_another_kind_is_refused(runs, output, capsys):
     Path("notes.txt").write_text("mine\n")
     before = snapshot()
@@ -118,11 +124,11 @@ def test_a_bad_checkpoint_is_one_line_and_nothing_is_written(runs, name, content
 
 @pytest.mark.slow
 def test_an_export_replaces_its_output_whole_and_leaves_no_temp_file(runs):
-    output = Path("digits.pt2")
+    output = Path("tiny.pt2")
     output.write_bytes(b"an older export")
     export.main(MODEL, ["--ckpt_path", str(BEST), "--format", "pt2", "--output", str(output)])
-    assert torch.export.load(output).module()(torch.zeros(3, 8, 8)).shape == (3, 10)
-    assert sorted(p.name for p in Path(".").iterdir()) == ["digits.pt2", "runs"], "no temp file beside it"
+    assert torch.export.load(output).module()(torch.zeros(5, 4)).shape == (5, 3)
+    assert sorted(p.name for p in Path(".").iterdir()) == ["runs", "tiny.pt2"], "no temp file beside it"
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])

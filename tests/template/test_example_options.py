@@ -1,0 +1,40 @@
+"""The example's own refusals of a run that would do nothing or crash later, before any folder exists (issue 13,
+item 4): its splits and batch size (project/data.py), its data seed, its learning rates (project/model.py); and double
+precision through its augmentation. The library's checks of the same kind: lightning-runs/tests/test_preflight.py."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from project.data import DigitsDataModule
+from support import assert_kept, every_other_daily, refusal, run, snapshot
+
+SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
+
+CASES = [
+    ("fit", ["--data.batch_size=5000"], "--data.batch_size 5000: the train split has 1437 samples, not one full batch"),
+    ("fit", ["TINY"], "--data.val_fraction 0.1: the val split of 3 samples is empty"),
+    ("fit", ["--data.val_fraction=0.0001"], "--data.val_fraction 0.0001: the val split of 1797 samples is empty"),
+    ("test", ["--data.test_fraction=0.0001"], "--data.test_fraction 0.0001: the test split of 1797 samples is empty"),
+    ("fit", ["--data.seed=5000000000000000"], "--data.seed: expected Seed"),
+    ("fit", ["--model.lr=inf"], "--model.lr inf: must be a finite learning rate"),
+    ("fit", ["--model.min_lr=0.1"], "--model.min_lr 0.1: above --model.lr 0.01; the schedule decays from lr"),
+]
+
+
+@pytest.mark.parametrize("subcommand,args,expected", every_other_daily(CASES))
+def test_a_command_that_would_do_nothing_or_crash_later_is_refused_first(subcommand, args, expected, capsys):
+    if args == ["TINY"]:  # a dataset of three samples
+        images = DigitsDataModule().load()[0][:3]
+        np.savez("tiny.npz", images=images.numpy(), labels=np.array([0, 1, 0]))
+        args = ["--data=project.data.FileDataModule", "--data.path=tiny.npz"]
+    before = snapshot()
+    assert expected in refusal(capsys, lambda: run(subcommand, *SHORT, *args))
+    assert not assert_kept(before, snapshot()) and not Path("runs").exists(), "no run folder left behind"
+
+
+def test_double_precision_trains_instead_of_crashing_in_the_augmentation():
+    fit = run("fit", *SHORT, "--trainer.precision=64")
+    assert fit.trainer.state.finished and next(fit.model.parameters()).dtype == torch.float64
