@@ -137,11 +137,19 @@ def test_default_root_dir_is_the_runs_root_and_last_is_found_there_unless_the_lo
     assert Path(given.trainer.logger.log_dir) == Path("mine/tiny/version_0")
 
 
+class NeedsClassCount(TinyClassifier):
+    """num_classes without a default, as Lightning's docs write an __init__: it must come from somewhere."""
+
+    def __init__(self, num_classes: int, input_shape: tuple[int, ...] = (4,), lr: float = 0.05) -> None:
+        super().__init__(num_classes, input_shape, lr)
+
+
 @pytest.mark.parametrize(
     ("args", "names"),
     [
         (["--trainer.max_epochz=1"], "max_epochz"),
-        (["--data", "tiny_tasks.NoClassCount"], "num_classes"),  # a DataModule short of the contract
+        # A DataModule short of what the model requires.
+        (["--data", "tiny_tasks.NoClassCount", "--model", f"{__name__}.NeedsClassCount"], "num_classes"),
     ],
 )
 def test_a_bad_option_or_a_datamodule_short_of_the_contract_is_one_line_and_exit_2(args, names, capsys):
@@ -209,3 +217,21 @@ def test_a_model_chosen_by_class_path_has_its_own_defaults_where_it_shares_the_d
     }
     assert run("fit", *chosen, *SHORT).model.hparams.lr == 0.01
     assert run("fit", *SHORT).model.hparams.lr == 0.05, "the default model keeps its own"
+
+
+class FiveClassesByDefault(TinyClassifier):
+    def __init__(self, num_classes: int = 5, input_shape: tuple[int, ...] = (4,), lr: float = 0.05) -> None:
+        super().__init__(num_classes, input_shape, lr)
+
+
+def test_a_model_parameter_with_a_default_keeps_it_where_the_data_has_no_such_part():
+    """`num_classes: int = 5`: the data's value where it has one (the tiny data's 3), the model's own default where it
+    has none, rather than a refusal."""
+    model, short = (
+        ["--model", f"{__name__}.FiveClassesByDefault"],
+        ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"],
+    )
+    assert run("fit", *model, *short).model.hparams.num_classes == 3
+    # Five classes in data that does not say so (as its hyperparameter only: Lightning refuses two values of one name).
+    short_of_it = ["--data", "tiny_tasks.NoClassCount", "--data.num_classes=5"]
+    assert run("fit", *model, *short_of_it, *short).model.hparams.num_classes == 5

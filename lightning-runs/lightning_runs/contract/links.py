@@ -2,8 +2,9 @@
 
 A LightningModule chosen with `--model <class path>` gets the DataModule's parts only where its `__init__` asks for
 them by name (DATA_LINKS: model parameter <- DataModule attribute), and only where the user gave no value (on the
-command line or in a config). A module that takes neither needs neither from its data. Where the model takes
-`input_shape` and the DataModule has no `sample_shape`, it is read from one batch of the command's own loader.
+command line or in a config); where the data has no such part, the parameter keeps its default, if it has one. A
+module that takes neither needs neither from its data. Where the model takes `input_shape` and the DataModule has no
+`sample_shape`, it is read from one batch of the command's own loader.
 
 LightningCLI's `link_arguments` cannot do this: a link's target must exist in every model's signature (`No action for
 key "model.num_classes"` for a module without it), and its source must be an attribute the data has.
@@ -65,6 +66,8 @@ def link_data_to_model(config, datamodule, subcommand: str, given: set[str]) -> 
             value = shape_from_batch(datamodule, subcommand)
         if value is None and config.get("ckpt_path") is not None:
             continue  # an evaluation or a resume: the checkpoint's value, already in the config
+        if value is None and parameters[parameter].default is not inspect.Parameter.empty:
+            continue  # the model's own default (`num_classes: int = 3`), where the data says nothing
         if value is None:
             raise UsageError(
                 f"--data {_named(datamodule)} has no {attribute}, which --model {config.model.class_path} takes as"

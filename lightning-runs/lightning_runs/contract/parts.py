@@ -4,6 +4,7 @@ installed). Every part is optional: a module or DataModule without it loses only
 
 From the DataModule, where the model's __init__ asks for them (links.py: model parameter <- attribute):
 - `num_classes` -> `num_classes`; `sample_shape` -> `input_shape` (else read from one batch of the command's loader);
+  a parameter with a default keeps it where the data has no such part, one without is refused in one line;
 - `sample_kind`: "image" ((H, W) or (C, H, W) samples), "signal" ((L,) or (C, L)) or "table" ((F,)); decides
   which sample pictures a run gets (pictures/callbacks.py). Anything else, or none: no sample pictures.
 From the LightningModule (any, chosen with `--model <class path>`):
