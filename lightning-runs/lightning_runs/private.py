@@ -90,10 +90,22 @@ def saved_monitors(checkpoint: dict) -> list[tuple[str | None, str | None]]:
 def early_stopping_states(checkpoint: dict) -> list[dict]:
     """The saved states of the checkpoint's EarlyStopping callbacks (filed under `EarlyStopping{'monitor': ...}`: see
     saved_monitors; subclasses under their own names, which are not found). Lightning 2.6.6."""
+    return [state for _, state in _early_stopping_items(checkpoint)]
+
+
+def saved_early_stopping_monitors(checkpoint: dict) -> list[tuple[str | None, str | None]]:
+    """(monitor, mode) of each EarlyStopping whose state the checkpoint holds, read from its state key (see
+    saved_monitors): Lightning restores a state only into a callback of the same key. Lightning 2.6.6."""
+    settings = (_state_key_settings(key) or {} for key, _ in _early_stopping_items(checkpoint))
+    return [(found.get("monitor"), found.get("mode")) for found in settings]
+
+
+def _early_stopping_items(checkpoint: dict) -> list[tuple[str, dict]]:
     from lightning.pytorch.callbacks import EarlyStopping  # here: `import lightning_runs` stays without Lightning
 
-    prefix = EarlyStopping.__qualname__
-    return [s for k, s in checkpoint.get("callbacks", {}).items() if str(k).startswith(prefix) and isinstance(s, dict)]
+    prefix = f"{EarlyStopping.__qualname__}{{"
+    callbacks = checkpoint.get("callbacks", {}).items()
+    return [(str(k), s) for k, s in callbacks if str(k).startswith(prefix) and isinstance(s, dict)]
 
 
 def _state_key_settings(key) -> dict | None:

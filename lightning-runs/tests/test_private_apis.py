@@ -38,6 +38,7 @@ from lightning_runs.private import (
     save_now,
     saved_arguments,
     saved_class_path,
+    saved_early_stopping_monitors,
     saved_monitors,
     signal_launched_ranks,
     steps_between_saves,
@@ -75,6 +76,8 @@ def test_a_model_checkpoints_state_key_says_its_monitor_and_mode(saved):
     keys = {callback.state_key: {} for callback in (EarlyStopping("val/f1", mode="max"), ModelCheckpoint())}
     keys[ModelCheckpoint(monitor="val/f1", mode="max", every_n_epochs=2).state_key] = {}
     assert saved_monitors({"callbacks": keys}) == [(None, "min"), ("val/f1", "max")], "EarlyStopping's is not one"
+    assert saved_early_stopping_monitors(saved) == [("val/loss", "min")]
+    assert saved_early_stopping_monitors({"callbacks": keys}) == [("val/f1", "max")], "nor a ModelCheckpoint's this"
 
 
 class StatefulLoader(DataLoader):  # as the template's TensorBatches: where an epoch stands

@@ -16,6 +16,7 @@ from lightning_runs.private import (
     epochs_processed,
     saved_arguments,
     saved_class_path,
+    saved_early_stopping_monitors,
     saved_monitors,
 )
 
@@ -196,14 +197,17 @@ def _check_model_class(subcommand: str, config, saved: dict) -> None:
 
 
 def _adopt_monitor(config, checkpoint: dict, given: set[str], adopted: list[str]) -> None:
-    """The metric the run's best checkpoint was chosen on, and its mode, unless typed: a test of a run that monitored
-    val/loss reports test/loss (summary, HPARAMS), and a resume keeps choosing best.ckpt as it did. Read from the
-    checkpoint itself (private.saved_monitors), so a checkpoint copied out of its run folder still says it."""
-    section = config.get("checkpoint")
-    if section is None or "checkpoint.monitor" in given:
-        return
-    monitor, mode = next(((m, mode) for m, mode in saved_monitors(checkpoint) if isinstance(m, str)), (None, None))
-    if monitor is not None and (monitor, mode) != (section.monitor, section.mode):
-        section.monitor = monitor
-        section.mode = mode if "checkpoint.mode" not in given and mode in ("min", "max") else section.mode
-        adopted.append(f"checkpoint.monitor={monitor} ({section.mode})")
+    """The metrics the run's best checkpoint was chosen on and early stopping watched, with their modes, unless typed:
+    a test of a run that monitored val/loss reports test/loss (summary, HPARAMS), and a resume keeps choosing
+    best.ckpt and stopping as it did (a run whose default monitor followed what the model logs, monitored.py, saved
+    its callbacks' states under the metric it followed, which Lightning restores only into callbacks watching it).
+    Read from the checkpoint itself, so a checkpoint copied out of its run folder still says it."""
+    for group, saved in (("checkpoint", saved_monitors), ("early_stopping", saved_early_stopping_monitors)):
+        section = config.get(group)
+        if section is None or f"{group}.monitor" in given:
+            continue
+        monitor, mode = next(((m, mode) for m, mode in saved(checkpoint) if isinstance(m, str)), (None, None))
+        if monitor is not None and (monitor, mode) != (section.monitor, section.mode):
+            section.monitor = monitor
+            section.mode = mode if f"{group}.mode" not in given and mode in ("min", "max") else section.mode
+            adopted.append(f"{group}.monitor={monitor} ({section.mode})")
