@@ -53,6 +53,11 @@ def test_a_run_records_the_commit_of_the_repository_holding_the_owners_package(t
     assert summary["git"] == {"commit": commit, "dirty": False}
     assert commit != git(Path(__file__).parent, "rev-parse", "HEAD"), "not the library's repository"
 
+    (owner / "my_run.yaml").write_text("trainer: {}\n")  # a scratch config: no code that ran
+    assert git_state(*code_folders("owners_project")) == {"commit": commit, "dirty": False}
+    (owner / "owners_project/regression.py").write_text("# a new module, not yet added\n")
+    assert git_state(*code_folders("owners_project")) == {"commit": commit, "dirty": True}
+    (owner / "owners_project/regression.py").unlink()
     (owner / "owners_project/model.py").write_text(OWNER_MODEL + "# an uncommitted change\n")
     assert git_state(*code_folders("owners_project")) == {"commit": commit, "dirty": True}
 

@@ -90,19 +90,25 @@ def code_folders(package: str) -> list[Path]:
 
 
 def git_state(*folders: Path) -> dict:
-    """The commit of the code that ran (the repository of the first of `folders` inside one), and whether tracked
-    files differed from it: an untracked scratch file (my_run.yaml, a data file) changes no code that ran."""
+    """The commit of the code that ran (the repository of the first of `folders` inside one), and whether it differed
+    from that commit: a tracked file changed, or a Python file in that folder (the owner's package) not yet added, as a
+    new module a user's config names is at first. An untracked scratch file (my_run.yaml, a data file) changes no
+    code that ran."""
     for folder in folders:
         git = ["git", "-C", str(folder)]
         try:
             commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
             if commit.returncode != 0:  # not a repository: an installed package, a folder outside any checkout
                 continue
-            status = [*git, "status", "--porcelain", "--untracked-files=no"]
-            status = subprocess.run(status, capture_output=True, text=True, timeout=10)
+            changed = [*git, "status", "--porcelain", "--untracked-files=no"]
+            new_code = [*git, "ls-files", "--others", "--exclude-standard", "--", "*.py"]
+            dirty = any(
+                subprocess.run(c, capture_output=True, text=True, timeout=10).stdout.strip()
+                for c in (changed, new_code)
+            )
         except (OSError, subprocess.SubprocessError):  # no git, or too slow
             return {"commit": None, "dirty": None}
-        return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
+        return {"commit": commit.stdout.strip(), "dirty": dirty}
     return {"commit": None, "dirty": None}
 
 
