@@ -43,6 +43,12 @@ def test_the_default_datas_options_come_first():
     assert "(type: int, default: 32)" in text[text.index("  --data.batch_size") :][:120]
 
 
+def test_a_class_chosen_by_class_path_has_its_options_first_under_its_own_name_not_as_the_default():
+    text = printed(lambda: cli_main(["fit", "--model", "tiny_tasks.SlowTinyClassifier", "--help"]))
+    assert "--model tiny_tasks.SlowTinyClassifier, as chosen (--model.help <class>" in text
+    assert text.index("  --model.lr") < text.index("  --trainer.max_epochs")
+
+
 def test_the_default_models_options_come_first_when_model_takes_a_class_path():
     def fit_help():
         ModelByClassPath(L.LightningModule, TinyDataModule, subclass_mode_model=True, parser_class=ProjectParser)

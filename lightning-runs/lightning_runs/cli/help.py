@@ -98,13 +98,16 @@ def default_class_sections(parser: ArgumentParser) -> list[str]:
     sections = []
     for key, value in vars(defaults).items():
         if isinstance(value, Namespace) and isinstance(value.get("class_path"), str):
-            section = class_section(key, value.class_path, value.get("init_args"), parser.formatter_class)
+            default = getattr(parser, "class_defaults", {}).get(key, value.class_path)
+            section = class_section(key, value.class_path, value.get("init_args"), parser.formatter_class, default)
             if section is not None:
                 sections.append(section)
     return sections
 
 
-def class_section(key: str, class_path: str, init_args: Namespace | None, formatter_class: type) -> str | None:
+def class_section(
+    key: str, class_path: str, init_args: Namespace | None, formatter_class: type, default: str | None = None
+) -> str | None:
     """The class's options with the parser's defaults for them (a project's set_defaults, its recipe)."""
     module, _, name = class_path.rpartition(".")
     options = ArgumentParser(add_help=False, usage=argparse.SUPPRESS, formatter_class=formatter_class)
@@ -116,5 +119,6 @@ def class_section(key: str, class_path: str, init_args: Namespace | None, format
     lines = options.format_help().rstrip("\n").split("\n")[1:]  # after jsonargparse's title, the class's docstring
     if not lines:
         return None
-    title = f"--{key} {class_path}, the default (--{key}.help <class> lists another class's options):"
+    chosen = "the default" if class_path == (default or class_path) else "as chosen"
+    title = f"--{key} {class_path}, {chosen} (--{key}.help <class> lists another class's options):"
     return "\n".join([title, *lines])
