@@ -1,5 +1,5 @@
-"""Never lose a run: a fit killed with -9 from outside, crashed between two step checkpoints or sent SIGTERM resumes with
-`--ckpt_path last` (the same command finds its own checkpoint) to the weights, optimizer and callback states of an
+"""Never lose a run: a fit killed with -9 from outside, crashed between two step checkpoints or sent SIGTERM resumes
+with `--ckpt_path last` (the same command finds its own checkpoint) to the weights, optimizer and callback states of an
 uninterrupted fit, bit for bit, and logs the same losses and learning rates from where it resumed; a kill -9 loses at
 most the step in flight. Stops at every single step, by signal and by kill from inside the run: test_resume_steps.py.
 The data is the tiny task's in the library's stateful batches (TinyBatches), whose position a checkpoint holds."""

@@ -72,20 +72,20 @@ class TypedClassifier(TinyClassifier):
         optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
         total = int(self.trainer.estimated_stepping_batches)  # follows epochs, batches and the number of processes
         warmup = max(1, min(round(self.hparams.warmup_fraction * total), total - 1))
-        schedule = torch.optim.lr_scheduler.SequentialLR(
-            optimizer,
-            [
-                torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.01, total_iters=warmup),
-                torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(1, total - warmup), eta_min=self.hparams.min_lr),
-            ],
-            milestones=[warmup],
-        )
+        schedules = torch.optim.lr_scheduler
+        rise = schedules.LinearLR(optimizer, start_factor=0.01, total_iters=warmup)
+        fall = schedules.CosineAnnealingLR(optimizer, T_max=max(1, total - warmup), eta_min=self.hparams.min_lr)
+        schedule = schedules.SequentialLR(optimizer, [rise, fall], milestones=[warmup])  # ends at min_lr exactly
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step", "name": "lr"}}
 
 
 class TypedPoints(TinyDataModule):
     def __init__(
-        self, n: PositiveInt = 256, features: PositiveInt = 4, num_classes: PositiveInt = 3, batch_size: PositiveInt = 32,
+        self,
+        n: PositiveInt = 256,
+        features: PositiveInt = 4,
+        num_classes: PositiveInt = 3,
+        batch_size: PositiveInt = 32,
         seed: int = 0,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(n, features, num_classes, batch_size, seed)

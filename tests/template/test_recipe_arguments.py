@@ -17,11 +17,13 @@ REFUSED = [
     (["--model.warmup_fraction=1.5"], "--model.warmup_fraction: "),
     (["--model.network=project.model.NoSuchNet"], "NoSuchNet"),
     (["--model.lr=abc"], "error: --model.lr: expected PositiveFloat, got abc"),
-    (["--model.label_smoothing=-1"], "error: --model.label_smoothing: expected ClosedUnitInterval (v>=0 and v<=1), got -1"),
+    (["--model.label_smoothing=-1"],
+     "error: --model.label_smoothing: expected ClosedUnitInterval (v>=0 and v<=1), got -1"),
     (["--model.network.dropout=x"], "error: --model.network.dropout: expected float, got x"),
     (["--data.batch_size=1.5"], "error: --data.batch_size: expected PositiveInt, got 1.5"),
     (["--modle.lr=2"], "error: unknown option --modle.lr: did you mean --model.lr?"),
-    (["--model.network.dropuot=2"], "error: unknown option --model.network.dropuot: did you mean --model.network.dropout?"),
+    (["--model.network.dropuot=2"],
+     "error: unknown option --model.network.dropuot: did you mean --model.network.dropout?"),
     (["--data.batch_sise=2"], "error: unknown option --data.batch_sise: did you mean --data.batch_size?"),
 ]  # fmt: skip
 
