@@ -22,7 +22,7 @@ def project_lines(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.strip()]
 
 
-def tested_points() -> int:
+def points_in_the_test_split() -> int:
     data = TinyDataModule()
     data.setup("test")
     return len(data.splits["test"][0])
@@ -77,7 +77,7 @@ def test_evaluations_say_which_checkpoint_they_use_and_which_run_best_and_last_c
     run("predict", "--ckpt_path=last", "--quiet")
     lines = project_lines(capsys.readouterr().out)
     assert lines[0].startswith(f"predict from {newest}/checkpoints/last.ckpt (--ckpt_path last: the newest run")
-    assert lines[-1] == f"Wrote {tested_points()} predictions to {newest}/predictions.csv"
+    assert lines[-1] == f"Wrote {points_in_the_test_split()} predictions to {newest}/predictions.csv"
 
 
 def test_a_first_fit_with_ckpt_path_last_says_it_starts_from_step_0_even_under_quiet(capsys):
@@ -110,7 +110,7 @@ def test_a_real_fit_test_and_predict_print_none_of_the_library_noise():
     assert "Fit completed" in outputs["fit"].stdout and MODEL_SUMMARY in outputs["fit"].stderr, "a run, not quiet"
     # The progress bar redraws itself with carriage returns on stdout: the line must begin after a newline.
     predicted = outputs["predict"].stdout
-    wrote = f"Wrote {tested_points()} predictions to runs/tiny/version_0/predictions.csv\n"
+    wrote = f"Wrote {points_in_the_test_split()} predictions to runs/tiny/version_0/predictions.csv\n"
     assert re.search(rf"(^|\n){re.escape(wrote)}", predicted), predicted
 
 
