@@ -66,7 +66,8 @@ def run_gpu_tests(deadline: float) -> str:
     print("== GPU tests: pytest -m gpu", flush=True)
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", str(ROOT / "tests")],
+            [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", str(ROOT / "tests"),
+             str(ROOT / "lightning-runs/tests")],  # the template's and the library's (16-mixed's scaler)
             cwd=ROOT, capture_output=True, text=True, timeout=max(1, deadline - time.monotonic()),
         )  # fmt: skip
     except subprocess.TimeoutExpired:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_runs import QUIET, load, run, scalars, start
+from tiny_runs import QUIET, assert_same_checkpoint, load, run, scalars, start
 
 from tiny_tasks import SignalAt
 
@@ -60,28 +60,6 @@ def uninterrupted(tmp_path_factory) -> dict[str, Path]:
     """The runs/ folders of the two recipes run through without a stop: as given, and with last.ckpt every step."""
     recipes = {"default": [], "every_step": EVERY_STEP}
     return {recipe: fitted(tmp_path_factory.mktemp(recipe), *ARGS, *extra) for recipe, extra in recipes.items()}
-
-
-def same(a, b) -> bool:
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and torch.equal(a, b)
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple):
-        return isinstance(b, list | tuple) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
-
-
-def assert_same_checkpoint(a: dict, b: dict) -> None:
-    """Weights, optimizer, scheduler and callback states equal bit for bit (RNG states included)."""
-    assert a["global_step"] == b["global_step"] and a["epoch"] == b["epoch"]
-    for key in a["state_dict"]:
-        assert torch.equal(a["state_dict"][key], b["state_dict"][key]), key
-    assert same(a["optimizer_states"][0]["state"], b["optimizer_states"][0]["state"]), "the optimizer state"
-    assert a["lr_schedulers"] == b["lr_schedulers"]
-    assert a["callbacks"].keys() == b["callbacks"].keys()
-    for key in a["callbacks"]:
-        assert same(a["callbacks"][key], b["callbacks"][key]), key
 
 
 def assert_same_run(reference: Path, validated_at: set[int] | None = None) -> None:

@@ -101,6 +101,25 @@ def test_a_second_resume_while_the_first_still_runs_is_refused(capsys):
         first.wait()
 
 
+def test_runs_of_different_configs_or_the_same_one_twice_get_their_own_folders():
+    run("fit", *SHORT)
+    first = {p: p.read_bytes() for p in RUN.rglob("*") if p.is_file()}
+    run("fit", *SHORT)
+    run("fit", *SHORT, "--model.lr=0.001")
+    assert sorted(p.name for p in Path("runs/tiny").iterdir()) == ["version_0", "version_1", "version_2"]
+    assert all(p.read_bytes() == content for p, content in first.items()), "the first run is untouched"
+
+
+@pytest.mark.slow
+def test_two_runs_started_at_the_same_moment_get_different_folders():
+    processes = [start("fit", *QUIET, *SHORT) for _ in range(2)]
+    for process in processes:
+        assert process.wait(timeout=120) == 0, process.stderr.read()[-2000:]
+    folders = sorted(Path("runs/tiny").iterdir())
+    assert [p.name for p in folders] == ["version_0", "version_1"]
+    assert all(len(list(p.glob("events.out.tfevents.*"))) == 1 for p in folders)
+
+
 # 2. Nothing is written outside the runs root.
 OUTSIDE = [
     (["--trainer.logger.init_args.name=../../outside"], "must be one folder name"),

@@ -1,6 +1,7 @@
 """Running the library's tiny tasks (tiny_tasks.py) as a user types them, and reading what a run did: in this process
-(`run`), as a process of its own (`command`, `start`: `python -m tiny_tasks`), a refusal's one line, the files a command
-kept, a checkpoint's data and a run's TensorBoard scalars; and which cases of a matrix run every day (the rest slow).
+(`run`), as a process of its own (`command`, `start`: `python -m tiny_tasks`, and `wait_for` what it does), a refusal's
+one line, the files a command kept, a checkpoint's data and a run's TensorBoard scalars; and which cases of a matrix
+run every day (the rest slow).
 """
 
 from collections.abc import Sequence
@@ -55,6 +56,17 @@ def start(*args: str, cwd=None):
     return subprocess.Popen(argv, cwd=cwd, env=process_environment(), **pipes)
 
 
+def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:
+    """Poll `condition()` every 10 ms until it holds; TimeoutError naming `what` after `timeout` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
+        time.sleep(0.01)
+
+
 # What a command did to the files and what its run wrote, for the tests that refuse, stop and resume runs.
 def refusal(capsys, command, code: int = 2) -> str:
     """Run `command()`, expecting the exit `code` with one `error:` line and no traceback; that line."""
@@ -92,6 +104,29 @@ def assert_kept(before: dict[str, str], after: dict[str, str], runs_root: str = 
 def load(path) -> dict:
     """A checkpoint as plain data."""
     return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def same(a, b) -> bool:
+    """Equal all the way down, tensors bit for bit."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return isinstance(b, list | tuple) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def assert_same_checkpoint(a: dict, b: dict) -> None:
+    """Weights, optimizer, scheduler and callback states equal bit for bit (RNG states included)."""
+    assert a["global_step"] == b["global_step"] and a["epoch"] == b["epoch"]
+    for key in a["state_dict"]:
+        assert torch.equal(a["state_dict"][key], b["state_dict"][key]), key
+    assert same(a["optimizer_states"][0]["state"], b["optimizer_states"][0]["state"]), "the optimizer state"
+    assert a["lr_schedulers"] == b["lr_schedulers"]
+    assert a["callbacks"].keys() == b["callbacks"].keys()
+    for key in a["callbacks"]:
+        assert same(a["callbacks"][key], b["callbacks"][key]), key
 
 
 def scalars(run_dir, tag: str) -> list[tuple[int, float]]:

@@ -301,7 +301,8 @@ class SignalAt(Callback):
 
 class TinyBatches(TinyDataModule):
     """TinyDataModule's points in the library's stateful batches (lightning_runs.data): a fit stopped mid-epoch
-    resumes at its next batch, in the order the uninterrupted fit saw (a plain DataLoader starts the epoch over)."""
+    resumes at its next batch, in the order the uninterrupted fit saw (a plain DataLoader starts the epoch over). Under
+    DDP each rank trains on its own shard."""
 
     _train_batches = _resume_state = None
 
@@ -309,7 +310,8 @@ class TinyBatches(TinyDataModule):
         from lightning_runs.data import ShardSampler, TensorBatches
 
         train = self.splits["train"]
-        sampler = ShardSampler(len(train[0]), shuffle=True, seed=self.hparams.seed)
+        rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer else (0, 1)
+        sampler = ShardSampler(len(train[0]), shuffle=True, seed=self.hparams.seed, rank=rank, world_size=world)
         self._train_batches = TensorBatches(train, self.hparams.batch_size, sampler, drop_last=True)
         if self._resume_state is not None:
             self._train_batches.load_state_dict(self._resume_state)

@@ -1,6 +1,6 @@
 """What the tests share: running the CLI in this process or as a process, what a command did to the files,
-reading a run's events and checkpoints, and the crash and NaN helpers that configs name as class paths
-(`support.CrashAt`, `support.NaNAfter`). Fixtures and hooks are in conftest.py."""
+reading a run's events and checkpoints, and the crash and signal helpers that configs name as class paths
+(`support.CrashAt`, `support.SignalAt`, `support.ScancelAt`). Fixtures and hooks are in conftest.py."""
 
 import functools
 import hashlib
@@ -24,7 +24,6 @@ from helpers import DEFAULT, ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, CrashAt, refusa
 from lightning_runs.checkpoints.sharded import consolidated
 from lightning_runs.data.batches import ShardSampler, TensorBatches
 from project.data import DigitsDataModule
-from project.networks import DigitsCNN
 
 
 @contextmanager
@@ -155,22 +154,6 @@ class SignalAt(Callback):
 
     def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
         self._at(trainer, "predict", batch_idx)
-
-
-class NaNAfter(DigitsCNN):
-    """A test helper network: its training outputs turn to NaN from the given training step on."""
-
-    def __init__(self, num_classes: int, input_shape: tuple[int, ...], step: int = 30) -> None:
-        super().__init__(num_classes, input_shape)
-        self.step, self.calls = step, 0
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        logits = super().forward(x)
-        if self.training:
-            self.calls += 1
-            if self.calls > self.step:
-                return logits * float("nan")
-        return logits
 
 
 class ScancelAt(Callback):

@@ -11,7 +11,8 @@ CONFIGS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs").rglob("*.y
 ON_CPU = {"configs/gpu.yaml": ["--trainer.accelerator=cpu", "--trainer.devices=2", "--trainer.sync_batchnorm=false"]}
 # FSDP's own tests (test_fsdp.py) run it on 2 processes: kill -9, SIGTERM, resume, test, predict, export.
 ON_CPU["configs/fsdp.yaml"] = ["--trainer.accelerator=cpu", "--trainer.devices=2"]
-# Needs a launcher on every node (alone it waits for the missing node): tests/test_ddp.py runs it as two torchrun nodes.
+# Needs a launcher on every node (alone it waits for the missing node): test_ddp_configs.py runs it as two torchrun
+# nodes.
 MULTI_NODE = {"configs/multinode.yaml"}
 
 

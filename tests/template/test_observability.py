@@ -1,32 +1,21 @@
-"""What a user finds in the directory of a short real run: TensorBoard tags at the right steps, pictures, the
-HPARAMS entry, the config, and a summary.json that agrees with the checkpoints and the events."""
+"""What the example's short run shows beside what every run shows (lightning-runs/tests/test_what_a_run_holds.py):
+its recipe's tags (an LR per parameter group, train/acc, pictures of digits), runs compared by val/acc in the HPARAMS
+tab, and the servers' ports."""
 
 import io
-import json
 import subprocess
 
 import pytest
-import torch
-import yaml
 from matplotlib.image import imread
 from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
-from support import ROOT, load, read_events, scalars
+from support import ROOT, read_events, scalars
 
 pytestmark = pytest.mark.slow  # each test reads the short run (the short_run fixture, conftest.py)
 
 STEPS = 25  # the short run: 5 epochs of 5 steps
 EPOCH_ENDS = [4, 9, 14, 19, 24]  # where Lightning logs epoch metrics: the index of each epoch's last step
-PICTURE_STEPS = [10, 20, 25]  # every 2 epochs (global step after epochs 2 and 4), then the end of fit
-
-
-def decode(image_event):
-    return imread(io.BytesIO(image_event.encoded_image_string), format="png")  # (H, W, channels)
-
-
-def steps(points) -> list[int]:
-    return [point.step for point in points]
 
 
 @pytest.fixture(scope="module")
@@ -34,150 +23,30 @@ def events(short_run):
     return read_events(short_run[0])
 
 
-@pytest.fixture(scope="module")
-def summary(short_run):
-    return json.loads((short_run[0] / "summary.json").read_text())
+def steps(points) -> list[int]:
+    return [point.step for point in points]
 
 
-@pytest.mark.parametrize("tag", ["train/loss", "train/grad_norm", "lr/decay", "lr/no_decay"])
-def test_loss_gradient_norm_and_each_groups_lr_are_logged_every_step(events, tag):
-    assert steps(events.Scalars(tag)) == list(range(STEPS))
-
-
-def test_gradient_norm_is_the_norm_of_all_gradients(events):
-    assert all(0 < point.value < 100 for point in events.Scalars("train/grad_norm"))
-
-
-def test_throughput_is_logged_once_per_window_once_the_window_is_full(events):
-    points = events.Scalars("train/samples_per_sec")
-    # a window of 3 steps needs 4 timestamps: the first rate is at the 6th step, then every 3rd
-    assert steps(points) == list(range(5, STEPS, 3))
-    assert all(point.value > 0 for point in points)
-
-
-@pytest.mark.parametrize("tag", ["train/acc", "val/acc", "val/loss"])
-def test_epoch_metrics_are_logged_once_per_epoch(events, tag):
-    assert steps(events.Scalars(tag)) == EPOCH_ENDS
-
-
-def test_test_metrics_are_logged_once(events):
-    assert len(events.Scalars("test/acc")) == len(events.Scalars("test/loss")) == 1
-
-
-def test_input_digits_are_logged_once_and_decode(events):
+def test_each_parameter_groups_lr_every_step_train_acc_every_epoch_and_the_input_digits_once(events):
+    for tag in ("lr/decay", "lr/no_decay"):  # the groups the example names (project/schedule.py)
+        assert steps(events.Scalars(tag)) == list(range(STEPS)), tag
+    assert steps(events.Scalars("train/acc")) == EPOCH_ENDS
     (grid,) = events.Images("train/inputs")
-    image = decode(grid)
+    image = imread(io.BytesIO(grid.encoded_image_string), format="png")  # (H, W, channels)
     assert grid.step == 0 and image.shape == (grid.height, grid.width, 3) and grid.width > 100
 
 
-@pytest.mark.parametrize("tag", ["val/confusion_matrix", "val/misclassified"])
-def test_validation_pictures_come_every_n_epochs_and_at_the_end(events, tag):
-    pictures = events.Images(tag)
-    assert steps(pictures) == PICTURE_STEPS
-    for picture in pictures:
-        image = decode(picture)
-        assert image.shape[:2] == (picture.height, picture.width) and image.std() > 0
-
-
-@pytest.mark.parametrize("tag", ["test/confusion_matrix", "test/misclassified"])
-def test_test_pictures_are_logged_with_the_test_metrics(events, tag):
-    assert steps(events.Images(tag)) == steps(events.Scalars("test/acc"))
-
-
-def test_confusion_matrix_counts_every_validation_digit(short_run):
-    fit = short_run[1]
-    figures = next(c for c in fit.trainer.callbacks if type(c).__name__ == "Figures")
-    digits = len(fit.datamodule.splits["val"][1])
-    assert int(figures.matrices["val"].sum()) == digits
-    right = int(figures.matrices["val"].trace())
-    assert right / digits == pytest.approx(fit.trainer.callback_metrics["val/acc"].item())
-
-
-def test_weight_and_gradient_histograms_only_at_the_chosen_epochs(events, short_run):
-    names = [name for name, _ in short_run[1].model.named_parameters()]
-    histograms = events.Tags()["histograms"]
-    assert sorted(histograms) == sorted([f"weights/{n}" for n in names] + [f"gradients/{n}" for n in names])
-    for tag in histograms:
-        assert steps(events.Histograms(tag)) == [5, 10, 20, 25], tag  # the first epoch, every 2, the last
-
-
-def test_hparams_tab_lists_the_hyperparameters_with_best_val_acc_and_test_acc(events, short_run):
-    run_dir = short_run[0]
-    assert not [p for p in run_dir.rglob("events.*") if p.parent != run_dir], "no timestamped sub-run"
+def test_hparams_tab_compares_runs_by_best_val_acc_and_test_acc_and_shows_fused_as_a_boolean(events, short_run):
     content = events.PluginTagToContent(hparams_metadata.PLUGIN_NAME)
     experiment = hparams_metadata.parse_experiment_plugin_data(content[hparams_metadata.EXPERIMENT_TAG])
     assert {m.name.tag for m in experiment.metric_infos} == {"hp/best_val_acc", "hp/test_acc"}
     start = hparams_metadata.parse_session_start_info_plugin_data(content[hparams_metadata.SESSION_START_INFO_TAG])
     assert start.hparams["lr"].number_value == 0.01 and start.hparams["batch_size"].number_value == 64
-    # TensorBoard shows each metric's latest value: declared as NaN at the start, then filled in.
-    best_val_acc = max(value for _, value in scalars(run_dir, "val/acc"))
+    best_val_acc = max(value for _, value in scalars(short_run[0], "val/acc"))
     assert events.Scalars("hp/best_val_acc")[-1].value == pytest.approx(best_val_acc)
-    assert events.Scalars("hp/test_acc")[-1].value == pytest.approx(events.Scalars("test/acc")[-1].value)
-
-
-def test_hparams_tab_has_the_trainer_settings_and_booleans_as_booleans(events):
-    content = events.PluginTagToContent(hparams_metadata.PLUGIN_NAME)
-    start = hparams_metadata.parse_session_start_info_plugin_data(content[hparams_metadata.SESSION_START_INFO_TAG])
-    shown = {key: getattr(value, value.WhichOneof("kind")) for key, value in start.hparams.items()}
-    settings = {key: value for key, value in shown.items() if key.startswith("trainer/")}
-    assert settings == {
-        "trainer/max_epochs": 5,
-        "trainer/precision": "32-true",
-        "trainer/devices": 1,
-        "trainer/num_nodes": 1,
-        "trainer/strategy": "SingleDeviceStrategy",
-        "trainer/accumulate_grad_batches": 1,
-    }  # no gradient clipping: an empty cell
-    assert start.hparams["fused"].WhichOneof("kind") == "bool_value" and shown["fused"] is True
-    experiment = hparams_metadata.parse_experiment_plugin_data(content[hparams_metadata.EXPERIMENT_TAG])
+    assert start.hparams["fused"].WhichOneof("kind") == "bool_value" and start.hparams["fused"].bool_value is True
     types = {info.name: info.type for info in experiment.hparam_infos}
-    assert types["fused"] == api_pb2.DATA_TYPE_BOOL and types["trainer/max_epochs"] == api_pb2.DATA_TYPE_FLOAT64
-    assert not [key for key in shown if key.startswith("_")], "no LightningCLI keys (_instantiator)"
-
-
-def test_resolved_config_is_in_tensorboard_as_text(events):
-    (text,) = events.Tensors("config/text_summary")
-    assert "    lr: 0.01" in text.tensor_proto.string_val[0].decode()
-
-
-def test_summary_describes_the_run(summary, short_run):
-    run_dir = short_run[0]
-    assert summary["status"] == "completed" and summary["error"] is None
-    assert summary["config"] == yaml.safe_load((run_dir / "config.yaml").read_text())
-    assert len(summary["config_hash"]) == 64
-    assert summary["seeds"] == {"seed_everything": 0, "data.seed": 0}
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
-    assert summary["git"]["commit"] == (commit.stdout.strip() or None) and summary["git"]["dirty"] in (True, False)
-    assert summary["versions"]["torch"] == torch.__version__ and summary["versions"]["lightning"]
-    assert summary["device"]["accelerator"] == "CPUAccelerator" and summary["device"]["world_size"] == 1
-    assert summary["wall_time_s"] > 0 and summary["samples_per_sec"] > 0
-
-
-def test_summary_agrees_with_the_checkpoints(summary, short_run):
-    run_dir = short_run[0]
-    best, last = load(run_dir / "checkpoints/best.ckpt"), load(run_dir / "checkpoints/last.ckpt")
-    assert (summary["epochs"], summary["global_step"]) == (last["epoch"] + 1, last["global_step"]) == (5, STEPS)
-    assert summary["best_checkpoint"]["path"] == "checkpoints/best.ckpt"
-    assert summary["last_checkpoint"] == "checkpoints/last.ckpt"
-    best_state = next(v for k, v in best["callbacks"].items() if "'val/acc'" in k)
-    assert summary["best_checkpoint"]["score"] == pytest.approx(best_state["best_model_score"].item())
-
-
-def test_summary_agrees_with_the_events(summary, short_run):
-    run_dir = short_run[0]
-    for tag in ("val/acc", "val/loss", "train/acc", "test/acc", "test/loss"):
-        assert summary["metrics"][tag] == pytest.approx(scalars(run_dir, tag)[-1][1]), tag
-    assert summary["best_checkpoint"]["score"] == pytest.approx(max(v for _, v in scalars(run_dir, "val/acc")))
-
-
-def test_test_on_a_checkpoint_of_the_run_adds_its_metrics_to_the_summary(summary, short_run):
-    run_dir, _, test = short_run
-    (evaluation,) = summary["evaluations"]
-    best = load(run_dir / "checkpoints/best.ckpt")
-    assert evaluation["subcommand"] == "test" and evaluation["status"] == "completed"
-    assert evaluation["checkpoint"] == "checkpoints/best.ckpt" and evaluation["checkpoint_step"] == best["global_step"]
-    assert evaluation["metrics"]["test/acc"] == pytest.approx(test.trainer.callback_metrics["test/acc"].item())
-    assert summary["status"] == "completed", "the fit's status stays"
+    assert types["fused"] == api_pb2.DATA_TYPE_BOOL
 
 
 @pytest.mark.parametrize("target, usual", [("tensorboard", 6006), ("mlflow-ui", 5000)])

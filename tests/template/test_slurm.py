@@ -2,14 +2,14 @@
 the requeued job resumes its own run folder bit-exactly; a failure or a scancel ends the job without a requeue.
 
 The job runs as sbatch would run it: the script under bash in the job's working directory, SLURM's variables
-set, and stand-ins for srun (test_ddp's: one task per SLURM_NTASKS) and for scontrol, which records its calls.
+set, and stand-ins for srun (test_ddp_configs': one task per SLURM_NTASKS) and for scontrol, which records its calls.
 """
 
 import subprocess
 from pathlib import Path
 
 import pytest
-from test_ddp import ON_CPU, TINY, TINY_DATA, slurm_job
+from test_ddp_configs import ON_CPU, TINY, TINY_DATA, slurm_job
 
 from support import ROOT, assert_same_checkpoint, load, scalars, steps_per_epoch
 

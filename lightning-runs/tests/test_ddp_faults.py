@@ -9,8 +9,7 @@ from contextlib import contextmanager, suppress
 
 import psutil
 import pytest
-
-from support import DEFAULT, QUIET, ddp_environment, wait_for
+from tiny_runs import QUIET, process_environment, wait_for
 
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 DEADLINE = 30  # seconds for every rank to exit once one is killed (gloo notices a closed peer in ~2 s)
@@ -62,16 +61,16 @@ def running(process: psutil.Process) -> bool:
 @pytest.mark.parametrize("victim", [0, 1])
 def test_kill_9_of_either_rank_ends_every_rank_non_zero_with_no_orphans(tmp_path, victim):
     fit = [
-        sys.executable, "-m", "project", "fit", "--config", DEFAULT, *QUIET, "--trainer.strategy=ddp",
+        sys.executable, "-m", "tiny_tasks", "fit", *QUIET, "--trainer.strategy=ddp",
         "--trainer.devices=2", "--trainer.max_epochs=1000", "--early_stopping.patience=1000",
     ]  # fmt: skip
     log = tmp_path / "fit.log"
     tree = []
     with adopting_orphans(), log.open("w") as out:
-        rank_0 = subprocess.Popen(fit, cwd=tmp_path, env=ddp_environment(), stdout=out, stderr=out)
+        rank_0 = subprocess.Popen(fit, cwd=tmp_path, env=process_environment(), stdout=out, stderr=out)
         try:
             # Both ranks are training once the first epoch's checkpoint exists.
-            last = tmp_path / "runs/digits/version_0/checkpoints/last.ckpt"
+            last = tmp_path / "runs/tiny/version_0/checkpoints/last.ckpt"
             wait_for(lambda: last.exists() or rank_0.poll() is not None, 300, "the first epoch")
             assert rank_0.poll() is None, log.read_text()[-3000:]
             tree = [psutil.Process(rank_0.pid), *psutil.Process(rank_0.pid).children(recursive=True)]

@@ -15,11 +15,12 @@ from lightning import Trainer
 from lightning.fabric.plugins.environments import SLURMEnvironment
 from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch.utilities import rank_zero_only
+from tiny_runs import QUIET, process_environment, refusal, run, snapshot
 
 from lightning_runs.distributed import launched_as_rank_zero
-from support import DEFAULT, ONE_EPOCH_TWO_BATCHES, QUIET, ddp_environment, refusal, run, snapshot
 
 DDP_ON_CPU = ["--trainer.strategy=ddp", "--trainer.devices=2", "--trainer.accelerator=cpu"]
+ONE_EPOCH_TWO_BATCHES = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ def launcher_environment(monkeypatch):
     """os.environ without launcher variables, for the test to fill; it and Lightning's global rank are put back."""
     saved = dict(os.environ)
     os.environ.clear()
-    os.environ.update(ddp_environment())
+    os.environ.update(process_environment())
     monkeypatch.setattr(rank_zero_only, "rank", rank_zero_only.rank)  # Lightning sets it from the environment
     yield os.environ
     os.environ.clear()
@@ -37,7 +38,7 @@ def launcher_environment(monkeypatch):
 def test_lightning_reads_rank_and_world_size_from_the_variables_of_a_slurm_job(launcher_environment):
     # Task 3 of a job of 2 nodes x 2 tasks: the second task on the second node.
     job = {
-        "SLURM_JOB_ID": "4242", "SLURM_JOB_NAME": "digits", "SLURM_NTASKS": "4", "SLURM_NTASKS_PER_NODE": "2",
+        "SLURM_JOB_ID": "4242", "SLURM_JOB_NAME": "tiny", "SLURM_NTASKS": "4", "SLURM_NTASKS_PER_NODE": "2",
         "SLURM_NNODES": "2", "SLURM_NODELIST": "gpu-node[07-08]", "SLURM_PROCID": "3", "SLURM_LOCALID": "1",
         "SLURM_NODEID": "1",
     }  # fmt: skip
@@ -114,9 +115,9 @@ def test_ddp_with_a_master_port_that_is_no_port_number_is_refused_and_starts_no_
 @pytest.mark.skipif(shutil.which("torchrun", path=Path(sys.executable).parent) is None, reason="needs torchrun")
 def test_torchrun_with_more_processes_than_devices_says_so_once(tmp_path):
     torchrun = shutil.which("torchrun", path=Path(sys.executable).parent)
-    command = [torchrun, "--standalone", "--nproc_per_node", "2", "-m", "project", "fit", "--config", DEFAULT, *QUIET]
+    command = [torchrun, "--standalone", "--nproc_per_node", "2", "-m", "tiny_tasks", "fit", *QUIET]
     command += ONE_EPOCH_TWO_BATCHES  # should it train after all
-    done = subprocess.run(command, cwd=tmp_path, env=ddp_environment(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, cwd=tmp_path, env=process_environment(), capture_output=True, text=True, timeout=300)
     said = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert said == [
         "error: torchrun started 2 processes per node (--nproc_per_node 2) but --trainer.devices is 1: pass"

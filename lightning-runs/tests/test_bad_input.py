@@ -1,0 +1,121 @@
+"""Bad input is one clear line and a non-zero exit, never a traceback or a silent fresh start: a bad config exits 2 at
+parse time before any run folder exists; a bad checkpoint is refused naming the file and what is wrong with it, and one
+whose hyperparameters name a callable is never loaded; a command line that contradicts its checkpoint is refused, or,
+for a data setting of an evaluation, followed and said."""
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from tiny_runs import load, refusal, run
+
+RUN = Path("runs/tiny/version_0")
+LAST = RUN / "checkpoints/last.ckpt"
+TYPED = ["--model=tiny_typed.TypedClassifier", "--data=tiny_typed.TypedPoints"]  # typed and checked arguments
+
+
+def bad_checkpoints(folder: Path) -> dict[str, tuple[Path, str]]:
+    real = folder / "real.ckpt"
+    torch.save({"state_dict": {}, "epoch": 0}, real)
+    data = real.read_bytes()
+    files = {"truncated": data[: len(data) // 2], "empty": b"", "random": os.urandom(4096)}
+    for name, content in files.items():
+        (folder / f"{name}.ckpt").write_bytes(content)
+    return {
+        "truncated": (folder / "truncated.ckpt", "not a readable checkpoint"),
+        "empty": (folder / "empty.ckpt", "not a readable checkpoint"),
+        "random": (folder / "random.ckpt", "not a readable checkpoint"),
+        "missing": (folder / "missing.ckpt", "no such file"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["truncated", "empty", "random", "missing"])
+@pytest.mark.parametrize("subcommand", ["fit", "test"])
+def test_a_bad_checkpoint_is_refused_with_its_name_and_the_problem(kind, subcommand, tmp_path, capsys):
+    folder = tmp_path / "given"
+    folder.mkdir()
+    path, problem = bad_checkpoints(folder)[kind]
+    with pytest.raises(SystemExit) as exit_:
+        run(subcommand, f"--ckpt_path={path}")
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("error: ") and str(path) in error and problem in error
+    assert not Path("runs").exists(), "nothing started"
+
+
+def test_a_corrupt_last_checkpoint_is_refused_not_skipped(capsys):
+    LAST.parent.mkdir(parents=True)
+    LAST.write_bytes(b"\x00" * 100)
+    with pytest.raises(SystemExit) as exit_:
+        run("fit", "--ckpt_path=last")
+    assert exit_.value.code == 2 and str(LAST) in capsys.readouterr().err
+
+
+BAD_CONFIGS = [
+    (["--model.learning_rate=0.1"], "unknown option --model.learning_rate"),
+    (["--trainer.max_epochs=ten"], "--trainer.max_epochs: "),
+    (["--config=missing.yaml"], "missing.yaml"),
+    (["--model.network=tiny_typed.NoSuchNet"], "NoSuchNet"),
+    (["--model.lr=0"], "--model.lr: "),
+    (["--model.lr=-0.1"], "--model.lr: "),
+    (["--data.batch_size=0"], "--data.batch_size: "),
+    (["--model.min_lr=0.1"], "--model.min_lr 0.1: above --model.lr 0.05"),  # two arguments, checked in __init__
+    (["--model.warmup_fraction=1.5"], "--model.warmup_fraction: "),  # a restricted type of the module's own
+]
+
+
+@pytest.mark.parametrize("args,expected", BAD_CONFIGS)
+def test_a_bad_config_exits_2_with_one_clear_line_before_creating_anything(args, expected, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        run("fit", *TYPED, *args)
+    assert exit_.value.code == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and expected in errors[0], errors
+    assert not Path("runs").exists() or not any(Path("runs").rglob("*")), "no run directory"
+
+
+def test_checkpoint_settings_win_and_contradicting_them_on_the_command_line_is_refused_or_reported(capsys):
+    run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=3", "--model.lr=0.002", "--data.seed=3")
+    # Named by its path: `last` and `best` find only a run of this command's recipe (test_run_names.py).
+    error = refusal(capsys, lambda: run("fit", "--trainer.max_epochs=2", f"--ckpt_path={LAST}", "--model.lr=0.05"))
+    assert "--model.lr 0.05 (checkpoint: 0.002)" in error and "a resumed run keeps its checkpoint's settings" in error
+
+    # An evaluation keeps the checkpoint's weights, so its model settings; a data setting typed for it wins, said.
+    error = refusal(capsys, lambda: run("test", f"--ckpt_path={LAST}", "--model.lr=0.05", "--data.seed=0"))
+    assert error.startswith("error: --model.lr 0.05 (checkpoint: 0.002): an evaluation uses the checkpoint's model")
+    evaluated = run("test", f"--ckpt_path={LAST}", "--data.seed=0")
+    assert "Evaluating with --data.seed 0 (checkpoint: 3), as given" in capsys.readouterr().out
+    assert (evaluated.model.hparams.lr, evaluated.datamodule.hparams.seed) == (0.002, 0)
+    saved = (RUN / "config.yaml").read_text()
+    assert "lr: 0.002" in saved and "seed: 3" in saved
+
+
+@pytest.fixture(scope="module")
+def typed_checkpoint(tmp_path_factory) -> dict:
+    """The last checkpoint of a short fit of the typed task, whose `network` hyperparameter is a class path."""
+    home = tmp_path_factory.mktemp("typed")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(home)
+        run("fit", *TYPED, "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
+    (last,) = home.glob("runs/*/version_0/checkpoints/last.ckpt")
+    return load(last)
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        {"_instantiator": "os.system"},
+        {"network": "os.system"},
+        {"network": {"class_path": "os.system", "init_args": {}}},
+    ],
+)
+def test_a_checkpoint_whose_hyperparameters_name_a_callable_is_refused(
+    typed_checkpoint, tamper, tmp_path, capsys, monkeypatch
+):
+    checkpoint = {**typed_checkpoint, "hyper_parameters": {**typed_checkpoint["hyper_parameters"], **tamper}}
+    torch.save(checkpoint, tmp_path / "tampered.ckpt")
+    monkeypatch.setattr(os, "system", lambda *_: pytest.fail("os.system was called"))
+    with pytest.raises(SystemExit) as exit_:
+        run("test", *TYPED, f"--ckpt_path={tmp_path}/tampered.ckpt")
+    assert exit_.value.code == 2 and "refusing to load" in capsys.readouterr().err
