@@ -13,7 +13,7 @@ from pathlib import Path
 
 import lightning as L
 import torch
-from jsonargparse.typing import NonNegativeFloat, OpenUnitInterval, PositiveInt, restricted_number_type
+from jsonargparse.typing import OpenUnitInterval, PositiveInt, restricted_number_type
 
 from lightning_runs.console import say
 from lightning_runs.contract import SampleKind
@@ -25,6 +25,9 @@ from project.files import load_labelled, load_samples
 # What NumPy's and Lightning's seeding accept; the per-epoch order is drawn from seed * 100_003 + epoch (batches.py),
 # which must fit torch's 64-bit generator seed.
 Seed = restricted_number_type("Seed", int, [(">=", 0), ("<", 2**32)])
+# Finite, unlike jsonargparse's NonNegativeFloat: inf degrees or pixels of augmentation (or an inf decay, model.py)
+# is NaN at the first step. jsonargparse registers one type per set of bounds: this is the one.
+NonNegativeFinite = restricted_number_type("NonNegativeFinite", float, [(">=", 0), ("<", math.inf)])
 # What a sample of each rank is taken for, unless the DataModule says otherwise: a signal is (L,) or (C, L) too, so
 # signals are declared (FileDataModule's `kind`, or a subclass's `sample_kind`).
 KIND_BY_RANK = {1: "table", 2: "image", 3: "image"}
@@ -44,8 +47,8 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         # Per-sample rotation (degrees) and shift (pixels) of images while training: 25 cross-validation errors vs
         # 40 without, and vs 32 for (10, 1) or 62 for (15, 1.5) (docs/results.md). 0 and 0 turn it off; samples
         # that are not images are never augmented.
-        rotation: NonNegativeFloat = 5.0,
-        shift: NonNegativeFloat = 0.5,
+        rotation: NonNegativeFinite = 5.0,
+        shift: NonNegativeFinite = 0.5,
         predict_path: Path | None = None,
     ) -> None:
         super().__init__()

@@ -19,7 +19,9 @@ CASES = [
     ("fit", ["--data.val_fraction=0.0001"], "--data.val_fraction 0.0001: the val split of 1797 samples is empty"),
     ("test", ["--data.test_fraction=0.0001"], "--data.test_fraction 0.0001: the test split of 1797 samples is empty"),
     ("fit", ["--data.seed=5000000000000000"], "--data.seed: expected Seed"),
-    ("fit", ["--model.lr=inf"], "--model.lr inf: must be a finite learning rate"),
+    ("fit", ["--model.lr=inf"], "--model.lr: expected LearningRate (v>0 and v<inf), got inf"),
+    ("fit", ["--model.weight_decay=inf"], "--model.weight_decay: expected NonNegativeFinite (v>=0 and v<inf), got inf"),
+    ("fit", ["--data.rotation=inf"], "--data.rotation: expected NonNegativeFinite (v>=0 and v<inf), got inf"),
     ("fit", ["--model.min_lr=0.1"], "--model.min_lr 0.1: above --model.lr 0.01; the schedule decays from lr"),
 ]
 

@@ -16,7 +16,7 @@ REFUSED = [
     (["--data.val_fraction=0.5", "--data.test_fraction=0.5"], "val_fraction + test_fraction must be below 1"),
     (["--model.warmup_fraction=1.5"], "--model.warmup_fraction: "),
     (["--model.network=project.model.NoSuchNet"], "NoSuchNet"),
-    (["--model.lr=abc"], "error: --model.lr: expected PositiveFloat, got abc"),
+    (["--model.lr=abc"], "error: --model.lr: expected LearningRate, got abc"),
     (["--model.label_smoothing=-1"],
      "error: --model.label_smoothing: expected ClosedUnitInterval (v>=0 and v<=1), got -1"),
     (["--model.network.dropout=x"], "error: --model.network.dropout: expected float, got x"),
