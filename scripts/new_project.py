@@ -101,7 +101,12 @@ def claim(dest: Path) -> None:
     """DEST for this copy alone: a folder that is new or empty, taken by creating CLAIM in it exclusively."""
     if dest.exists() and not dest.is_dir():
         raise ValueError(f"{dest} is a file; give a folder that does not exist yet, or an empty one")
-    dest.mkdir(parents=True, exist_ok=True)
+    if dest.is_symlink():  # and leads nowhere (is_dir follows it)
+        raise ValueError(f"{dest} is a link to {os.readlink(dest)}, which does not exist; give a folder")
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a parent that is a file, a folder without write permission
+        raise ValueError(f"cannot make {dest}: {error.strerror} ({error.filename})") from None
     try:
         os.close(os.open(dest / CLAIM, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:

@@ -104,6 +104,18 @@ def test_a_dest_that_is_a_file_is_one_line_and_left_as_it_was(template, tmp_path
     assert dest.read_text() == "mine\n"
 
 
+def test_a_dest_inside_a_file_or_a_link_to_nowhere_is_one_line(template, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    inside, dangling = (tmp_path / "notes.txt/exp", tmp_path / "gone")
+    (under_file,) = make_at_once(template, inside, ["mine"])
+    (to_nowhere,) = make_at_once(template, dangling, ["mine"])
+    assert under_file.returncode != 0 and f"error: cannot make {inside}: Not a directory" in under_file.stderr
+    assert to_nowhere.returncode != 0 and f"error: {dangling} is a link to {tmp_path / 'nowhere'}" in to_nowhere.stderr
+    assert "Traceback" not in under_file.stderr + to_nowhere.stderr
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_the_copy_holds_the_designs_top_level_with_the_package_renamed_and_no_machinery(made):
     copy, _ = made
     assert {path.name for path in copy.iterdir()} - {".git"} == TOP_LEVEL
