@@ -133,3 +133,12 @@ def test_a_run_folder_that_is_a_file_in_runs_is_refused_and_the_file_kept(args, 
         f" another {key}, or move the file out of {Path(file).parent}"
     )
     assert snapshot() == before
+
+
+@pytest.mark.parametrize(("link", "option"), [("runs/tiny", "name tiny"), ("runs", "save_dir runs")])
+def test_a_run_folder_or_runs_root_that_is_a_link_to_nowhere_is_refused_and_the_link_kept(link, option, capsys):
+    Path(link).parent.mkdir(parents=True, exist_ok=True)
+    Path(link).symlink_to("/nonexistent")
+    error = refusal(capsys, lambda: run("fit", *ONE_EPOCH_TWO_BATCHES))
+    assert error.startswith(f"error: --trainer.logger.init_args.{option}: {link} is a link to /nonexistent")
+    assert Path(link).is_symlink() and not Path("/nonexistent").exists()

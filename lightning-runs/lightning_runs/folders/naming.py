@@ -156,6 +156,8 @@ def check_runs_root(save_dir) -> None:
     if save_dir is None or not str(save_dir).strip():
         raise UsageError(f"{option} {save_dir!r}: must name the runs root, a folder (runs by default)")
     root = Path(save_dir)
+    if root.is_symlink() and not root.exists():
+        raise UsageError(f"{option} {save_dir}: {root} is a link to {os.readlink(root)}, which does not exist")
     existing = next(p for p in (root, *root.absolute().parents) if p.exists())  # the root, or what it is made in
     if not existing.is_dir():
         raise UsageError(f"{option} {save_dir}: {existing} is a file, not a folder; give another runs root")
@@ -164,13 +166,18 @@ def check_runs_root(save_dir) -> None:
 
 
 def _check_not_files(init_args) -> None:
-    """The run's folders under the runs root, `<name>` and a `version` given, are folders where they exist: a file
-    there was a FileExistsError traceback as the run folder was made."""
+    """The run's folders under the runs root, `<name>` and a `version` given, are folders where they exist: a file or
+    a link to nowhere there was a FileExistsError traceback as the run folder was made."""
     name, version = init_args.get("name"), init_args.get("version")
     folders = {} if name is None else {"name": Path(init_args.save_dir) / str(name)}
     if name is not None and version is not None:
         folders["version"] = run_dir(init_args.save_dir, str(name), version)
     for key, path in folders.items():
+        if path.is_symlink() and not path.exists():  # a link to nowhere: mkdir there was a FileExistsError traceback
+            raise UsageError(
+                f"--trainer.logger.init_args.{key} {path.name}: {path} is a link to {os.readlink(path)}, which does"
+                f" not exist; give another {key}, or remove the link"
+            )
         if path.exists() and not path.is_dir():
             raise UsageError(
                 f"--trainer.logger.init_args.{key} {path.name}: {path} is a file, not a run folder; give another"
