@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from lightning_runs.errors import FREE_SOME_SPACE, NO_SPACE, Failed
+from lightning_runs.errors import FREE_SOME_SPACE, NO_SPACE, DiskFull, Failed
 
 # A folder that takes no file: said as what it is, with nothing written (the temp file never got a name).
 _NOT_WRITABLE = {errno.EROFS: "its file system is read-only", errno.EACCES: "permission denied"}
@@ -45,7 +45,7 @@ def write_atomically(path: Path, content: bytes | str | Callable[[BinaryIO], obj
     except OSError as error:
         if error.errno in NO_SPACE:
             kept = f"the previous {path.name}, if any, is kept"
-            raise Failed(f"disk full writing {path}; {kept}; {FREE_SOME_SPACE}") from None
+            raise DiskFull(f"disk full writing {path}; {kept}; {FREE_SOME_SPACE}") from None
         if error.errno in _NOT_WRITABLE:
             raise Failed(f"cannot write {path}: {_NOT_WRITABLE[error.errno]}; write it somewhere else") from None
         raise

@@ -34,6 +34,10 @@ class Failed(RuntimeError):
     """The command ran and could not do its job: the disk filled up, every trial of a sweep failed. Exit 1."""
 
 
+class DiskFull(Failed):
+    """No space left for a file the command writes, said with its path. Exit 1."""
+
+
 class Stopped(Exception):
     """SIGTERM or Ctrl-C (SIGINT) ended the run after saving a checkpoint it resumes from. Exit 128 + the signal."""
 

@@ -25,7 +25,7 @@ from lightning.pytorch.utilities.data import extract_batch_size
 from lightning_runs.console import owner_package
 from lightning_runs.contract import parts as contract
 from lightning_runs.contract.names import counterpart, stage_of
-from lightning_runs.errors import NO_SPACE, Stopped, Terminated
+from lightning_runs.errors import NO_SPACE, DiskFull, Stopped, Terminated
 from lightning_runs.faults.signals import ran_to_its_end
 from lightning_runs.folders.files import remove_emptied_logger_files
 from lightning_runs.folders.layout import free_path, run_folder, write_json
@@ -127,6 +127,10 @@ class RunSummary(Callback):
         error = {"type": type(exception).__name__, "message": message}
         if stop and trainer.state.fn == "fit" and ran_to_its_end(trainer):  # the stop came after the last step
             status, error = "completed", None
+        folder = run_folder(trainer)
+        full = isinstance(exception, DiskFull) or (isinstance(exception, OSError) and exception.errno in NO_SPACE)
+        if isinstance(exception, OSError) and full and exception.filename is None and folder is not None:
+            exception.filename = str(folder)  # a logger's writer names no file: the error then names the run's folder
         try:
             if trainer.state.fn == "fit":
                 self._write(trainer, self._fit_record(trainer, status, error))
@@ -134,9 +138,8 @@ class RunSummary(Callback):
             elif trainer.state.fn in ("validate", "test"):
                 self._evaluated(trainer, status, error)
         except Exception as failure:  # raising here would skip Lightning's closing of the event files
-            rank_zero_warn(f"could not record the {status} run in {self.filename}: {failure!r}")
-        folder = run_folder(trainer)
-        full = isinstance(exception, OSError) and exception.errno in NO_SPACE
+            if not full:  # a full disk is said next, in the command's one line
+                rank_zero_warn(f"could not record the {status} run in {self.filename}: {failure!r}")
         if full and trainer.is_global_zero and folder is not None and folder.is_dir():
             remove_emptied_logger_files(folder)
 
