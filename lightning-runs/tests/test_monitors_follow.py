@@ -5,24 +5,11 @@ under either naming. (A monitor the user names and the module does not log is re
 import json
 from pathlib import Path
 
-import torch.nn.functional as F
-
 from lightning_runs.errors import main
 from tiny_tasks import TinyClassifier, cli_main
 
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
-
-
-class UnderscoreNames(TinyClassifier):
-    """Logs `val_loss`, `val_acc`, `test_loss`, `test_acc`, as Lightning's docs write them."""
-
-    def _evaluate(self, batch, stage: str):
-        samples, labels = batch
-        logits = self(samples)
-        self.accuracy[stage].update(logits, labels)
-        self.log(f"{stage}_loss", F.cross_entropy(logits, labels))
-        self.log(f"{stage}_acc", self.accuracy[stage])
 
 
 class AccuracyOnly(TinyClassifier):
@@ -43,10 +30,10 @@ def monitors(cli) -> dict[str, tuple[str, str]]:
 
 
 def test_a_module_logging_val_loss_as_lightnings_docs_name_it_is_watched_on_it_and_its_test_scores_recorded(capsys):
-    fitted = run("fit", *SHORT, "--model", "test_monitors_follow.UnderscoreNames")
+    fitted = run("fit", *SHORT, "--model", "tiny_tasks.UnderscoreNames")
     assert monitors(fitted) == {"BestCheckpoint": ("val_loss", "min"), "EarlyStopping": ("val_loss", "min")}
     assert "UnderscoreNames logs no val/loss" in capsys.readouterr().out, "said in one line"
-    run("test", "--model", "test_monitors_follow.UnderscoreNames", "--ckpt_path", "best")
+    run("test", "--model", "tiny_tasks.UnderscoreNames", "--ckpt_path", "best")
     summary = json.loads((Path(fitted.trainer.logger.log_dir) / "summary.json").read_text())
     assert {"test_loss", "test_acc"} <= set(summary["metrics"]) and summary["best_checkpoint"]["monitor"] == "val_loss"
 
