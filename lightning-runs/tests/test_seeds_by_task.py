@@ -14,7 +14,7 @@ from lightning_runs.tools import baselines as baselines_module
 from lightning_runs.tools import seeds
 from lightning_runs.tools.baselines import baselines
 from lightning_runs.tools.seeds import evaluate_seeds
-from tiny_tasks import cli_main, regression_cli_main
+from tiny_tasks import TinyDataModule, cli_main, regression_cli_main
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 
@@ -84,9 +84,33 @@ def test_a_regression_whose_data_takes_no_seed_gets_a_ridge_baseline(capsys):
     said = [line for line in out.splitlines() if "--data_seed" in line]
     assert said == [
         "Note: the DataModule takes no `seed` (--data_seed's default), so every seed keeps the config's split (it"
-        " takes: n, features, batch_size); give --data_seed <the one that seeds its split>, or --data_seed null to"
-        " keep it so"
+        " takes: n, features, batch_size); give --data_seed <the one that seeds it>, or --data_seed null to keep it"
+        " so"
     ]
+
+
+class SplitSeeded(TinyDataModule):
+    """Names the seed of its split `split_seed`, as a wine classifier's DataModule did."""
+
+    def __init__(
+        self, n: int = 256, features: int = 4, num_classes: int = 3, batch_size: int = 32, split_seed: int = 0
+    ):
+        super().__init__(n=n, features=features, num_classes=num_classes, batch_size=batch_size, seed=split_seed)
+        self.hparams.seed = split_seed  # saved are this class's arguments: what setup() reads is the base's
+
+
+def test_a_split_seed_named_otherwise_is_said_with_the_option_that_would_vary_it(capsys):
+    evaluate_seeds(cli_main, seeds=[1], args=[*SHORT, "--data=test_seeds_by_task.SplitSeeded"], name="kept")
+    (said,) = [line for line in capsys.readouterr().out.splitlines() if "--data_seed" in line]
+    assert said.endswith("(it takes: n, features, num_classes, batch_size, split_seed); give --data_seed split_seed"
+                         " if that seeds it, or --data_seed null to keep it so")  # fmt: skip
+    assert saved_config("kept", 0)["data"]["init_args"]["split_seed"] == 0, "the config's split, as said"
+    result = evaluate_seeds(
+        cli_main, seeds=[1], args=[*SHORT, "--data=test_seeds_by_task.SplitSeeded"], data_seed="split_seed"
+    )
+    assert (
+        result["split_seed"] == "data.split_seed" and saved_config("seeds", 0)["data"]["init_args"]["split_seed"] == 1
+    )
 
 
 def test_the_split_is_kept_with_data_seed_null_and_a_parameter_the_data_lacks_is_refused_before_training(capsys):

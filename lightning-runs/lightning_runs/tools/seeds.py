@@ -123,9 +123,11 @@ def _split_seed(data_seed: str | None, parameters: dict) -> str | None:
     taken = ", ".join(parameters) or "none"
     if data_seed != "seed":
         raise UsageError(f"--data_seed {data_seed}: the DataModule takes no such parameter (it takes: {taken})")
+    seeded = [name for name in parameters if "seed" in name]  # named as one, only suggested: it may seed another thing
+    named = f"--data_seed {seeded[0]} if that seeds it" if len(seeded) == 1 else "--data_seed <the one that seeds it>"
     print(
         f"Note: the DataModule takes no `seed` (--data_seed's default), so every seed keeps the config's split (it"
-        f" takes: {taken}); give --data_seed <the one that seeds its split>, or --data_seed null to keep it so",
+        f" takes: {taken}); give {named}, or --data_seed null to keep it so",
         flush=True,
     )
     return None
