@@ -26,6 +26,12 @@ class UsageError(ValueError):
     """A bad command line, config, file or checkpoint: nothing ran, and the message says what to change. Exit 2."""
 
 
+class TrialRefusal(UsageError):
+    """A sweep's trial cannot be scored as its sweep scores it (lightning_runs.sweeps.scoring): a refusal of the
+    sweep's, not of the trial's values. The fit exits 2 without a line: its worker says it once, as it stops the
+    sweep."""
+
+
 class Diverged(FloatingPointError):
     """The loss or its gradients turned NaN/Inf: the run stopped before they reached the weights. Exit 1."""
 
@@ -74,6 +80,8 @@ def main(command: Callable[[], T]) -> T:
     except UsageError as error:
         if _launched_other_rank():
             time.sleep(OTHER_RANKS_WAIT_S)
+            sys.exit(2)
+        if isinstance(error, TrialRefusal):  # its worker says it
             sys.exit(2)
         _exit(f"error: {error}", 2)
     except (Diverged, Failed) as error:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 from lightning.pytorch.callbacks import Callback, EarlyStopping
 
 from lightning_runs.errors import main
@@ -16,17 +15,6 @@ from tiny_tasks import CrashAt, TinyClassifier, cli_main
 
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
-
-
-class UnderscoreNames(TinyClassifier):
-    """Logs `val_loss`, `val_acc`, `test_loss`, `test_acc`, as Lightning's docs write them."""
-
-    def _evaluate(self, batch, stage: str):
-        samples, labels = batch
-        logits = self(samples)
-        self.accuracy[stage].update(logits, labels)
-        self.log(f"{stage}_loss", F.cross_entropy(logits, labels))
-        self.log(f"{stage}_acc", self.accuracy[stage])
 
 
 class AccuracyOnly(TinyClassifier):
@@ -47,10 +35,10 @@ def monitors(cli) -> dict[str, tuple[str, str]]:
 
 
 def test_a_module_logging_val_loss_as_lightnings_docs_name_it_is_watched_on_it_and_its_test_scores_recorded(capsys):
-    fitted = run("fit", *SHORT, "--model", "test_monitors_follow.UnderscoreNames")
+    fitted = run("fit", *SHORT, "--model", "tiny_tasks.UnderscoreNames")
     assert monitors(fitted) == {"BestCheckpoint": ("val_loss", "min"), "EarlyStopping": ("val_loss", "min")}
     assert "UnderscoreNames logs no val/loss" in capsys.readouterr().out, "said in one line"
-    run("test", "--model", "test_monitors_follow.UnderscoreNames", "--ckpt_path", "best")
+    run("test", "--model", "tiny_tasks.UnderscoreNames", "--ckpt_path", "best")
     summary = json.loads((Path(fitted.trainer.logger.log_dir) / "summary.json").read_text())
     assert {"test_loss", "test_acc"} <= set(summary["metrics"]) and summary["best_checkpoint"]["monitor"] == "val_loss"
 
@@ -78,7 +66,7 @@ def test_a_resumed_run_whose_monitors_followed_the_module_restores_their_states_
     best score lost) with a warning to add `EarlyStopping{'monitor': 'val_loss', ...}`."""
     args = [
         "--model",
-        "test_monitors_follow.UnderscoreNames",
+        "tiny_tasks.UnderscoreNames",
         "--trainer.max_epochs=3",
         "--trainer.limit_train_batches=3",
     ]

@@ -4,11 +4,13 @@ that runs compare at a glance; a broken summary is skipped with a note, never a 
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from tiny_runs import run
+from tiny_runs import QUIET, command, run
 
+from lightning_runs import processes
 from lightning_runs.console import duration
 from lightning_runs.tools.runs import COLUMNS, list_runs
 
@@ -166,6 +168,40 @@ def test_a_summary_that_is_a_device_or_too_large_is_skipped_unread(target, capsy
     said = capsys.readouterr().err
     assert f"skipped {folder}/summary.json: not readable as JSON" in said
     assert "not a regular file" in said if target == "/dev/zero" else "larger than 10000000 bytes" in said
+
+
+def test_a_running_run_whose_process_is_gone_is_shown_killed_and_one_still_at_work_or_elsewhere_running(capsys):
+    ended = subprocess.Popen(["sleep", "30"])
+    gone = {**processes.this_process(), "pid": ended.pid, "started": processes.started(ended.pid)}
+    ended.kill()
+    ended.wait()
+    recorded = {
+        "runs/killed/version_0": gone,
+        "runs/alive/version_0": processes.this_process(),
+        "runs/elsewhere/version_0": {**gone, "host": "another-machine"},  # not ours to judge
+        "runs/older/version_0": None,  # a summary from before processes were recorded
+    }
+    for folder, process in recorded.items():
+        Path(folder).mkdir(parents=True)
+        Path(folder, "summary.json").write_text(json.dumps({**GOOD, "status": "running", "process": process}))
+    _, *rows = table(capsys)
+    assert {row["run"]: row["status"] for row in rows} == {
+        "runs/killed/version_0": "killed",
+        "runs/alive/version_0": "running",
+        "runs/elsewhere/version_0": "running",
+        "runs/older/version_0": "running",
+    }
+
+
+@pytest.mark.slow
+def test_a_fit_killed_before_its_first_checkpoint_is_listed_as_killed(capsys):
+    kill = ["--trainer.callbacks+=tiny_tasks.SignalAt", "--trainer.callbacks.step=1", "--trainer.callbacks.signum=9"]
+    fit = command("fit", *QUIET, *TINY, *kill)
+    assert fit.returncode == -9, fit.stderr[-2000:]
+    assert json.loads(Path("runs/tiny/version_0/summary.json").read_text())["status"] == "running", "it said no more"
+    assert not list(Path("runs/tiny/version_0/checkpoints").glob("*.ckpt"))
+    _, row = table(capsys)
+    assert row["status"] == "killed"
 
 
 def test_no_runs_says_so(capsys):

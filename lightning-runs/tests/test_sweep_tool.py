@@ -210,12 +210,6 @@ def test_a_trial_stopped_after_its_last_epoch_counts_as_complete_and_the_worker_
     assert trial.value == min(trial.intermediate_values.values())
 
 
-def test_a_sweep_scores_trials_as_their_best_checkpoint_is_chosen_unless_told():
-    assert sweep_tool._monitored(cli_main, (), ()) == ("val/loss", "min"), "the CLI's own checkpoint settings"
-    told = ("--checkpoint.monitor=val/acc", "--checkpoint.mode=max")
-    assert sweep_tool._monitored(cli_main, (), told) == ("val/acc", "max")
-
-
 @pytest.mark.slow
 def test_a_sweep_whose_every_trial_failed_exits_1_and_the_same_command_retries_them_once_fixed(capsys):
     def space(low: int, high: int) -> None:

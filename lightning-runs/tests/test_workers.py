@@ -7,6 +7,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from lightning_runs import processes
 from lightning_runs.sweeps import workers
 from lightning_runs.sweeps.storage import _retry
 
@@ -33,7 +34,7 @@ def running_trial(**worker) -> optuna.Study:
 def dead() -> dict:
     """The pid and start of a process that has ended (reaped)."""
     process = subprocess.Popen(["sleep", "30"])
-    started = workers._started(process.pid)
+    started = processes.started(process.pid)
     process.kill()
     process.wait()
     return {"pid": process.pid, "started": started}

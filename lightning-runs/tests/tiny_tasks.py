@@ -7,7 +7,9 @@ hands RunsCLI, written against the contract (lightning_runs/contract/parts.py) a
 - `TinyCLI` / `cli_main`: the wiring a project's cli.py does, monitoring `val/loss` (min) so that nothing in the
   library can lean on a `val/acc`;
 - `TinyRegressionDataModule`, `TinyRegressor`, `RegressionCLI` / `regression_cli_main`: a regression of one float
-  target a point, whose DataModule takes no `seed` and has no class count.
+  target a point, whose DataModule takes no `seed` and has no class count;
+- `UnderscoreNames` (logs `val_loss`, `val_acc` as Lightning's docs name them) and `Unvalidated` (logs no validation
+  metric): classifiers whose runs watch other metrics than the recipe's default.
 """
 
 import math
@@ -206,6 +208,27 @@ def regression_cli_main(args: list[str] | None = None, callbacks: Sequence[Callb
     return RegressionCLI(
         TinyRegressor, TinyRegressionDataModule, trainer_defaults=TRAINER_DEFAULTS, callbacks=callbacks, args=args
     )
+
+
+class UnderscoreNames(TinyClassifier):
+    """Logs `val_loss`, `val_acc`, `test_loss`, `test_acc`, as Lightning's docs write them: the recipe's default
+    monitor (`val/loss`) is not logged, and the run follows `val_loss`."""
+
+    def _evaluate(self, batch, stage: str) -> torch.Tensor:
+        samples, labels = batch
+        logits = self(samples)
+        self.accuracy[stage].update(logits, labels)
+        self.log(f"{stage}_loss", F.cross_entropy(logits, labels))
+        self.log(f"{stage}_acc", self.accuracy[stage])
+        return logits.detach()
+
+
+class Unvalidated(TinyClassifier):
+    """Logs no validation metric (as Lightning's BoringModel): nothing to monitor, best.ckpt is the newest. Its test
+    logs `test/loss` and `test/acc`."""
+
+    def validation_step(self, batch, batch_idx: int) -> torch.Tensor:
+        return self(batch[0]).detach()
 
 
 class CrashAt(Callback):

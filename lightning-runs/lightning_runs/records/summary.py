@@ -32,6 +32,7 @@ from lightning_runs.folders.layout import free_path, run_folder, write_json
 from lightning_runs.folders.naming import data_label
 from lightning_runs.folders.recipes import recipe_hash
 from lightning_runs.pictures.writers import picture_writers
+from lightning_runs.processes import this_process
 from lightning_runs.records import provenance
 from lightning_runs.records.entries import (
     best_tag,
@@ -49,7 +50,8 @@ from lightning_runs.records.parameters import log_parameters
 class RunSummary(Callback):
     """Writes `summary.json` into the run directory (rank zero only, atomically): `running` when fit starts and
     after every epoch, then `completed`, `failed` (with the exception) or `interrupted` (Ctrl+C, SIGTERM).
-    `test` and `validate` on a checkpoint of the run add their metrics to it under `evaluations`.
+    `test` and `validate` on a checkpoint of the run add their metrics to it under `evaluations`. The fit's `process`
+    (lightning_runs.processes) tells a run still at work from one killed with -9, which says nothing more.
     """
 
     def __init__(self, filename: str = "summary.json") -> None:
@@ -161,6 +163,7 @@ class RunSummary(Callback):
             **checkpoint_entries(trainer),
             "metrics": metric_entries(trainer.callback_metrics),
             "evaluations": self._earlier,
+            "process": this_process(),
         }
 
     def _evaluated(self, trainer, status: str, error: dict | None = None) -> None:

@@ -14,6 +14,7 @@ from lightning_runs.console import program
 from lightning_runs.private import trial_id
 from lightning_runs.sweeps import trial as trials
 from lightning_runs.sweeps import workers
+from lightning_runs.sweeps.scoring import Scoring
 from lightning_runs.sweeps.space import Choice, Range
 
 
@@ -27,13 +28,13 @@ class TrialFits:
     launcher: tuple[str, ...]
     save_dir: str
     url: str  # the storage, as the trials' processes open it
-    metric: str
-    direction: str
+    scoring: Scoring
     pruning: dict  # the MedianPruner's settings, rebuilt in the trial's process
     seed: int  # the sampler's, offset by each trial's number
     threads: int | None  # the trial's OMP_NUM_THREADS
     stopped: list[int] = field(default_factory=list)  # the signal that stopped a trial, which then stops the worker
     mine: list[int] = field(default_factory=list)  # the numbers of the trials this worker ran
+    refused: str | None = None  # why a trial's fit cannot be scored as the sweep scores, which stops the worker
 
     def __call__(self, trial: optuna.Trial) -> float:
         self.mine.append(trial.number)
@@ -55,15 +56,19 @@ class TrialFits:
                 trial.set_user_attr("interrupted", True)
                 raise KeyboardInterrupt  # Optuna records the trial as failed, then the worker stops
             # The stop came after the fit's last epoch: its score counts, and the worker stops once it is stored.
-        elif code != 0:  # a refused option (2), a divergence or an exception (1): the sweep goes on
-            print(f"Trial {trial.number} failed: its fit exited with {code} (its error is above)", file=sys.stderr)
+        elif code != 0:
+            if code == 2 and reported.user_attrs.get("refused"):  # the sweep's metric: every trial would refuse it
+                self.refused = reported.user_attrs["refused"]
+            else:  # a refused option (2), a divergence or an exception (1): the sweep goes on
+                print(f"Trial {trial.number} failed: its fit exited with {code} (its error is above)", file=sys.stderr)
             return math.nan  # Optuna records a NaN score as failed, without a traceback of its own
         if reported.user_attrs.get("pruned_at_epoch") is not None:
             raise optuna.TrialPruned(f"pruned after epoch {reported.user_attrs['pruned_at_epoch']}")
         values = reported.intermediate_values.values()
-        if not values:
-            raise ValueError(f"{self.metric} was never logged; the sweep's metric must be one the model logs")
-        return max(values) if self.direction == "maximize" else min(values)
+        if not values:  # a metric of no validation stage (scoring.py checks those), never logged
+            print(f"Trial {trial.number} failed: its fit logged no {self.scoring.metric}", file=sys.stderr)
+            return math.nan
+        return max(values) if self.scoring.direction == "maximize" else min(values)
 
     def command(self, trial: optuna.Trial) -> list[str]:
         """`fit` with the configs, the fixed options, the sampled values and the trial's place in the study's folder."""
@@ -79,7 +84,8 @@ class TrialFits:
     def environment(self, trial: optuna.Trial) -> dict[str, str]:
         """This worker's, with where the fit reports its metric to (trial.py) and its threads."""
         reporting = {"storage": self.url, "study": self.study.study_name, "trial_id": trial_id(trial)}
-        reporting |= {"metric": self.metric, "pruner": self.pruning}
+        metric, direction, checkpoint = self.scoring.metric, self.scoring.direction, self.scoring.checkpoint
+        reporting |= {"metric": metric, "direction": direction, "checkpoint": checkpoint, "pruner": self.pruning}
         threads = {"OMP_NUM_THREADS": str(self.threads)} if self.threads else {}
         return {**os.environ, trials.VARIABLE: json.dumps(reporting), **threads}
 

@@ -98,6 +98,14 @@ def work(
         attempts -= 1
 
 
+def discard_if_only(study: optuna.Study, mine: list[int], url: str) -> None:
+    """Delete the study where every trial it holds is one of `mine` (this worker's) and none finished: a sweep refused
+    for its metric leaves nothing, and the corrected command begins the study anew, with its own direction."""
+    trials = study.get_trials(deepcopy=False)
+    if all(t.number in mine and t.state == TrialState.FAIL for t in trials):
+        optuna.delete_study(study_name=study.study_name, storage=open_storage(url))
+
+
 def open_study(url, name, direction, pruner, save_dir, heartbeat_interval, grace_period, where) -> optuna.Study:
     """The study, created by the first worker (`where` names its storage in messages). Workers on one machine take
     turns through a lock on `save_dir` (the folder itself: no lock file left behind); on several machines, again."""

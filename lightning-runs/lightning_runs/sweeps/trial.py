@@ -16,11 +16,15 @@ import sys
 from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities.model_helpers import is_overridden
 
+from lightning_runs.errors import TrialRefusal
 from lightning_runs.faults.signals import PYTHON_DEFAULTS
 from lightning_runs.folders.layout import read_run_file, run_folder
+from lightning_runs.sweeps.scoring import refusal
 
-# JSON: {"storage": URL or journal file, "study": name, "trial_id": id, "metric": name, "pruner": MedianPruner's
+# JSON: {"storage": URL or journal file, "study": name, "trial_id": id, "metric": name, "direction": "maximize" or
+# "minimize", "checkpoint": [monitor, mode or null] the sweep took them from, or null, "pruner": MedianPruner's
 # arguments}
 VARIABLE = "LIGHTNING_RUNS_TRIAL"
 # A SQLite file takes one writer at a time: a writer waits up to this long for its turn instead of failing with
@@ -50,11 +54,26 @@ def callbacks_from_environment() -> list[Callback]:
 class ReportToTrial(Callback):
     """Rank zero records the run folder on the trial (user attr "run") and reports `metric` after every validation
     (`trial.report(value, epoch)`); when the pruner says so, every rank stops at the end of that epoch, with its
-    checkpoints, and the trial's user attr "pruned_at_epoch" tells the worker why the fit ended early."""
+    checkpoints, and the trial's user attr "pruned_at_epoch" tells the worker why the fit ended early.
 
-    def __init__(self, storage: str, study: str, trial_id: int, metric: str, pruner: dict) -> None:
+    Once the validation stage has logged (after the sanity check; without one, after the first validation), a fit
+    that cannot be scored as the sweep scores it (scoring.py) is refused: its user attr "refused" holds the line,
+    which its worker says as it stops the sweep, and the fit ends as every refusal does, its run folder removed."""
+
+    def __init__(
+        self,
+        storage: str,
+        study: str,
+        trial_id: int,
+        metric: str,
+        direction: str,
+        pruner: dict,
+        checkpoint: list | None = None,
+    ) -> None:
         self.storage, self.study, self.trial_id, self.metric, self.pruner = storage, study, trial_id, metric, pruner
+        self.direction, self.checkpoint = direction, checkpoint
         self._trial = None
+        self._checked = False
 
     def on_fit_start(self, trainer, pl_module) -> None:
         if trainer.is_global_zero:
@@ -66,9 +85,29 @@ class ReportToTrial(Callback):
             self._trial = optuna.trial.Trial(study, self.trial_id)
             self._trial.set_user_attr("run", str(run_folder(trainer) or trainer.default_root_dir))
 
+    # MonitoredMetrics, ahead of this callback in the Trainer's list, has made the monitors follow what is logged by
+    # the time these hooks reach this one.
+    def on_sanity_check_end(self, trainer, pl_module) -> None:
+        self._check(trainer, pl_module)
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        if not is_overridden("validation_step", pl_module):  # no validation will ever log the metric
+            self._check(trainer, pl_module)
+
+    def _check(self, trainer, pl_module) -> None:
+        if self._checked:
+            return
+        self._checked = True
+        refused = refusal(trainer, pl_module, self.metric, self.direction, self.checkpoint)
+        if refused is not None:
+            if trainer.is_global_zero:
+                self._trial.set_user_attr("refused", refused)
+            raise TrialRefusal(refused)
+
     def on_validation_end(self, trainer, pl_module) -> None:
         if trainer.sanity_checking:  # Lightning's two batches before training: not an epoch's score
             return
+        self._check(trainer, pl_module)
         prune = False
         if trainer.is_global_zero:
             score = trainer.callback_metrics.get(self.metric)  # None: the worker says the metric was never logged

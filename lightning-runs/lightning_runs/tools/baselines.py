@@ -32,6 +32,13 @@ def is_baseline(column: str) -> bool:
     return column.startswith(tuple(f"{name}_" for name in [*CLASSIFIERS, *REGRESSORS]))
 
 
+def measure(column: str) -> str:
+    """What a baseline's column measures, as a model's metric would name it: `svc_acc` -> `acc`."""
+    return next(
+        column.removeprefix(f"{name}_") for name in [*CLASSIFIERS, *REGRESSORS] if column.startswith(f"{name}_")
+    )
+
+
 def baselines(train_loader, test_loader) -> dict[str, float] | str:
     """Each baseline's scores on the test split (`svc_acc`, `ridge_mse`, ...), or why there are none."""
     train = _arrays(train_loader, "train")

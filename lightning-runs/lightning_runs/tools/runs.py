@@ -5,7 +5,9 @@ summary.json every run keeps, so that runs compare at a glance without opening T
 (`val/f1` -> `test/f1`) from the run's metrics. When every listed run monitors the same metric the header names it
 (`best val/f1`, `test/f1`); otherwise each cell does (`0.9944 val/f1`). `differs` shows each run's values of the
 settings (its config.yaml, as summary.json keeps it) that are not the same in every listed run: `max_epochs=20
-lr=0.003`. `(dirty)` after a commit: tracked files differed from it as the run started (provenance.py)."""
+lr=0.003`. `(dirty)` after a commit: tracked files differed from it as the run started (provenance.py). A run
+`running` whose fit process, as summary.json records it, is gone from this machine is `killed` (kill -9, the machine's
+memory): it could not say so itself; another machine's run is shown as its summary says."""
 
 import json
 import re
@@ -19,6 +21,7 @@ from lightning_runs.console import duration, program
 from lightning_runs.contract.names import counterpart
 from lightning_runs.folders.layout import RUNS, read_run_file
 from lightning_runs.folders.recipes import flatten
+from lightning_runs.processes import is_dead
 
 COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "differs")
 # Config keys that differ between runs without telling them apart: where the run was put (the run column shows it),
@@ -40,6 +43,7 @@ FIELDS = {
     "wall_time_s": NUMBER,
     "config_hash": TEXT,
     "config": (dict, type(None)),
+    "process": (dict, type(None)),
 }
 
 
@@ -113,7 +117,7 @@ def _row(run: Path, summary: dict, monitor: str | None, named: bool) -> dict[str
     commit = (git.get("commit") or "-")[:7] + (" (dirty)" if git.get("dirty") else "")
     return {
         "run": str(run),
-        "status": str(summary.get("status", "-")),
+        "status": _status(summary),
         "epochs": str(summary.get("epochs", "-")),
         "best": _score(best.get("score"), monitor if named else None),
         "test": _score((summary.get("metrics") or {}).get(test), test if named else None),
@@ -121,6 +125,12 @@ def _row(run: Path, summary: dict, monitor: str | None, named: bool) -> dict[str
         "config": (summary.get("config_hash") or "-")[:8],
         "commit": commit,
     }
+
+
+def _status(summary: dict) -> str:
+    status = str(summary.get("status", "-"))
+    process = summary.get("process")
+    return "killed" if status == "running" and process is not None and is_dead(process) else status
 
 
 def differences(summaries: list[dict]) -> list[str]:

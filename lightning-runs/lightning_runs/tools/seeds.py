@@ -2,10 +2,14 @@
 
 Each seed sets the initialisation (`--seed_everything`) and, where the chosen DataModule takes a `seed` (or the
 parameter `--data_seed` names, such as `split_seed`), its split (`--data.seed`); the JSON's `split_seed` says which
-option varied the split, null where none did. Which DataModule is chosen, and so whether it takes one, is known only
-once the configs and options are parsed: `fit --print_config` parses them as the fits will (refusing a bad one in one
-line, before any training) and prints the resolved config, whose `data.init_args` are that DataModule's parameters.
-The score is the test counterpart of the metric the best checkpoint monitors (`val/f1` -> `test/f1`).
+option varied the split, null where none did, and a line says so before any training where the default `seed` is not
+taken. Which DataModule is chosen, and so whether it takes one, is known only once the configs and options are parsed:
+`fit --print_config` parses them as the fits will (refusing a bad one in one line, before any training) and prints the
+resolved config, whose `data.init_args` are that DataModule's parameters.
+The score is the test counterpart of the metric the best checkpoint monitors (`val/f1` -> `test/f1`), with, beside each
+baseline's, the model's own test score of the same name where it logs one (`test/acc` beside `svc_acc`). A run that
+monitors nothing (its model logs no validation metric) tests its best.ckpt, the newest, and reports every test metric
+it logs; with none, the table says there is no score to spread.
 
 Beside them, scikit-learn baselines (tools/baselines.py), fitted on the batches of the same train loader and
 scored on the same test loader, by the task the targets show: a classification's SVC and logistic regression
@@ -24,12 +28,13 @@ from pathlib import Path
 import yaml
 
 from lightning_runs import errors
+from lightning_runs.checkpoints.callbacks import BestCheckpoint
 from lightning_runs.checks.preflight import SEED_RANGE
-from lightning_runs.contract.names import counterpart
+from lightning_runs.contract.names import SEPARATORS, counterpart, stage_of
 from lightning_runs.contract.parts import monitored_checkpoint
 from lightning_runs.errors import Failed, UsageError
 from lightning_runs.folders.layout import RUNS, write_json
-from lightning_runs.tools.baselines import baselines, is_baseline
+from lightning_runs.tools.baselines import baselines, is_baseline, measure
 from lightning_runs.tools.function_cli import function_cli
 
 
@@ -44,7 +49,14 @@ def evaluate_seeds(
 ) -> dict:
     """Trains and tests `configs` once per seed; prints a table and writes it as JSON (default runs/<name>.json).
 
-    data_seed: the DataModule's parameter that seeds its split, set to each seed (null: the split stays the config's)
+    Args:
+        configs: the configs each fit stacks, in this order (none: the CLI's defaults)
+        seeds: the seeds, one fit and one test each: the initialisation (--seed_everything) and the split
+        args: more `fit` options for every seed, such as [--trainer.max_epochs=5]
+        name: the runs' folder name, runs/<name>/version_N, and the table's default file name
+        output: the JSON file of the table (default: runs/<name>.json)
+        data_seed: the DataModule's parameter that seeds its split, set to each seed, such as split_seed (default
+            seed, skipped with a line where the DataModule takes none; null: the split stays the config's)
     """
     output = output or Path(RUNS) / f"{name}.json"
     _check(configs, seeds, output)
@@ -61,22 +73,15 @@ def evaluate_seeds(
         started = time.perf_counter()
         fit = cli_main(["fit", *seeded])
         seconds = time.perf_counter() - started
-        best = monitored_checkpoint(fit.trainer)
-        if best is None or not best.best_model_path:
-            raise Failed(f"seed {seed}: the fit saved no best checkpoint (--checkpoint.monitor) to test")
+        best = _best_checkpoint(fit.trainer)
+        if best is None:
+            raise Failed(f"seed {seed}: the fit saved no best checkpoint (--checkpoint) to test")
         test = cli_main(["test", *seeded, f"--ckpt_path={best.best_model_path}"])
-        score = counterpart(best.monitor, "test")
-        if score not in test.trainer.callback_metrics:
-            raise Failed(f"seed {seed}: the test logged no {score}, the test counterpart of {best.monitor}")
-        row = {
-            "seed": seed,
-            _column(score): test.trainer.callback_metrics[score].item(),
-            _column(f"best_{best.monitor}"): best.best_model_score.item(),
-            "epochs": fit.trainer.current_epoch,
-            "fit_seconds": round(seconds, 1),
-            "checkpoint": best.best_model_path,
-        }
         scores = baselines(fit.datamodule.train_dataloader(), test.datamodule.test_dataloader())
+        row = {"seed": seed, **_model_scores(seed, best.monitor, test.trainer.callback_metrics, scores)}
+        if best.monitor:
+            row[_column(f"best_{best.monitor}")] = best.best_model_score.item()
+        row.update(epochs=fit.trainer.current_epoch, fit_seconds=round(seconds, 1), checkpoint=best.best_model_path)
         row.update(scores if isinstance(scores, dict) else {"baselines": f"none: {scores}"})
         rows.append(row)
     result = {"configs": [str(p) for p in configs], "args": args, "split_seed": split_seed}
@@ -111,13 +116,43 @@ def _check(configs: list[Path], seeds: list[int], output: Path) -> None:
 
 def _split_seed(data_seed: str | None, parameters: dict) -> str | None:
     """The option each seed sets the split with: `data.<data_seed>` where the DataModule takes it. The default
-    (`seed`) is skipped where it does not; a name given is refused in one line, before any training."""
+    (`seed`) is skipped where it does not, said in one line; a name given is refused in one line, before any
+    training."""
     if data_seed is None or data_seed in parameters:
         return data_seed and f"data.{data_seed}"
+    taken = ", ".join(parameters) or "none"
     if data_seed != "seed":
-        taken = ", ".join(parameters) or "none"
         raise UsageError(f"--data_seed {data_seed}: the DataModule takes no such parameter (it takes: {taken})")
+    seeded = [name for name in parameters if "seed" in name]  # named as one, only suggested: it may seed another thing
+    named = f"--data_seed {seeded[0]} if that seeds it" if len(seeded) == 1 else "--data_seed <the one that seeds it>"
+    print(
+        f"Note: the DataModule takes no `seed` (--data_seed's default), so every seed keeps the config's split (it"
+        f" takes: {taken}); give {named}, or --data_seed null to keep it so",
+        flush=True,
+    )
     return None
+
+
+def _best_checkpoint(trainer):
+    """The checkpoint callback of the run's best.ckpt, once it saved one: chosen by the metric it monitors, or, where
+    the run monitors none (its model logs no validation metric), the newest."""
+    best = monitored_checkpoint(trainer) or next((c for c in trainer.callbacks if isinstance(c, BestCheckpoint)), None)
+    return best if best is not None and best.best_model_path else None
+
+
+def _model_scores(seed: int, monitor: str | None, logged: dict, baseline_scores: dict | str) -> dict[str, float]:
+    """The model's test scores: the counterpart of the metric its best checkpoint monitored, and beside each
+    baseline's the model's own of the same name (`test/acc` beside `svc_acc`) where it logs one; every test metric it
+    logged where nothing was monitored."""
+    tested = {name: value.item() for name, value in sorted(logged.items()) if stage_of(name) == "test"}
+    if monitor is None:
+        return {_column(name): value for name, value in tested.items()}
+    score = counterpart(monitor, "test")
+    if score not in tested:
+        raise Failed(f"seed {seed}: the test logged no {score}, the test counterpart of {monitor}")
+    measures = dict.fromkeys(measure(column) for column in baseline_scores) if isinstance(baseline_scores, dict) else {}
+    beside = [f"test{separator}{kind}" for kind in measures for separator in SEPARATORS]
+    return {_column(score): tested[score], **{_column(name): tested[name] for name in beside if name in tested}}
 
 
 def _data_parameters(cli_main: Callable, options: list[str]) -> dict:
@@ -131,9 +166,9 @@ def _data_parameters(cli_main: Callable, options: list[str]) -> dict:
         if exit.code not in (0, None):
             raise
     data = (yaml.safe_load(printed.getvalue()) or {}).get("data") or {}
-    # A LightningCLI that chooses its DataModule by class path lists its parameters under init_args, one that takes
-    # a fixed class lists them directly.
-    parameters = data.get("init_args", data) if isinstance(data, dict) else {}
+    # A LightningCLI that chooses its DataModule by class path lists its parameters under init_args (none where the
+    # class takes none), one that takes a fixed class lists them directly.
+    parameters = (data.get("init_args") or {} if "class_path" in data else data) if isinstance(data, dict) else {}
     return parameters if isinstance(parameters, dict) else {}
 
 
@@ -173,6 +208,8 @@ def _print(result: dict) -> None:
     for stat in ("mean", "median", "std"):
         values = [result["summary"][c][stat] if c in result["summary"] else None for c in columns]
         print(" | ".join([stat, *("" if v is None else f"{v:.4f}" for v in values)]))
+    if not any(column.startswith("test_") for column in scores):
+        print("the model's test logged no metric: the table has no score of it to spread")
     if "baselines" in first:
         print(f"baselines: {first['baselines']}")
 

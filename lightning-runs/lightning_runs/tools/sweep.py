@@ -10,7 +10,9 @@ storage, a trial whose worker died is failed and retried with its values, and th
 study holds `n_trials` finished trials. TPE samples; trials whose validation metric trails the median of earlier
 trials are pruned. A worker whose every trial failed exits 1. Unless told otherwise, a trial is scored as its best
 checkpoint is chosen: on the metric `--checkpoint.monitor` names, in its `--checkpoint.mode`, as the trials' configs
-set them.
+set them; another `--metric` needs its `--direction`, and a study keeps the metric and direction it began with
+(lightning_runs.sweeps.scoring). A trial whose fit cannot be scored so (its model does not log the metric, or its best
+checkpoint follows another) stops the worker with that line, exit 2: no other trial would do better.
 """
 
 import contextlib
@@ -35,6 +37,7 @@ from lightning_runs.folders.naming import is_component
 from lightning_runs.sweeps import storage as study_storage
 from lightning_runs.sweeps import turns
 from lightning_runs.sweeps.objective import TrialFits
+from lightning_runs.sweeps.scoring import check_study, scoring
 from lightning_runs.sweeps.space import first_value, search_space
 from lightning_runs.tools.function_cli import function_cli
 
@@ -69,8 +72,9 @@ def sweep(
         configs: the configs every trial stacks, in this order (none: the CLI's defaults)
         args: fixed options for every trial, before the sampled ones
         metric: what a trial is scored by: its best value over the epochs (by default the metric the best
-            checkpoint monitors)
-        direction: whether a higher or a lower `metric` is better (by default the best checkpoint's mode)
+            checkpoint monitors); a study keeps the metric it began with
+        direction: whether a higher or a lower `metric` is better (by default the best checkpoint's mode, given only
+            for the metric it monitors: another metric needs its direction); a study keeps the one it began with
         pruning_startup_trials: trials that always run to the end, to learn what a median epoch looks like
         pruning_warmup_epochs: epochs of every trial that are never pruned
         seed: the sampler's seed, offset by each trial's number (workers sharing a study sample different values)
@@ -96,10 +100,7 @@ def sweep(
     # Parsed as every trial's fit will be, each option at its low end: a misspelt one is refused before any trial.
     at_low_ends = [f"--{key}={first_value(values)}" for key, values in ranges.items()]
     resolved = _resolved(cli_main, configs, (*args, *at_low_ends))
-    if metric is None or direction is None:
-        monitor, mode = _monitor(resolved)
-        metric = metric or monitor
-        direction = direction or ("maximize" if mode == "max" else "minimize")
+    scored = scoring(resolved, metric, direction)
     Path(save_dir).mkdir(parents=True, exist_ok=True)
     url = storage or _default_storage(Path(save_dir), study)
     url = url if "://" in url else str(Path(url).resolve())  # a journal file, as the trials' processes open it too
@@ -107,15 +108,16 @@ def sweep(
     pruner = optuna.pruners.MedianPruner(**pruning)  # decides in the trials' processes (trial.py), rebuilt there
     shown = _shown(url)
     optuna_study = study_storage.open_study(
-        url, study, direction, pruner, save_dir, heartbeat_interval, grace_period, where=shown
+        url, study, scored.direction, pruner, save_dir, heartbeat_interval, grace_period, where=shown
     )
+    check_study(optuna_study, scored, shown)  # before any trial: a study scores its trials one way
     remaining = n_trials - study_storage.finished(optuna_study)
     print(f"Study {study!r} in {shown}: {n_trials - remaining} of {n_trials} trials finished", flush=True)
     package = cli_main.__module__.partition(".")[0]
     # `python -m <package>`, as the user starts it; a project run as a script (`python train.py`) is started that way.
     python = [sys.executable, "-m", package] if package != "__main__" else [sys.executable, sys.argv[0]]
     objective = TrialFits(
-        optuna_study, ranges, python, configs, args, launcher, save_dir, url, metric, direction, pruning, seed, threads
+        optuna_study, ranges, python, configs, args, launcher, save_dir, url, scored, pruning, seed, threads
     )
     stopped = objective.stopped
 
@@ -126,6 +128,9 @@ def sweep(
     def stop_if_asked(study, finished) -> None:  # Optuna calls it once the trial is stored, complete or not
         if stopped:
             raise KeyboardInterrupt
+        if objective.refused:  # the sweep's metric, not the trial's values: every trial would refuse it
+            study_storage.discard_if_only(study, objective.mine, url)  # so the corrected command may use its name
+            raise UsageError(objective.refused)
 
     previous = signal.signal(signal.SIGTERM, stop_between_trials)  # Ctrl-C raises KeyboardInterrupt by itself
     handlers = logging.getLogger("optuna").handlers  # Optuna's own, on its library logger
@@ -186,18 +191,6 @@ def _resolved(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ...
         if exit.code not in (0, None):  # a bad config or option: its error is already on stderr
             raise
     return yaml.safe_load(printed.getvalue()) or {}
-
-
-def _monitor(resolved: dict) -> tuple[str, str]:
-    """The metric and mode the trials' best checkpoint is chosen by."""
-    checkpoint = resolved.get("checkpoint") or {}
-    if not checkpoint.get("monitor"):
-        raise UsageError("the trials' best checkpoint monitors no metric (--checkpoint.monitor): give --metric")
-    return checkpoint["monitor"], checkpoint["mode"]
-
-
-def _monitored(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, str]:
-    return _monitor(_resolved(cli_main, configs, args))
 
 
 def _summarize(study: optuna.Study) -> None:
