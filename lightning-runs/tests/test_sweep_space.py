@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lightning_runs.sweeps.space import Choice, Range, search_space
+from lightning_runs.sweeps.space import Choice, Range, corners, search_space
 from lightning_runs.tools import sweep
 from tiny_tasks import cli_main
 
@@ -22,7 +22,7 @@ SPACES = [
     ({"model.lr": {"low": 0.001, "high": 0.1, "step": 0.01}}, "is neither a range ({low: 0.001, high: 0.1}, with"),
     ({"model.lr": 0.01}, "--space model.lr: 0.01 is neither a range"),
     ({}, "--space {}: give at least one option to search"),
-    # parsed as the trials' fit parses it, each option at its low end
+    # parsed as the trials' fit parses it, at each end and choice
     ({"model.lrr": {"low": 0.001, "high": 0.1}}, "unknown option --model.lrr: did you mean --model.lr?"),
 ]
 IDS = ["low_above_high", "ints_low_above_high", "no_choices", "log_from_0", "not_numbers", "unknown_kind",
@@ -44,3 +44,31 @@ def test_a_malformed_search_space_is_one_line_before_any_trial(space, said, caps
 def test_a_well_formed_space_becomes_ranges_and_choices():
     space = {"model.lr": {"low": 1e-3, "high": 0.1, "log": True}, "data.batch_size": {"choices": [16, 32]}}
     assert search_space(space) == {"model.lr": Range(1e-3, 0.1, log=True), "data.batch_size": Choice([16, 32])}
+
+
+@pytest.mark.parametrize(
+    "space,said",
+    [
+        ({"model.label_smoothing": {"low": 0.0, "high": 5.0}}, "--model.label_smoothing: expected ClosedUnitInterval"),
+        ({"data.batch_size": {"choices": [16, 32, "abc"]}}, "--data.batch_size: expected int, got abc"),
+    ],
+    ids=["high_end", "last_choice"],
+)
+def test_every_end_and_choice_is_parsed_as_the_trials_fit_parses_it_before_any_trial(space, said, capsys):
+    """Parsed at their low ends alone, these passed, and the trials that sampled them failed one by one."""
+    config = {"study": "s", "n_trials": 1, "args": ["--model=tiny_typed.TypedClassifier"], "space": space}
+    Path("study.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(SystemExit) as exit_:
+        sweep.main(cli_main, ["--config", "study.yaml"])
+    err = capsys.readouterr()
+    assert exit_.value.code == 2 and said in err.err and "Traceback" not in err.err, err.err[-2000:]
+    assert "Trial" not in err.out and not Path("runs").exists(), "no trial, no study file"
+
+
+def test_the_fits_that_check_a_space_give_each_option_every_end_and_choice():
+    ranges = {"model.lr": Range(0.001, 0.1), "data.batch_size": Choice([16, 32, 64])}
+    assert corners(ranges) == [
+        ["--model.lr=0.001", "--data.batch_size=16"],
+        ["--model.lr=0.1", "--data.batch_size=32"],
+        ["--model.lr=0.1", "--data.batch_size=64"],
+    ]

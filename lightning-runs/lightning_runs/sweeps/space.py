@@ -59,6 +59,10 @@ def _range(where: str, low, high, log) -> Range:
     return Range(low, high, log)
 
 
-def first_value(values: Range | Choice):
-    """Its low end, or its first choice."""
-    return values.choices[0] if isinstance(values, Choice) else values.low
+def corners(ranges: dict[str, Range | Choice]) -> list[list[str]]:
+    """Options for a few fits that between them give every option each end of its range and each of its choices
+    (`--model.lr=0.001 --data.batch_size=32`, then `--model.lr=0.1 --data.batch_size=64`, ...): a value the fit
+    refuses is then refused before any trial, not by the trials that happen to sample it."""
+    values = {key: v.choices if isinstance(v, Choice) else [v.low, v.high] for key, v in ranges.items()}
+    count = max(len(listed) for listed in values.values())
+    return [[f"--{key}={listed[min(i, len(listed) - 1)]}" for key, listed in values.items()] for i in range(count)]

@@ -38,7 +38,7 @@ from lightning_runs.sweeps import storage as study_storage
 from lightning_runs.sweeps import turns
 from lightning_runs.sweeps.objective import TrialFits
 from lightning_runs.sweeps.scoring import check_study, scoring
-from lightning_runs.sweeps.space import first_value, search_space
+from lightning_runs.sweeps.space import corners, search_space
 from lightning_runs.tools.function_cli import function_cli
 
 
@@ -97,9 +97,9 @@ def sweep(
             f"--grace_period {grace_period}: must be longer than --heartbeat_interval {heartbeat_interval}"
         )
     ranges = search_space(space)
-    # Parsed as every trial's fit will be, each option at its low end: a misspelt one is refused before any trial.
-    at_low_ends = [f"--{key}={first_value(values)}" for key, values in ranges.items()]
-    resolved = _resolved(cli_main, configs, (*args, *at_low_ends))
+    # Parsed as every trial's fit will be, at each end of each range and each choice: a misspelt option or a value the
+    # fit refuses (a smoothing of 5, a batch size of "abc") is refused before any trial.
+    resolved, *_ = [_resolved(cli_main, configs, (*args, *corner)) for corner in corners(ranges)]
     scored = scoring(resolved, metric, direction)
     Path(save_dir).mkdir(parents=True, exist_ok=True)
     url = storage or _default_storage(Path(save_dir), study)
