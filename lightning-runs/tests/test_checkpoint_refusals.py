@@ -12,10 +12,10 @@ import pytest
 import torch
 from tiny_networks import WithNetwork
 from tiny_runs import assert_kept, each_row_once_daily, load, refusal, run, snapshot
+from tiny_stops import CrashAt
 
 from lightning_runs.checkpoints.loading import read_checkpoint
 from lightning_runs.errors import UsageError
-from tiny_tasks import CrashAt
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 LAST = Path("runs/tiny/version_0/checkpoints/last.ckpt")

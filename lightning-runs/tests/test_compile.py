@@ -5,12 +5,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_stops import CrashAt
 from torch import nn
 from torchmetrics.classification import MulticlassAccuracy
 
 from lightning_runs.contract.parts import networks
 from lightning_runs.errors import main
-from tiny_tasks import CrashAt, TinyClassifier, cli_main
+from tiny_tasks import TinyClassifier, cli_main
 
 STEPS = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=3"]
 COMPILED = ["--compile.enabled=true"]

@@ -15,13 +15,14 @@ import torch.nn.functional as F
 from lightning.pytorch.loggers import TensorBoardLogger
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from test_figures_by_shape import Kept, stand_in_trainer
+from tiny_regression import TinyRegressionDataModule, TinyRegressor
 from torch import nn
 from torch.utils.data import DataLoader
 
 from lightning_runs.pictures import callbacks as figures
 from lightning_runs.pictures.callbacks import Figures
 from lightning_runs.pictures.regression import MAX_POINTS
-from tiny_tasks import TinyClassifier, TinyDataModule, TinyRegressionDataModule, TinyRegressor
+from tiny_tasks import TinyClassifier, TinyDataModule
 
 BATCHES = 6  # training batches an epoch of the tiny tasks: 192 points, 32 a batch
 
@@ -188,7 +189,7 @@ import sys
 import lightning as L
 
 from lightning_runs.pictures import callbacks as figures
-from tiny_tasks import TinyRegressionDataModule, TinyRegressor
+from tiny_regression import TinyRegressionDataModule, TinyRegressor
 
 drawn = []
 

@@ -14,10 +14,11 @@ import pytest
 import torch
 import yaml
 from lightning.pytorch.callbacks import ProgressBar
+from tiny_stops import CrashAt
 
 from lightning_runs.errors import main
 from lightning_runs.tools.export import export
-from tiny_tasks import CrashAt, TinyClassifier, cli_main
+from tiny_tasks import TinyClassifier, cli_main
 
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]

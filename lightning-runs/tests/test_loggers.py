@@ -28,7 +28,7 @@ SHORT = [
     "--histograms.gradients=true",
 ]
 STEPS, EPOCH_ENDS = 9, [2, 5, 8]  # Lightning logs epoch metrics at the index of the epoch's last step
-CRASH = ["--trainer.callbacks+=tiny_tasks.CrashAt", "--trainer.callbacks.step=6"]  # as epoch 3 begins: last at 6
+CRASH = ["--trainer.callbacks+=tiny_stops.CrashAt", "--trainer.callbacks.step=6"]  # as epoch 3 begins: last at 6
 NAME = "tinyimages-biasoptionclassifier"  # the experiment a run of TASK is named for: its data and its model
 RUN = Path(f"runs/{NAME}/version_0")
 

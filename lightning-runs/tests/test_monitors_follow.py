@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 from lightning.pytorch.callbacks import Callback, EarlyStopping
+from tiny_stops import CrashAt
 
 from lightning_runs.errors import main
-from tiny_tasks import CrashAt, TinyClassifier, cli_main
+from tiny_tasks import TinyClassifier, cli_main
 
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]

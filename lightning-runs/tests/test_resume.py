@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 from tiny_runs import assert_kept, every_other_daily, load, refusal, run, scalars, snapshot
+from tiny_stops import CrashAt, SignalAt
 
 from lightning_runs.checkpoints.callbacks import RunCheckpoint
 from lightning_runs.errors import main
-from tiny_tasks import TRAINER_DEFAULTS, CrashAt, SignalAt, TinyClassifier, TinyCLI, TinyDataModule
+from tiny_tasks import TRAINER_DEFAULTS, TinyClassifier, TinyCLI, TinyDataModule
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 # No epoch improves val/loss by 100: early stopping ends the run after its second.

@@ -10,10 +10,11 @@ import pytest
 import yaml
 from lightning.pytorch.callbacks import Callback
 from tiny_runs import QUIET, assert_kept, every_other_daily, refusal, run, snapshot, start
+from tiny_stops import CrashAt
 
 from lightning_runs.folders.layout import lock_run, unlock_run
 from lightning_runs.tools import sweep
-from tiny_tasks import CrashAt, cli_main
+from tiny_tasks import cli_main
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 RUN = Path("runs/tiny/version_0")

@@ -11,9 +11,10 @@ import torch
 from tiny_files import PointsFile
 from tiny_networks import WithNetwork
 from tiny_runs import QUIET, assert_kept, refusal, run, snapshot
+from tiny_stops import CrashAt
 
 from lightning_runs.errors import main
-from tiny_tasks import TRAINER_DEFAULTS, CrashAt, TinyCLI, TinyDataModule
+from tiny_tasks import TRAINER_DEFAULTS, TinyCLI, TinyDataModule
 
 
 class OtherPointsFile(PointsFile):

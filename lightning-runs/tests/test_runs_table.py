@@ -29,7 +29,7 @@ def three_runs(tmp_path_factory):
         run("test", "--ckpt_path=best")
         run("fit", *TINY, "--trainer.logger.init_args.name=other")
         with pytest.raises(RuntimeError, match="crash at step 1"):
-            run("fit", *TINY, "--trainer.callbacks+=tiny_tasks.CrashAt", "--trainer.callbacks.step=1")
+            run("fit", *TINY, "--trainer.callbacks+=tiny_stops.CrashAt", "--trainer.callbacks.step=1")
     return home
 
 
@@ -195,7 +195,7 @@ def test_a_running_run_whose_process_is_gone_is_shown_killed_and_one_still_at_wo
 
 @pytest.mark.slow
 def test_a_fit_killed_before_its_first_checkpoint_is_listed_as_killed(capsys):
-    kill = ["--trainer.callbacks+=tiny_tasks.SignalAt", "--trainer.callbacks.step=1", "--trainer.callbacks.signum=9"]
+    kill = ["--trainer.callbacks+=tiny_stops.SignalAt", "--trainer.callbacks.step=1", "--trainer.callbacks.signum=9"]
     fit = command("fit", *QUIET, *TINY, *kill)
     assert fit.returncode == -9, fit.stderr[-2000:]
     assert json.loads(Path("runs/tiny/version_0/summary.json").read_text())["status"] == "running", "it said no more"

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from tiny_regression import regression_cli_main
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_runs.tools import baselines as baselines_module
 from lightning_runs.tools import seeds
 from lightning_runs.tools.baselines import baselines
 from lightning_runs.tools.seeds import evaluate_seeds
-from tiny_tasks import TinyDataModule, cli_main, regression_cli_main
+from tiny_tasks import TinyDataModule, cli_main
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from tiny_runs import load, run, scalars, snapshot
+from tiny_stops import SignalAt
 
 from lightning_runs.cli import placement
 from lightning_runs.private import epochs_processed
-from tiny_tasks import SignalAt
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 RUN = Path("runs/tiny/version_0")

@@ -27,7 +27,7 @@ def run(subcommand: str, *args: str, callbacks: Sequence[Callback] = (), cli=cli
 def process_environment() -> dict[str, str]:
     """This environment without a launcher's variables (the tests may run under SLURM or torchrun), one thread a
     process (the ranks share the cores), and this folder importable (`tiny_tasks`, class paths such as
-    `tiny_tasks.CrashAt`) before whatever PYTHONPATH already gives."""
+    `tiny_stops.CrashAt`) before whatever PYTHONPATH already gives."""
     import os
     from pathlib import Path
 

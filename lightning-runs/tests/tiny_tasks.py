@@ -6,10 +6,10 @@ hands RunsCLI, written against the contract (lightning_runs/contract/parts.py) a
 - `TinyClassifier`: one Linear layer, torchmetrics accuracy per stage (`SlowTinyClassifier`: another default lr);
 - `TinyCLI` / `cli_main`: the wiring a project's cli.py does, monitoring `val/loss` (min) so that nothing in the
   library can lean on a `val/acc`;
-- `TinyRegressionDataModule`, `TinyRegressor`, `RegressionCLI` / `regression_cli_main`: a regression of one float
-  target a point, whose DataModule takes no `seed` and has no class count;
 - `UnderscoreNames` (logs `val_loss`, `val_acc` as Lightning's docs name them) and `Unvalidated` (logs no validation
   metric): classifiers whose runs watch other metrics than the recipe's default.
+Beside it: the regression (tiny_regression.py), crashes and signals (tiny_stops.py), typed arguments (tiny_typed.py),
+networks chosen by class path (tiny_networks.py), points from a file (tiny_files.py), shards by rank (tiny_shards.py).
 """
 
 import math
@@ -135,81 +135,6 @@ def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) 
     return TinyCLI(TinyClassifier, TinyDataModule, trainer_defaults=TRAINER_DEFAULTS, callbacks=callbacks, args=args)
 
 
-class TinyRegressionDataModule(L.LightningDataModule):
-    """`n` points of `features` values, each with one float target: a fixed linear function of it plus a little
-    noise. The same points every run: it takes no `seed`."""
-
-    sample_kind = "table"
-
-    def __init__(self, n: int = 256, features: int = 4, batch_size: int = 32) -> None:
-        super().__init__()
-        self.save_hyperparameters()
-        self.sample_shape = (features,)
-        self.splits = None
-
-    def setup(self, stage: str) -> None:
-        if self.splits is not None:
-            return
-        generator = torch.Generator().manual_seed(0)
-        points = torch.randn(self.hparams.n, self.hparams.features, generator=generator)
-        targets = points @ torch.randn(self.hparams.features, generator=generator)  # (n,)
-        targets += 0.1 * torch.randn(self.hparams.n, generator=generator)
-        n_eval = self.hparams.n // 8
-        bounds = {"train": (0, self.hparams.n - 2 * n_eval), "val": (-2 * n_eval, -n_eval), "test": (-n_eval, None)}
-        self.splits = {name: (points[a:b], targets[a:b]) for name, (a, b) in bounds.items()}
-
-    def train_dataloader(self) -> DataLoader:
-        return DataLoader(TensorDataset(*self.splits["train"]), batch_size=self.hparams.batch_size, shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return DataLoader(TensorDataset(*self.splits["val"]), batch_size=self.hparams.batch_size)
-
-    def test_dataloader(self) -> DataLoader:
-        return DataLoader(TensorDataset(*self.splits["test"]), batch_size=self.hparams.batch_size)
-
-
-class TinyRegressor(L.LightningModule):
-    def __init__(self, input_shape: tuple[int, ...] = (4,), lr: float = 0.05) -> None:
-        super().__init__()
-        self.save_hyperparameters()
-        self.hparams.input_shape = [int(size) for size in input_shape]
-        self.layer = nn.Linear(math.prod(input_shape), 1)
-        self.example_input_array = torch.zeros(2, *input_shape)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layer(x.flatten(1)).squeeze(-1)  # (N, *input_shape) -> (N,) values
-
-    def training_step(self, batch, batch_idx: int) -> torch.Tensor:
-        return F.mse_loss(self(batch[0]), batch[1])
-
-    def _evaluate(self, batch, stage: str) -> torch.Tensor:
-        predicted = self(batch[0])
-        self.log(f"{stage}/loss", F.mse_loss(predicted, batch[1]), on_epoch=True)
-        return predicted  # (N,): the library draws it against the targets
-
-    def validation_step(self, batch, batch_idx: int) -> torch.Tensor:
-        return self._evaluate(batch, "val")
-
-    def test_step(self, batch, batch_idx: int) -> torch.Tensor:
-        return self._evaluate(batch, "test")
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
-
-
-class RegressionCLI(RunsCLI):
-    def add_arguments_to_parser(self, parser) -> None:
-        super().add_arguments_to_parser(parser)
-        parser.set_defaults({"early_stopping.monitor": "val/loss", "early_stopping.patience": 100})
-        parser.set_defaults({"checkpoint.monitor": "val/loss", "checkpoint.mode": "min"})
-
-
-def regression_cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) -> RegressionCLI:
-    return RegressionCLI(
-        TinyRegressor, TinyRegressionDataModule, trainer_defaults=TRAINER_DEFAULTS, callbacks=callbacks, args=args
-    )
-
-
 class UnderscoreNames(TinyClassifier):
     """Logs `val_loss`, `val_acc`, `test_loss`, `test_acc`, as Lightning's docs write them: the recipe's default
     monitor (`val/loss`) is not logged, and the run follows `val_loss`."""
@@ -229,17 +154,6 @@ class Unvalidated(TinyClassifier):
 
     def validation_step(self, batch, batch_idx: int) -> torch.Tensor:
         return self(batch[0]).detach()
-
-
-class CrashAt(Callback):
-    """Raises as the given global step begins, as a crash or a kill would stop a run."""
-
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        if trainer.global_step == self.step:
-            raise RuntimeError(f"crash at step {self.step}")
 
 
 class NoClassCount(TinyDataModule):
@@ -274,52 +188,6 @@ class TinyImages(TinyDataModule):
         if self.splits is None:
             super().setup(stage)
             self.splits = {name: (points.view(-1, 1, 4, 4), labels) for name, (points, labels) in self.splits.items()}
-
-
-class SignalAt(Callback):
-    """Sends this process a signal (SIGTERM by default) as the given global step begins, as a scheduler would; with
-    `phase` validation, test or predict, as that phase's first batch begins at that global step (None: at any; the
-    sanity check does not count); with `phase` fit_end, after the training loop. `batch` instead of a step: the
-    training batch of the fit (counted over its epochs) as it begins, for gradient accumulation, where a step spans
-    several. A SIGKILL first waits for the background checkpoint writer: what is on disk is then everything saved
-    before this point, the hardest case to resume."""
-
-    def __init__(self, step: int | None = None, signum: int = 15, phase: str = "train", batch: int | None = None):
-        self.step, self.signum, self.phase, self.batch = step, signum, phase, batch
-
-    def _at(self, trainer, phase: str, batch_idx: int) -> None:
-        if self.batch is not None:
-            if phase == "train" and trainer.current_epoch * trainer.num_training_batches + batch_idx == self.batch:
-                self._send()
-            return
-        first = phase == "train" or batch_idx == 0
-        if phase == self.phase and first and not trainer.sanity_checking and self.step in (None, trainer.global_step):
-            self._send()
-
-    def _send(self) -> None:
-        import os
-        import signal
-        import time
-
-        if self.signum == signal.SIGKILL:
-            time.sleep(0.3)
-        os.kill(os.getpid(), self.signum)
-
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        self._at(trainer, "train", batch_idx)
-
-    def on_fit_end(self, trainer, pl_module) -> None:
-        if self.phase == "fit_end":
-            self._send()
-
-    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
-        self._at(trainer, "validation", batch_idx)
-
-    def on_test_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
-        self._at(trainer, "test", batch_idx)
-
-    def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
-        self._at(trainer, "predict", batch_idx)
 
 
 class TinyBatches(TinyDataModule):
