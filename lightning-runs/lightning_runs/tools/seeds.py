@@ -7,7 +7,7 @@ taken. Which DataModule is chosen, and so whether it takes one, is known only on
 `fit --print_config` parses them as the fits will (refusing a bad one in one line, before any training) and prints the
 resolved config, whose `data.init_args` are that DataModule's parameters.
 The score is the test counterpart of the metric the best checkpoint monitors (`val/f1` -> `test/f1`), with, beside each
-baseline's, the model's own test score of the same name where it logs one (`test/acc` beside `svc_acc`). A run that
+baseline's, the model's own test score of the same name where it logs one (`test_acc` beside `svc_acc`). A run that
 monitors nothing (its model logs no validation metric) tests its best.ckpt, the newest, and reports every test metric
 it logs; with none, the table says there is no score to spread.
 
@@ -142,7 +142,7 @@ def _best_checkpoint(trainer):
 
 def _model_scores(seed: int, monitor: str | None, logged: dict, baseline_scores: dict | str) -> dict[str, float]:
     """The model's test scores: the counterpart of the metric its best checkpoint monitored, and beside each
-    baseline's the model's own of the same name (`test/acc` beside `svc_acc`) where it logs one; every test metric it
+    baseline's the model's own of the same name (`test_acc` beside `svc_acc`) where it logs one; every test metric it
     logged where nothing was monitored."""
     tested = {name: value.item() for name, value in sorted(logged.items()) if stage_of(name) == "test"}
     if monitor is None:
