@@ -81,7 +81,7 @@ export UPDATE_TEMPLATE
 update-template: ## in a copy: merge in the template's changes since it was made (docs/updating.md); TEMPLATE=path/URL
 	@$(PYTHON) -c "$$UPDATE_TEMPLATE" $(if $(TEMPLATE),--template "$(TEMPLATE)")
 
-test: install ## the everyday suite: every test not marked slow (~95 s on 2 cores); CI adds make test-slow
+test: install ## the everyday suite: every test not marked slow; CI adds make test-slow
 	$(PYTEST) -m "not slow" $(ARGS)
 
 test-slow: install ## the slow end-to-end tests only: full fits, DDP, kill -9 resume, sweeps, copies (~12 min on 2 cores)
