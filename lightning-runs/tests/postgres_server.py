@@ -8,11 +8,12 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from tiny_launchers import free_port
 
 # initdb and postgres refuse to run as root (a server must not own the machine): as root, they run as this user.
 UNPRIVILEGED = "nobody"
@@ -21,12 +22,6 @@ TIMEOUT_S = 60
 
 class Unavailable(Exception):
     """No server can run here; the message says why (and is the tests' skip reason)."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def binaries() -> Path:

@@ -9,14 +9,13 @@ count sizes) on TinyShards (every split sharded by rank, evaluation shards of un
 import csv
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
 import torch
+from tiny_launchers import fake_srun, free_port, launch, torchrun, two_nodes
 from tiny_runs import QUIET, assert_same_checkpoint, load, process_environment, run, scalars
 
 pytestmark = pytest.mark.slow  # every test reads or makes a DDP run
@@ -26,53 +25,10 @@ TWO_EPOCHS = [*QUIET, *TASK, "--trainer.max_epochs=2"]
 PER_EPOCH = 6  # TinyShards' 204 training points padded to 2 x 102: 6 full batches of 16 on each rank
 STEPS = 2 * PER_EPOCH
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}  # float32 sums in a different order; accuracies must match exactly
-FAKE_SRUN = """#!/bin/bash
-# Stands in for srun on one node: SLURM_NTASKS copies of the command, each with the variables srun gives a task.
-pids=()
-for ((task = 0; task < SLURM_NTASKS; task++)); do
-    SLURM_PROCID=$task SLURM_LOCALID=$task SLURM_NODEID=0 "$@" &
-    pids+=($!)
-done
-status=0
-for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
-exit $status
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def launch(home: Path, *commands: list[str], env: dict | None = None, timeout: float = 600) -> list[str]:
-    """Start the commands together (one per node), wait for all, assert that all exit 0; their outputs."""
-    logs = [home / f"launch-{i}.log" for i in range(len(commands))]
-    procs = []
-    for command, log in zip(commands, logs, strict=True):
-        with log.open("w") as out:
-            procs.append(subprocess.Popen(command, cwd=home, env=env or process_environment(), stdout=out, stderr=out))
-    try:
-        for proc in procs:
-            proc.wait(timeout=timeout)  # only against a hang: a run takes well under a minute
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                for child in [*psutil.Process(proc.pid).children(recursive=True), proc]:
-                    child.kill()
-                proc.wait()
-    outputs = [log.read_text() for log in logs]
-    for proc, output in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, output[-4000:]
-    return outputs
 
 
 def tiny(*args: str) -> list[str]:
     return [sys.executable, "-m", "tiny_tasks", *args]
-
-
-def torchrun(*args: str) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", *args]  # what the `torchrun` script runs
 
 
 def with_lightning(home: Path) -> list[str]:
@@ -85,29 +41,19 @@ def with_torchrun(home: Path) -> list[str]:
 
 
 def as_two_nodes(home: Path) -> list[str]:
-    """Two torchrun agents on one machine, as on two nodes: one process each, meeting at node 0's address."""
     fit = ["-m", "tiny_tasks", "fit", *TWO_EPOCHS, "--trainer.strategy=ddp", "--trainer.num_nodes=2"]
-    port = free_port()
-    nodes = [
-        torchrun("--nnodes=2", f"--node_rank={node}", "--nproc_per_node=1", "--master_addr=127.0.0.1",
-                 f"--master_port={port}", *fit, "--trainer.devices=1")
-        for node in (0, 1)
-    ]  # fmt: skip
-    return launch(home, *nodes)
+    return launch(home, *two_nodes(fit))
 
 
 def with_slurm(home: Path) -> list[str]:
     """srun starting 2 tasks of a 1-node job (job 4242), as a batch script would, with a stand-in srun: each task
     finds its rank in SLURM's variables; the run is named for the job, which `--ckpt_path last` then resumes."""
-    (home / "bin").mkdir()
-    (home / "bin/srun").write_text(FAKE_SRUN)
-    (home / "bin/srun").chmod(0o755)
     job = {
         "SLURM_JOB_ID": "4242", "SLURM_JOB_NAME": "tiny", "SLURM_NTASKS": "2", "SLURM_NTASKS_PER_NODE": "2",
         "SLURM_NNODES": "1", "SLURM_JOB_NUM_NODES": "1", "SLURM_NODELIST": "127.0.0.1",
         "MASTER_PORT": str(free_port()),  # else derived from the job id: could collide with a parallel test
     }  # fmt: skip
-    env = {**process_environment(), **job, "PATH": f"{home / 'bin'}:{os.environ['PATH']}"}
+    env = {**process_environment(), **job, "PATH": f"{fake_srun(home)}:{os.environ['PATH']}"}
     fit = ["fit", *TWO_EPOCHS, "--trainer.strategy=ddp", "--trainer.devices=2", "--trainer.num_nodes=1"]
     fit += ["--trainer.logger.init_args.version=slurm-4242", "--ckpt_path=last"]
     return launch(home, ["srun", *tiny(*fit)], env=env)

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import optuna
@@ -15,7 +14,7 @@ import pytest
 import torch
 import yaml
 from optuna.trial import TrialState
-from tiny_runs import assert_kept, refusal, snapshot
+from tiny_runs import assert_kept, refusal, snapshot, wait_for
 
 from lightning_runs.tools import sweep as sweep_tool
 from tiny_tasks import cli_main
@@ -72,14 +71,6 @@ def open_study(name: str) -> optuna.Study:
     Path("runs/sweeps").mkdir(parents=True, exist_ok=True)
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(f"runs/sweeps/{name}.journal"))
     return optuna.create_study(storage=storage, study_name=name, direction="minimize", load_if_exists=True)
-
-
-def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
-        time.sleep(0.01)
 
 
 def trial_processes(worker: int) -> list[int]:

@@ -9,13 +9,12 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch.callbacks import Callback
 from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_runs.cli import RunsCLI
-from tiny_tasks import TRAINER_DEFAULTS
+from tiny_tasks import TRAINER_DEFAULTS, TinySplits, three_splits
 
 
-class TinyRegressionDataModule(L.LightningDataModule):
+class TinyRegressionDataModule(TinySplits):
     """`n` points of `features` values, each with one float target: a fixed linear function of it plus a little
     noise. The same points every run: it takes no `seed`."""
 
@@ -25,7 +24,6 @@ class TinyRegressionDataModule(L.LightningDataModule):
         super().__init__()
         self.save_hyperparameters()
         self.sample_shape = (features,)
-        self.splits = None
 
     def setup(self, stage: str) -> None:
         if self.splits is not None:
@@ -34,18 +32,7 @@ class TinyRegressionDataModule(L.LightningDataModule):
         points = torch.randn(self.hparams.n, self.hparams.features, generator=generator)
         targets = points @ torch.randn(self.hparams.features, generator=generator)  # (n,)
         targets += 0.1 * torch.randn(self.hparams.n, generator=generator)
-        n_eval = self.hparams.n // 8
-        bounds = {"train": (0, self.hparams.n - 2 * n_eval), "val": (-2 * n_eval, -n_eval), "test": (-n_eval, None)}
-        self.splits = {name: (points[a:b], targets[a:b]) for name, (a, b) in bounds.items()}
-
-    def train_dataloader(self) -> DataLoader:
-        return DataLoader(TensorDataset(*self.splits["train"]), batch_size=self.hparams.batch_size, shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return DataLoader(TensorDataset(*self.splits["val"]), batch_size=self.hparams.batch_size)
-
-    def test_dataloader(self) -> DataLoader:
-        return DataLoader(TensorDataset(*self.splits["test"]), batch_size=self.hparams.batch_size)
+        self.splits = three_splits(points, targets)
 
 
 class TinyRegressor(L.LightningModule):

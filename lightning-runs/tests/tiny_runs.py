@@ -102,8 +102,12 @@ def assert_kept(before: dict[str, str], after: dict[str, str], runs_root: str = 
 
 
 def load(path) -> dict:
-    """A checkpoint as plain data."""
-    return torch.load(path, map_location="cpu", weights_only=True)
+    """A checkpoint as plain data: a file, or a sharded fit's folder read whole (lightning_runs.checkpoints.sharded)."""
+    from pathlib import Path
+
+    from lightning_runs.checkpoints.sharded import consolidated
+
+    return consolidated(Path(path)) if Path(path).is_dir() else torch.load(path, map_location="cpu", weights_only=True)
 
 
 def same(a, b) -> bool:

@@ -26,7 +26,30 @@ from torchmetrics.classification import MulticlassAccuracy
 from lightning_runs.cli import RunsCLI
 
 
-class TinyDataModule(L.LightningDataModule):
+class TinySplits(L.LightningDataModule):
+    """Plain DataLoaders over `self.splits` (split name -> (inputs, targets)), which a subclass's setup() fills with
+    `three_splits`; batch_size by keyword: Lightning rebuilds the predict loader from its arguments."""
+
+    splits: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(*self.splits["train"]), batch_size=self.hparams.batch_size, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(*self.splits["val"]), batch_size=self.hparams.batch_size)
+
+    def test_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(*self.splits["test"]), batch_size=self.hparams.batch_size)
+
+
+def three_splits(inputs: torch.Tensor, targets: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """The last eighth of the points for test, the eighth before it for validation, the rest for training."""
+    n_eval = len(inputs) // 8
+    bounds = {"train": (0, len(inputs) - 2 * n_eval), "val": (-2 * n_eval, -n_eval), "test": (-n_eval, None)}
+    return {name: (inputs[a:b], targets[a:b]) for name, (a, b) in bounds.items()}
+
+
+class TinyDataModule(TinySplits):
     """`n` points of `features` values; a point's class is the index of the largest of `num_classes` linear
     functions of it, drawn once from `seed`."""
 
@@ -37,7 +60,6 @@ class TinyDataModule(L.LightningDataModule):
         self.save_hyperparameters()
         # Known before setup(): the model is built with them.
         self.num_classes, self.sample_shape = num_classes, (features,)
-        self.splits = None
 
     def setup(self, stage: str) -> None:
         if self.splits is not None:  # called twice (contract/parts.py): before the run writes, then by the Trainer
@@ -45,20 +67,7 @@ class TinyDataModule(L.LightningDataModule):
         generator = torch.Generator().manual_seed(self.hparams.seed)
         points = torch.randn(self.hparams.n, self.hparams.features, generator=generator)
         weights = torch.randn(self.hparams.features, self.hparams.num_classes, generator=generator)
-        labels = (points @ weights).argmax(dim=1)
-        n_eval = self.hparams.n // 8
-        bounds = {"train": (0, self.hparams.n - 2 * n_eval), "val": (-2 * n_eval, -n_eval), "test": (-n_eval, None)}
-        self.splits = {name: (points[a:b], labels[a:b]) for name, (a, b) in bounds.items()}
-
-    # batch_size by keyword: Lightning rebuilds the predict loader from its arguments.
-    def train_dataloader(self) -> DataLoader:
-        return DataLoader(TensorDataset(*self.splits["train"]), batch_size=self.hparams.batch_size, shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return DataLoader(TensorDataset(*self.splits["val"]), batch_size=self.hparams.batch_size)
-
-    def test_dataloader(self) -> DataLoader:
-        return DataLoader(TensorDataset(*self.splits["test"]), batch_size=self.hparams.batch_size)
+        self.splits = three_splits(points, (points @ weights).argmax(dim=1))
 
     def predict_dataloader(self) -> DataLoader:
         # The test split's points without their labels, as a user's new samples would come.

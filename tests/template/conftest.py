@@ -2,7 +2,14 @@
 nothing heavy at the top: pytest-xdist's controller process loads it too, and never runs a test (the helpers tests
 import are in support.py)."""
 
+import sys
+from pathlib import Path
+
 import pytest
+
+# The library's test helpers (tiny_runs.py: what a command did to the files, checkpoints compared; tiny_launchers.py:
+# DDP launches) serve these tests too: one copy of each, in the library's suite, which runs alone without this one.
+sys.path.append(str(Path(__file__).parents[2] / "lightning-runs/tests"))
 
 
 def pytest_collection_modifyitems(config, items):

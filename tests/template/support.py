@@ -1,13 +1,12 @@
-"""What the tests share: running the CLI in this process or as a process, what a command did to the files,
-reading a run's events and checkpoints, and the crash and signal helpers that configs name as class paths
-(`support.CrashAt`, `support.SignalAt`, `support.ScancelAt`). Fixtures and hooks are in conftest.py."""
+"""What the tests share: running the CLI in this process or as a process, reading a run's events, and the crash and
+signal helpers that configs name as class paths (`support.CrashAt`, `support.SignalAt`, `support.ScancelAt`). What a
+command did to the files, checkpoints compared, and DDP launches are the library's test helpers
+(lightning-runs/tests/tiny_runs.py, tiny_launchers.py), re-exported here. Fixtures and hooks are in conftest.py."""
 
 import functools
-import hashlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,13 +14,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
 import torch
 from lightning.pytorch.callbacks import Callback
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tiny_launchers import free_port  # noqa: F401 - re-exported: the library's test helpers serve these tests too
+from tiny_runs import (  # noqa: F401 - re-exported
+    assert_kept,
+    assert_same_checkpoint,
+    every_other_daily,
+    load,
+    same,
+    scalars,
+    snapshot,
+    wait_for,
+)
 
 from helpers import DEFAULT, ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, CrashAt, refusal, run  # noqa: F401 - re-exported
-from lightning_runs.checkpoints.sharded import consolidated
 from lightning_runs.data.batches import ShardSampler, TensorBatches
 from project.data import DigitsDataModule
 
@@ -54,24 +62,6 @@ def steps_per_epoch(world_size: int = 1, **data) -> int:
     return len(TensorBatches((torch.empty(train),), batch_size, shard, drop_last=True))
 
 
-def snapshot(root: Path = Path(".")) -> dict[str, str]:
-    """Every file under `root` (relative path -> sha256): taken before and after a command, what it did to them."""
-    return {
-        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in root.rglob("*")
-        if path.is_file()
-    }
-
-
-def assert_kept(before: dict[str, str], after: dict[str, str], runs_root: str = "runs") -> set[str]:
-    """No file that existed changed or went, and no file appeared outside `runs_root`; returns the new files."""
-    assert {p: d for p, d in after.items() if p in before} == before, "an existing file changed or went"
-    new = set(after) - set(before)
-    outside = [p for p in new if not Path(p).is_relative_to(runs_root)]
-    assert not outside, f"written outside {runs_root}/: {outside}"
-    return new
-
-
 def run_subprocess(*args: str, timeout: float = 300, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """`python -m project <args>` as a user types it; needed where Lightning starts processes itself (DDP)."""
     command = [sys.executable, "-m", "project", *args]
@@ -92,7 +82,9 @@ def ddp_environment(**extra: str) -> dict[str, str]:
     }
     # One thread per process: the ranks share the cores (torchrun sets this too).
     # The library beside the project first: a checkout's own lightning_runs, not the one installed from another.
-    paths = os.pathsep.join(map(str, [ROOT, ROOT / "lightning-runs", ROOT / "tests", ROOT / "tests/template"]))
+    # support.py imports the library's test helpers (tests/template/conftest.py): their folder too.
+    folders = [ROOT, ROOT / "lightning-runs", ROOT / "tests", ROOT / "tests/template", ROOT / "lightning-runs/tests"]
+    paths = os.pathsep.join(map(str, folders))
     return {**clean, "PYTHONPATH": paths, "OMP_NUM_THREADS": "1", **extra}
 
 
@@ -101,17 +93,6 @@ def read_events(run_dir: Path) -> EventAccumulator:
     events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "images": 0, "histograms": 0, "tensors": 0})
     events.Reload()
     return events
-
-
-def scalars(run_dir: Path, tag: str) -> list[tuple[int, float]]:
-    return [(event.step, event.value) for event in read_events(run_dir).Scalars(tag)]
-
-
-def load(path: Path) -> dict:
-    """A checkpoint as plain data: a file, or a sharded fit's folder read whole (lightning_runs.checkpoints.sharded)."""
-    if Path(path).is_dir():
-        return consolidated(Path(path))
-    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 class SignalAt(Callback):
@@ -175,44 +156,6 @@ def start(*args: str) -> subprocess.Popen:
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ddp_environment())
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
-        time.sleep(0.01)
-
-
-def assert_same_checkpoint(a: dict, b: dict) -> None:
-    """Weights, optimizer, scheduler and callback states equal bit for bit (RNG states included)."""
-    assert a["global_step"] == b["global_step"] and a["epoch"] == b["epoch"]
-    for key in a["state_dict"]:
-        assert torch.equal(a["state_dict"][key], b["state_dict"][key]), key
-    state_a, state_b = a["optimizer_states"][0]["state"], b["optimizer_states"][0]["state"]
-    for param in state_a:
-        for key in state_a[param]:
-            assert torch.equal(state_a[param][key], state_b[param][key]), (param, key)
-    assert a["lr_schedulers"] == b["lr_schedulers"]
-    for key in a["callbacks"]:
-        assert same(a["callbacks"][key], b["callbacks"][key]), key
-
-
-def same(a, b) -> bool:
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and torch.equal(a, b)
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple):
-        return isinstance(b, list | tuple) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
-
-
 # The short run the observability tests and the notebooks read: 5 epochs of 5 steps, pictures and histograms
 # every 2 epochs (so epoch 5 is logged as the end of fit, not as one of every 2), gradient histograms on, a
 # throughput window of 3 steps; then `test` on its best checkpoint, which logs into the same run directory.
@@ -252,18 +195,3 @@ def template_repository(dest: Path, history: bool = False) -> Path:
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 GIT_ENV |= {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER") for what, value in
             (("NAME", "Test"), ("EMAIL", "t@example.com"))}  # fmt: skip
-
-
-# Matrices whose neighbours check alike: `make test` keeps each kind of case and its ~100 s, `make test-slow`
-# (CI runs both) the rest.
-def every_other_daily(cases: list, ids: list[str] | None = None) -> list:
-    """Every other case daily, the rest slow; a case may be a pytest.param, whose id and marks it keeps."""
-    params = []
-    for i, case in enumerate(cases):
-        slow = [pytest.mark.slow] * (i % 2)
-        name = ids[i] if ids else None
-        if hasattr(case, "values") and hasattr(case, "marks"):  # pytest.param(...)
-            params.append(pytest.param(*case.values, id=case.id or name, marks=[*case.marks, *slow]))
-        else:
-            params.append(pytest.param(*(case if isinstance(case, tuple) else (case,)), id=name, marks=slow))
-    return params

@@ -5,14 +5,13 @@ a single process's evaluations, an exact resume): lightning-runs/tests/test_ddp.
 """
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
+from tiny_launchers import fake_srun, free_port, launch, two_nodes
 
-from support import DEFAULT, QUIET, ROOT, ddp_environment, free_port, load, scalars, steps_per_epoch
+from support import DEFAULT, QUIET, ROOT, ddp_environment, load, scalars, steps_per_epoch
 
 GPU, MULTINODE = str(ROOT / "configs/gpu.yaml"), str(ROOT / "configs/multinode.yaml")
 # gpu.yaml on this machine: CPU (gloo), no SyncBatchNorm (it needs CUDA), and 32-bit (16-mixed would turn into
@@ -25,73 +24,27 @@ TINY = [*QUIET, *(f"--data.{key}={value}" for key, value in TINY_DATA.items())]
 TINY_TWO_EPOCHS = [*TINY, "--trainer.max_epochs=2"]  # after the configs: a later --config would override them
 # 1,091 train samples padded to 2 x 546: 17 full batches per rank and epoch.
 STEPS = 2 * steps_per_epoch(world_size=2, **TINY_DATA)
-FAKE_SRUN = """#!/bin/bash
-# Stands in for srun on one node: SLURM_NTASKS copies of the command, each with the variables srun gives a task.
-pids=()
-for ((task = 0; task < SLURM_NTASKS; task++)); do
-    SLURM_PROCID=$task SLURM_LOCALID=$task SLURM_NODEID=0 "$@" &
-    pids+=($!)
-done
-status=0
-for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
-exit $status
-"""
-
-
-def launch(home: Path, *commands: list[str], env: dict | None = None, timeout: float = 600) -> list[str]:
-    """Start the commands together (one per node), wait for all, assert that all exit 0; their outputs."""
-    logs = [home / f"launch-{i}.log" for i in range(len(commands))]
-    procs = []
-    for command, log in zip(commands, logs, strict=True):
-        with log.open("w") as out:
-            procs.append(subprocess.Popen(command, cwd=home, env=env or ddp_environment(), stdout=out, stderr=out))
-    try:
-        for proc in procs:
-            proc.wait(timeout=timeout)  # only against a hang: a run takes well under a minute
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                for child in [*psutil.Process(proc.pid).children(recursive=True), proc]:
-                    child.kill()
-                proc.wait()
-    outputs = [log.read_text() for log in logs]
-    for proc, output in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, output[-4000:]
-    return outputs
 
 
 def project(*args: str) -> list[str]:
     return [sys.executable, "-m", "project", *args]
 
 
-def torchrun(*args: str) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", *args]  # what the `torchrun` script runs
-
-
 def with_lightning(home: Path) -> list[str]:
     fit = project("fit", "--config", DEFAULT, "--config", GPU, *ON_CPU, *TINY_TWO_EPOCHS, "--trainer.devices=2")
-    return launch(home, fit)
+    return launch(home, fit, env=ddp_environment())
 
 
 def as_two_nodes(home: Path) -> list[str]:
-    """Two torchrun agents on one machine, as on two nodes: one process each, meeting at node 0's address."""
     configs = ["--config", DEFAULT, "--config", GPU, "--config", MULTINODE]
-    fit = ["-m", "project", "fit", *configs, *ON_CPU, *TINY_TWO_EPOCHS]
-    port = free_port()
-    nodes = [
-        torchrun("--nnodes=2", f"--node_rank={node}", "--nproc_per_node=1", "--master_addr=127.0.0.1",
-                 f"--master_port={port}", *fit, "--trainer.devices=1")
-        for node in (0, 1)
-    ]  # fmt: skip
-    return launch(home, *nodes)
+    nodes = two_nodes(["-m", "project", "fit", *configs, *ON_CPU, *TINY_TWO_EPOCHS])
+    return launch(home, *nodes, env=ddp_environment())
 
 
 def slurm_job(home: Path, tasks: int = 2, **variables: str) -> dict[str, str]:
     """The environment sbatch gives scripts/slurm.sh for a 1-node job of `tasks` tasks (job 4242 unless
     `variables` say otherwise), with a stand-in srun on the PATH and the job's working directory `home`."""
-    (home / "bin").mkdir(exist_ok=True)
-    (home / "bin/srun").write_text(FAKE_SRUN)
-    (home / "bin/srun").chmod(0o755)
+    bin_folder = fake_srun(home)
     if not (home / "configs").exists():
         (home / "configs").symlink_to(ROOT / "configs")  # the script is submitted from the repository root
     job = {
@@ -100,7 +53,7 @@ def slurm_job(home: Path, tasks: int = 2, **variables: str) -> dict[str, str]:
         "SLURM_NODELIST": "127.0.0.1",
         "MASTER_PORT": str(free_port()),  # else derived from the job id: could collide with a parallel test
     }  # fmt: skip
-    path = f"{home / 'bin'}:{Path(sys.executable).parent}:{os.environ['PATH']}"
+    path = f"{bin_folder}:{Path(sys.executable).parent}:{os.environ['PATH']}"
     return ddp_environment(PATH=path, **{**job, **variables})
 
 

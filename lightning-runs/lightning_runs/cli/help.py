@@ -98,17 +98,18 @@ def default_class_sections(parser: ArgumentParser) -> list[str]:
     sections = []
     for key, value in vars(defaults).items():
         if isinstance(value, Namespace) and isinstance(value.get("class_path"), str):
-            default = getattr(parser, "class_defaults", {}).get(key, value.class_path)
-            section = class_section(key, value.class_path, value.get("init_args"), parser.formatter_class, default)
+            chosen = value.class_path != getattr(parser, "class_defaults", {}).get(key, value.class_path)
+            section = class_section(key, value.class_path, value.get("init_args"), parser.formatter_class, chosen)
             if section is not None:
                 sections.append(section)
     return sections
 
 
 def class_section(
-    key: str, class_path: str, init_args: Namespace | None, formatter_class: type, default: str | None = None
+    key: str, class_path: str, init_args: Namespace | None, formatter_class: type, chosen: bool = False
 ) -> str | None:
-    """The class's options with the parser's defaults for them (a project's set_defaults, its recipe)."""
+    """The class's options with the parser's defaults for them (a project's set_defaults, its recipe); `chosen`: the
+    command chose it by class path in place of the project's default."""
     module, _, name = class_path.rpartition(".")
     options = ArgumentParser(add_help=False, usage=argparse.SUPPRESS, formatter_class=formatter_class)
     try:
@@ -119,6 +120,6 @@ def class_section(
     lines = options.format_help().rstrip("\n").split("\n")[1:]  # after jsonargparse's title, the class's docstring
     if not lines:
         return None
-    chosen = "the default" if class_path == (default or class_path) else "as chosen"
-    title = f"--{key} {class_path}, {chosen} (--{key}.help <class> lists another class's options):"
+    title = f"--{key} {class_path}, {'as chosen' if chosen else 'the default'} (--{key}.help <class> lists another"
+    title += " class's options):"
     return "\n".join([title, *lines])

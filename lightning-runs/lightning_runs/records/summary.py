@@ -84,6 +84,7 @@ class RunSummary(Callback):
         self._recipe = {"config": config, "config_hash": recipe_hash(config), **(self._facts or {})}
         self._recipe["data"] = data_entry(trainer.datamodule)  # read as an evaluation reads its data, to compare
         self._recipe["seeds"] = provenance.seeds(config)
+        self._recipe["process"] = this_process()  # the fit's, which `runs` tells killed when it is gone
         self._earlier = (self._read(trainer) or {}).get("evaluations", [])  # a resumed run keeps its tests
         self._write(trainer, self._fit_record(trainer, "running"))
         config_path = provenance.saved_config_path(trainer)
@@ -131,7 +132,7 @@ class RunSummary(Callback):
             status, error = "completed", None
         folder = run_folder(trainer)
         full = isinstance(exception, DiskFull) or (isinstance(exception, OSError) and exception.errno in NO_SPACE)
-        if isinstance(exception, OSError) and full and exception.filename is None and folder is not None:
+        if full and getattr(exception, "filename", "") is None and folder is not None:
             exception.filename = str(folder)  # a logger's writer names no file: the error then names the run's folder
         try:
             if trainer.state.fn == "fit":
@@ -163,7 +164,6 @@ class RunSummary(Callback):
             **checkpoint_entries(trainer),
             "metrics": metric_entries(trainer.callback_metrics),
             "evaluations": self._earlier,
-            "process": this_process(),
         }
 
     def _evaluated(self, trainer, status: str, error: dict | None = None) -> None:

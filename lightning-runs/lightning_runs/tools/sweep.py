@@ -99,7 +99,10 @@ def sweep(
     ranges = search_space(space)
     # Parsed as every trial's fit will be, at each end of each range and each choice: a misspelt option or a value the
     # fit refuses (a smoothing of 5, a batch size of "abc") is refused before any trial.
-    resolved, *_ = [_resolved(cli_main, configs, (*args, *corner)) for corner in corners(ranges)]
+    first, *others = corners(ranges)
+    resolved = _resolved(cli_main, configs, (*args, *first))  # the trials' config, their monitor with it
+    for corner in others:
+        _resolved(cli_main, configs, (*args, *corner))
     scored = scoring(resolved, metric, direction)
     Path(save_dir).mkdir(parents=True, exist_ok=True)
     url = storage or _default_storage(Path(save_dir), study)
