@@ -87,8 +87,10 @@ def test_sigterm_saves_a_checkpoint_exits_143_and_the_resume_is_exact(tmp_path):
     assert process.returncode == 143, err[-2000:]
     assert "stopped by SIGTERM at step" in err and "resume with --ckpt_path last" in err
     stopped_at = load(LAST)["global_step"]
-    # Flushed up to the step in flight: that step is in the checkpoint, its scalars were still pending.
-    assert [step for step, _ in scalars(RUN, "train/loss")] == list(range(stopped_at - 1))
+    # Flushed: every step before the one in flight is logged, none after it. That step is in the checkpoint; its scalars
+    # are logged too where the stop came at an epoch's end, whose logging ran first (the tiny task's epochs are short).
+    steps = [step for step, _ in scalars(RUN, "train/loss")]
+    assert steps == list(range(len(steps))) and stopped_at - 1 <= len(steps) <= stopped_at, (steps, stopped_at)
 
     run("fit", *DATA, *args, "--ckpt_path=last")
     reference = tmp_path / "reference" / RUN
