@@ -1,8 +1,9 @@
-"""`python -m project {fit,validate,test,predict}`, and the tools: `python -m project {export,runs,sweep,seeds}`.
+"""`python -m project {fit,validate,test,predict}`, and the tools: `python -m project {export,runs,sweep,seeds,cv}`.
 
-The recipe is the defaults of the signatures (networks.py, model.py, data.py) and of `TRAINER_DEFAULTS` below,
-each with its reason: `python -m project fit` trains exactly what `make train` trains. The machinery (run folders,
-resume, fault handling, summaries, the callbacks every run has, the tools) is the lightning-runs library.
+The recipe is the defaults of the signatures (networks.py, model.py, data.py) and below, each with its reason:
+`python -m project fit` trains exactly what `make train` trains. The machinery (run folders, exact resume, clean stops,
+summaries, the tools) is the lightning-runs library: each of its parts is an option group (`--best_checkpoint.monitor`,
+`--figures.every_n_epochs`), switched off with `null`.
 """
 
 from collections.abc import Sequence
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from lightning.pytorch.callbacks import Callback
 
 import lightning_runs
-from lightning_runs.cli import RunsCLI
+from lightning_runs.cli import RunsCLI, set_part_defaults
 from project.data import DigitsDataModule
 from project.model import DigitsClassifier
 
@@ -21,26 +22,27 @@ TRAINER_DEFAULTS = {
     "max_epochs": 50,
     "log_every_n_steps": 1,  # 22 steps an epoch: Lightning's default of 50 would log no training step at all
 }
-# The LightningModule and DataModule a command builds without --model or --data; any other is chosen by class path
-# (`--model my_exp.regression.Regressor`), and gets the data's num_classes and sample shape where its __init__ takes
-# `num_classes` / `input_shape` (docs/contract.md).
-MODEL = DigitsClassifier
 
 
 class DigitsCLI(RunsCLI):
     def add_arguments_to_parser(self, parser) -> None:
         super().add_arguments_to_parser(parser)
+        # The model's class count and sample shape are the data's (a model without those parameters ignores them).
+        parser.link_arguments("data.num_classes", "model.init_args.num_classes", apply_on="instantiate")
+        parser.link_arguments("data.sample_shape", "model.init_args.input_shape", apply_on="instantiate")
+        set_part_defaults(parser, "best_checkpoint", monitor="val/acc", mode="max")  # ties: the later epoch
         # Longer than the schedule, as in the recipe studies: at 10 (or 30), val/loss noise in the high-LR phase
         # stopped runs before the low-LR end. It still stops a run whose val/loss turns NaN.
-        parser.set_defaults({"early_stopping.monitor": "val/loss", "early_stopping.patience": 100})
-        parser.set_defaults({"checkpoint.monitor": "val/acc", "checkpoint.mode": "max"})  # best.ckpt, ties to the later
-        # A model that logs neither watches val/loss, or is refused before it trains (docs/contract.md).
+        set_part_defaults(parser, "early_stopping", monitor="val/loss", patience=100)
 
 
 def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) -> DigitsCLI:
-    """`callbacks`: objects a config cannot build, added to every Trainer (the sweep's pruning callback)."""
-    return DigitsCLI(MODEL, DigitsDataModule, trainer_defaults=TRAINER_DEFAULTS, callbacks=callbacks, args=args)
+    """`callbacks`: objects a config cannot build, added to every Trainer."""
+    return DigitsCLI(
+        DigitsClassifier, DigitsDataModule, trainer_defaults=TRAINER_DEFAULTS, name="digits", callbacks=callbacks,
+        args=args,
+    )  # fmt: skip
 
 
 def run(args: list[str] | None = None):
-    return lightning_runs.main(cli_main, MODEL, args)  # the CLI object, or what the tool returns
+    return lightning_runs.main(cli_main, __package__, args)  # the CLI object, or what the tool returns

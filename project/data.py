@@ -10,13 +10,15 @@ import math
 from abc import ABC, abstractmethod
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 import lightning as L
 import torch
 from jsonargparse.typing import OpenUnitInterval, PositiveInt, restricted_number_type
 
+
+
 from lightning_runs.console import say
-from lightning_runs.contract import SampleKind
 from lightning_runs.data import Batch, ShardSampler, TensorBatches, on_device, split_indices
 from lightning_runs.errors import UsageError
 from project.augment import random_affine
@@ -28,6 +30,8 @@ Seed = restricted_number_type("Seed", int, [(">=", 0), ("<", 2**32)])
 # Finite, unlike jsonargparse's NonNegativeFloat: inf degrees or pixels of augmentation (or an inf decay, model.py)
 # is NaN at the first step. jsonargparse registers one type per set of bounds: this is the one.
 NonNegativeFinite = restricted_number_type("NonNegativeFinite", float, [(">=", 0), ("<", math.inf)])
+# How a sample is normalized and augmented: per channel and rotated (an image), per channel (a signal), per feature.
+SampleKind = Literal["image", "signal", "table"]
 # What a sample of each rank is taken for, unless the DataModule says otherwise: a signal is (L,) or (C, L) too, so
 # signals are declared (FileDataModule's `kind`, or a subclass's `sample_kind`).
 KIND_BY_RANK = {1: "table", 2: "image", 3: "image"}

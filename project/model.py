@@ -9,9 +9,10 @@ import torch.nn.functional as F
 from jsonargparse.typing import ClosedUnitInterval, PositiveInt, restricted_number_type
 from torch import nn
 from torchmetrics import MeanMetric
-from torchmetrics.classification import MulticlassAccuracy
+from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix
 
 from project.data import NonNegativeFinite
+from project.figures import Misclassified
 from project.networks import DigitsCNN
 from project.schedule import decay_groups, warmup_cosine
 
@@ -68,6 +69,9 @@ class DigitsClassifier(L.LightningModule):
             {f"{stage}_acc": MulticlassAccuracy(num_classes, average="micro") for stage in STAGES}
         )
         self.metrics.update({f"{stage}_loss": MeanMetric() for stage in ("val", "test")})
+        # What figures() draws (the library's Figures callback asks for them every N epochs): computed across ranks.
+        self.confusion = nn.ModuleDict({stage: MulticlassConfusionMatrix(num_classes) for stage in ("val", "test")})
+        self.misclassified = {stage: Misclassified() for stage in ("val", "test")}
 
     def setup(self, stage: str) -> None:
         # The data's train-split `mean` and `std`, broadcastable to one sample (docs/contract.md); a DataModule
@@ -81,22 +85,33 @@ class DigitsClassifier(L.LightningModule):
         # samples: (N, *input_shape) raw values -> (N, num_classes) logits
         return self.network((samples - self.input_mean) / self.input_std)
 
-    def _step(self, batch: tuple[torch.Tensor, torch.Tensor], stage: str) -> tuple[torch.Tensor, torch.Tensor]:
+    def _step(self, batch: tuple[torch.Tensor, torch.Tensor], stage: str) -> torch.Tensor:
         samples, labels = batch
         logits = self(samples)
         self.metrics[f"{stage}_acc"].update(logits, labels)
         if stage == "train":
-            # Logged as train/loss by LossMonitor (records.step_metrics): the mean over ranks, every step.
-            return F.cross_entropy(logits, labels, label_smoothing=self.hparams.label_smoothing), logits
+            loss = F.cross_entropy(logits, labels, label_smoothing=self.hparams.label_smoothing)
+            self.log("train/loss", loss, prog_bar=True)
+            return loss
         # Evaluated without label smoothing: a proper score, comparable across recipes.
         loss = F.cross_entropy(logits, labels)
         self.metrics[f"{stage}_loss"].update(loss, weight=len(labels))
-        return loss, logits
+        self.confusion[stage].update(logits, labels)
+        self.misclassified[stage].update(samples, logits, labels)
+        return loss
 
     # The metric objects are updated every batch but logged once per epoch: each `self.log` call costs Lightning
     # close to a millisecond of bookkeeping, about what a whole training step of this network costs.
     def on_train_epoch_end(self) -> None:
         self.log("train/acc", self.metrics["train_acc"])
+
+    def on_validation_epoch_start(self) -> None:
+        self.confusion["val"].reset()
+        self.misclassified["val"].reset()
+
+    def on_test_epoch_start(self) -> None:
+        self.confusion["test"].reset()
+        self.misclassified["test"].reset()
 
     def on_validation_epoch_end(self) -> None:
         self._log_evaluation("val")
@@ -109,18 +124,27 @@ class DigitsClassifier(L.LightningModule):
         self.log(f"{stage}/loss", self.metrics[f"{stage}_loss"], prog_bar=True)
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        return self._step(batch, "train")[0]
+        return self._step(batch, "train")
 
-    # Evaluation returns the (N, num_classes) logits for callbacks' on_*_batch_end (pictures/callbacks.py: confusion
-    # matrices, misclassified samples); Lightning does not keep them.
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        return self._step(batch, "val")[1].detach()
+        return self._step(batch, "val")
 
     def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        return self._step(batch, "test")[1].detach()
+        return self._step(batch, "test")
 
-    def predict_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> torch.Tensor:
-        return self(batch[0]).softmax(dim=-1)  # (N, num_classes) class probabilities
+    def predict_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> dict[str, torch.Tensor]:
+        # predictions.csv's columns: the most probable class and its probability, (N,) each.
+        probability, label = self(batch[0]).softmax(dim=-1).max(dim=-1)
+        return {"label": label, "probability": probability}
+
+    def figures(self, stage: str) -> dict:
+        """What the library's Figures callback logs as `<stage>/<name>`: the stage's confusion matrix, by torchmetrics'
+        own plot, and its misclassified samples (the first 32 of the epoch)."""
+        if stage not in self.confusion:
+            return {}
+        drawn = {"confusion_matrix": self.confusion[stage].plot()[0]}
+        misclassified = self.misclassified[stage].figure()
+        return drawn | ({"misclassified": misclassified} if misclassified is not None else {})
 
     def configure_optimizers(self):
         groups = decay_groups(self.network, self.hparams.weight_decay)

@@ -1,5 +1,8 @@
-"""What can go wrong, as types: library code raises these, and only the entry point (`main`) turns them into an
-exit code and one line on stderr."""
+"""What can go wrong, as types, and `main`: the one place that turns any error into one line and an exit code.
+
+Library code raises these (or lets the OS, torch and jsonargparse raise theirs); no call site words an OSError or a
+parse error itself: `main` says which file and what to do, once, for every command and tool.
+"""
 
 import errno
 import os
@@ -14,12 +17,21 @@ T = TypeVar("T")
 # A refused launch is said by rank zero only; torchrun stops every rank once one has exited, so the others wait this
 # long first, for rank zero (parsing the same command) to say it.
 OTHER_RANKS_WAIT_S = 3
-# What a full disk or an exhausted quota look like to write(), fsync() and link().
 NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
-# Said after every "disk full": what to do, whichever file it was.
-FREE_SOME_SPACE = (
-    "free some space, then run the command again (a fit resumes from its last checkpoint with --ckpt_path last)"
-)
+# What the OS says of a path, and what to do about it; ENOSPC/EDQUOT exit 1 (the command could not finish), the rest
+# 2 (a path the command was given, or chose from what it was given, cannot be used).
+FIXES = {
+    errno.ENOSPC: "disk full; free some space, then run the command again (a fit resumes with --ckpt_path last)",
+    errno.EDQUOT: "disk quota exceeded; free some space, then run the command again",
+    errno.EACCES: "permission denied; give a path you may write, or change its permissions",
+    errno.EPERM: "operation not permitted (an immutable or protected file?); give another path",
+    errno.EROFS: "read-only file system; give a path on a writable one",
+    errno.EISDIR: "is a folder; give a file",
+    errno.ENOENT: "no such file or folder; check the path",
+    errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
+    errno.EEXIST: "already exists; give another name, or move it away",
+    errno.ELOOP: "too many levels of links; check the path",
+}
 
 
 class UsageError(ValueError):
@@ -27,9 +39,7 @@ class UsageError(ValueError):
 
 
 class TrialRefusal(UsageError):
-    """A sweep's trial cannot be scored as its sweep scores it (lightning_runs.sweeps.scoring): a refusal of the
-    sweep's, not of the trial's values. The fit exits 2 without a line: its worker says it once, as it stops the
-    sweep."""
+    """A sweep's trial cannot be scored as its sweep scores it: its worker says the line once. Exit 2, silently."""
 
 
 class Diverged(FloatingPointError):
@@ -37,76 +47,80 @@ class Diverged(FloatingPointError):
 
 
 class Failed(RuntimeError):
-    """The command ran and could not do its job: the disk filled up, every trial of a sweep failed. Exit 1."""
-
-
-class DiskFull(Failed):
-    """No space left for a file the command writes, said with its path. Exit 1."""
+    """The command ran and could not do its job (every trial of a sweep failed). Exit 1."""
 
 
 class Stopped(Exception):
-    """SIGTERM or Ctrl-C (SIGINT) ended the run after saving a checkpoint it resumes from. Exit 128 + the signal."""
+    """SIGTERM or Ctrl-C ended the run after saving a checkpoint it resumes from. Exit 128 + the signal."""
 
     def __init__(self, signum: int, message: str) -> None:
         super().__init__(message)
-        self.signum = signum
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum  # what shells report for a process ended by that signal: 143, 130
+        self.exit_code = 128 + signum  # what shells report for a process ended by that signal: 143, 130
 
 
 class Terminated(BaseException):
-    """SIGTERM outside the training loop (parsing, setting up, validate, test, predict): raised wherever the program
-    is, as Ctrl-C raises KeyboardInterrupt, and like it not an Exception, so that no `except Exception` on the way
-    takes it for an error of its own. The message says what was saved. Exit 143."""
+    """SIGTERM outside the training loop, raised wherever the program is, as Ctrl-C raises KeyboardInterrupt (and like
+    it no Exception, so no `except Exception` takes it for an error of its own). Exit 143."""
 
 
 def first_line(error: BaseException) -> str:
-    """What went wrong, in one line: the error's first line, with the next where the first only announces it
-    (`Error(s) in loading state_dict:`); its type's name where it says nothing."""
+    """The error's first line, with the next where the first only announces it (`Error(s) in loading state_dict:`)."""
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()] or [type(error).__name__]
     return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
 
 
+def said(error: BaseException) -> tuple[str, int] | None:
+    """The line and exit code for an error `main` answers, or None for one that is a bug (its traceback shows)."""
+    from jsonargparse import ArgumentError  # here: `runs` answers without importing jsonargparse's parsers
+    from lightning.fabric.utilities.exceptions import MisconfigurationException
+
+    if isinstance(error, TrialRefusal):
+        return "", 2
+    if isinstance(error, UsageError | ArgumentError | MisconfigurationException):
+        return f"error: {first_line(error)}", 2
+    if isinstance(error, Diverged | Failed):
+        return f"error: {error}", 1
+    if isinstance(error, Stopped):
+        return str(error), error.exit_code
+    if isinstance(error, Terminated):
+        return str(error) or "stopped by SIGTERM", 128 + signal.SIGTERM
+    if isinstance(error, KeyboardInterrupt) or isinstance(error.__context__, KeyboardInterrupt):
+        return "stopped by Ctrl-C", 128 + signal.SIGINT
+    if isinstance(error, OSError) and error.errno in FIXES:
+        where = error.filename or "a file"
+        return f"error: {where}: {FIXES[error.errno]}", 1 if error.errno in NO_SPACE else 2
+    if type(error).__name__ == "CheckpointException":  # torch.distributed.checkpoint's, a BaseException
+        return f"error: a sharded checkpoint could not be read whole ({first_line(error)}); give a complete one", 2
+    return None
+
+
 def main(command: Callable[[], T]) -> T:
     """Run `command`; on failure exit as a scheduler or a shell script expects: 1 failed, 2 bad input, 130/143."""
-    full = _BackgroundDiskFull()
+    background = _BackgroundErrors()
     try:
         result = command()
-        if full.error:  # a writer thread's only trace: the command went on without what it wrote
-            raise full.error
+        if background.error is not None:  # a writer thread's only trace: the command went on without what it wrote
+            raise background.error
         return result
-    except UsageError as error:
-        if _launched_other_rank():
+    except SystemExit as exit:
+        if not isinstance(exit.__context__, KeyboardInterrupt):  # Lightning ends a Ctrl-C it caught so
+            raise
+        _exit(*said(exit))
+    except BaseException as error:
+        answer = said(error)
+        if answer is None:
+            raise
+        if answer[1] == 2 and _launched_other_rank():
             time.sleep(OTHER_RANKS_WAIT_S)
             sys.exit(2)
-        if isinstance(error, TrialRefusal):  # its worker says it
-            sys.exit(2)
-        _exit(f"error: {error}", 2)
-    except (Diverged, Failed) as error:
-        _exit(f"error: {error}", 1)
-    except Stopped as error:
-        _exit(str(error), error.exit_code)
-    except Terminated as error:
-        _exit(str(error) or "stopped by SIGTERM", 128 + signal.SIGTERM)
-    except KeyboardInterrupt:  # Ctrl-C outside training (parsing, test, predict): nothing to save
-        _exit("stopped by Ctrl-C", 128 + signal.SIGINT)
-    except OSError as error:  # a full disk under a writer that is not ours (a logger's event file, a library's log)
-        if error.errno not in NO_SPACE:
-            raise
-        _exit(f"error: disk full writing {error.filename or 'a file'}; {FREE_SOME_SPACE}", 1)
-    except SystemExit as exit:  # Lightning ends a Ctrl-C it caught itself with sys.exit(1)
-        if isinstance(exit.__context__, KeyboardInterrupt):
-            _exit("stopped by Ctrl-C", 128 + signal.SIGINT)
-        raise
+        _exit(*answer)
     finally:
-        threading.excepthook = full.previous
+        threading.excepthook = background.previous
 
 
-class _BackgroundDiskFull:
-    """A full disk in a background writer (TensorBoard's event-file thread) would print a thread's traceback, then
-    reach the main thread as the same error at the writer's next call. Kept quiet here, said once by `main`."""
+class _BackgroundErrors:
+    """An OSError in a background writer (TensorBoard's event-file thread) would print a thread's traceback, then reach
+    the main thread again at the writer's next call: kept quiet here, said once by `main`."""
 
     def __init__(self) -> None:
         self.error: OSError | None = None
@@ -114,19 +128,19 @@ class _BackgroundDiskFull:
         threading.excepthook = self
 
     def __call__(self, args) -> None:
-        if isinstance(args.exc_value, OSError) and args.exc_value.errno in NO_SPACE:
+        if isinstance(args.exc_value, OSError) and args.exc_value.errno in FIXES:
             self.error = self.error or args.exc_value
         else:
             self.previous(args)
 
 
 def _launched_other_rank() -> bool:
-    """A rank other than zero of a job that torchrun or srun started, every rank with the same command: its refusal
-    is rank zero's, said once by rank zero."""
+    """A rank other than zero of a job torchrun or srun started: its refusal is rank zero's, said once there."""
     rank = os.environ.get("RANK") if "TORCHELASTIC_RUN_ID" in os.environ else os.environ.get("SLURM_PROCID")
     return rank not in (None, "0")
 
 
 def _exit(message: str, code: int) -> None:
-    print(message, file=sys.stderr, flush=True)
+    if message:
+        print(message, file=sys.stderr, flush=True)
     sys.exit(code)

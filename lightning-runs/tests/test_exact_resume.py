@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow  # each test makes two or three real runs, some as
 
 DATA = ["--data=tiny_tasks.TinyBatches"]
 PER_EPOCH = 6  # TinyBatches' training batches: 192 points in full batches of 32
-RUN = Path("runs/tinybatches/version_0")
+RUN = Path("runs/tiny/version_0")
 LAST = RUN / "checkpoints/last.ckpt"
 
 

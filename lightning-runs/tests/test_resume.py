@@ -184,10 +184,10 @@ def test_a_stop_at_an_epochs_last_training_batch_waits_for_its_validation_and_re
 def test_an_evaluation_chooses_by_the_metric_its_run_monitored_unless_told_otherwise(capsys):
     """A run that kept its best checkpoint by val/acc (the tiny task monitors val/loss by default) is tested as such,
     from the checkpoint alone: the monitoring ModelCheckpoint's state key says which metric and mode."""
-    run("fit", *SHORT, "--checkpoint.monitor=val/acc", "--checkpoint.mode=max")
+    run("fit", *SHORT, "--best_checkpoint.monitor=val/acc", "--best_checkpoint.mode=max")
     best = str(RUN / "checkpoints/best.ckpt")
     tested = run("test", f"--ckpt_path={best}")
     assert (tested.trainer.checkpoint_callback.monitor, tested.trainer.checkpoint_callback.mode) == ("val/acc", "max")
     assert "checkpoint.monitor=val/acc (max)" in capsys.readouterr().out
-    told = run("test", f"--ckpt_path={best}", "--checkpoint.monitor=val/loss", "--checkpoint.mode=min")
+    told = run("test", f"--ckpt_path={best}", "--best_checkpoint.monitor=val/loss", "--best_checkpoint.mode=min")
     assert told.trainer.checkpoint_callback.monitor == "val/loss"

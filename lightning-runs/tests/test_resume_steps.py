@@ -15,7 +15,7 @@ from tiny_stops import SignalAt
 BATCHES = 3  # an epoch's training batches: stops at steps 2 and 5 are during the first two epochs' last batches
 ARGS = ["--data=tiny_tasks.TinyBatches", "--trainer.max_epochs=3", f"--trainer.limit_train_batches={BATCHES}"]
 EVERY_STEP = ["--last_checkpoint.every_n_train_steps=1"]
-RUN = Path("runs/tinybatches/version_0")
+RUN = Path("runs/tiny/version_0")
 LAST = RUN / "checkpoints/last.ckpt"
 
 

@@ -27,7 +27,7 @@ from tiny_tasks import cli_main
 def test_without_a_metric_a_sweep_scores_the_best_checkpoints_and_without_a_direction_takes_its_mode():
     resolved = sweep_tool._resolved(cli_main, (), ())
     assert (scoring(resolved, None, None).metric, scoring(resolved, None, None).direction) == ("val/loss", "minimize")
-    told = sweep_tool._resolved(cli_main, (), ("--checkpoint.monitor=val/acc", "--checkpoint.mode=max"))
+    told = sweep_tool._resolved(cli_main, (), ("--best_checkpoint.monitor=val/acc", "--best_checkpoint.mode=max"))
     assert scoring(told, "val/acc", None).direction == "maximize", "the metric given is the one it monitors"
     assert scoring(told, None, None).checkpoint == ("val/acc", "max"), "what each fit confirms it watches"
     assert scoring(told, "val/loss", "minimize").checkpoint is None, "given: the checkpoint may watch what it likes"

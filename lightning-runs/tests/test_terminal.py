@@ -158,7 +158,7 @@ def test_a_mistyped_option_is_refused_with_the_closest_real_one(typed, meant, ca
         ("--model.warmup_fraction=1", "--model.warmup_fraction: expected WarmupFraction (v>=0 and v<1), got 1"),
         ("--model.network.dropout=x", "--model.network.dropout: expected float, got x"),
         ("--data.batch_size=1.5", "--data.batch_size: expected PositiveInt, got 1.5"),
-        ("--lr_monitor.logging_interval=hour", "--lr_monitor.logging_interval: expected one of step, epoch, got hour"),
+        ("--learning_rate_monitor.logging_interval=hour", "--learning_rate_monitor.logging_interval: expected one of step, epoch, got hour"),
     ],
 )
 def test_a_value_of_the_wrong_type_is_one_short_line_saying_what_was_expected_and_given(given, said, capsys):

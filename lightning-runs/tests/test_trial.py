@@ -82,7 +82,7 @@ class StatesAccuracy(TinyClassifier):
         ),
         (  # the recipe's default, logged, but the model's own checkpoint watches another
             ["--model=test_trial.StatesAccuracy"], ("val/loss", "minimize", ["val/loss", "min"]),
-            "the sweep scores val/loss (min), the recipe's --checkpoint.monitor, but test_trial.StatesAccuracy's best"
+            "the sweep scores val/loss (min), the recipe's --best_checkpoint.monitor, but test_trial.StatesAccuracy's best"
             " checkpoint watches val/acc (max): give --metric val/acc --direction maximize, or --metric val/loss"
             " --direction minimize to score val/loss all the same",
         ),

@@ -23,7 +23,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 from torchmetrics.classification import MulticlassAccuracy
 
-from lightning_runs.cli import RunsCLI
+from lightning_runs.cli import RunsCLI, set_part_defaults
 
 
 class TinySplits(L.LightningDataModule):
@@ -88,7 +88,9 @@ class TinyClassifier(L.LightningModule):
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         samples, labels = batch
-        return F.cross_entropy(self(samples), labels)  # logged as train/loss by the library's LossMonitor
+        loss = F.cross_entropy(self(samples), labels)
+        self.log("train/loss", loss)
+        return loss
 
     def _evaluate(self, batch, stage: str) -> torch.Tensor:
         samples, labels = batch
@@ -96,7 +98,7 @@ class TinyClassifier(L.LightningModule):
         self.accuracy[stage].update(logits, labels)
         self.log(f"{stage}/loss", F.cross_entropy(logits, labels), on_epoch=True)
         self.log(f"{stage}/acc", self.accuracy[stage], on_epoch=True)
-        return logits.detach()  # (N, num_classes), for the library's confusion matrices
+        return logits.detach()
 
     def validation_step(self, batch, batch_idx: int) -> torch.Tensor:
         return self._evaluate(batch, "val")
@@ -133,20 +135,24 @@ class SlowTinyClassifier(TinyClassifier):
 class TinyCLI(RunsCLI):
     def add_arguments_to_parser(self, parser) -> None:
         super().add_arguments_to_parser(parser)
-        parser.set_defaults({"early_stopping.monitor": "val/loss", "early_stopping.patience": 100})
-        parser.set_defaults({"checkpoint.monitor": "val/loss", "checkpoint.mode": "min"})
+        parser.link_arguments("data.num_classes", "model.init_args.num_classes", apply_on="instantiate")
+        parser.link_arguments("data.sample_shape", "model.init_args.input_shape", apply_on="instantiate")
+        set_part_defaults(parser, "early_stopping", monitor="val/loss", patience=100)
+        set_part_defaults(parser, "best_checkpoint", monitor="val/loss", mode="min")
 
 
 TRAINER_DEFAULTS = {"accelerator": "cpu", "devices": 1, "max_epochs": 3, "log_every_n_steps": 1}
 
 
 def cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) -> TinyCLI:
-    return TinyCLI(TinyClassifier, TinyDataModule, trainer_defaults=TRAINER_DEFAULTS, callbacks=callbacks, args=args)
+    return TinyCLI(
+        TinyClassifier, TinyDataModule, trainer_defaults=TRAINER_DEFAULTS, name="tiny", callbacks=callbacks, args=args
+    )
 
 
 class UnderscoreNames(TinyClassifier):
     """Logs `val_loss`, `val_acc`, `test_loss`, `test_acc`, as Lightning's docs write them: the recipe's default
-    monitor (`val/loss`) is not logged, and the run follows `val_loss`."""
+    monitor (`val/loss`) is not logged, so its runs say which they watch."""
 
     def _evaluate(self, batch, stage: str) -> torch.Tensor:
         samples, labels = batch
@@ -158,8 +164,7 @@ class UnderscoreNames(TinyClassifier):
 
 
 class Unvalidated(TinyClassifier):
-    """Logs no validation metric (as Lightning's BoringModel): nothing to monitor, best.ckpt is the newest. Its test
-    logs `test/loss` and `test/acc`."""
+    """Logs no validation metric (as Lightning's BoringModel). Its test logs `test/loss` and `test/acc`."""
 
     def validation_step(self, batch, batch_idx: int) -> torch.Tensor:
         return self(batch[0]).detach()
@@ -259,4 +264,4 @@ if __name__ == "__main__":  # `python -m tiny_tasks fit|sweep|...`, as a project
     import lightning_runs
     import tiny_tasks  # this file again under its own name: class paths and messages say tiny_tasks, not __main__
 
-    lightning_runs.main(tiny_tasks.cli_main, tiny_tasks.TinyClassifier)
+    lightning_runs.main(tiny_tasks.cli_main, "tiny_tasks")

@@ -1,19 +1,16 @@
-"""Checkpoints: written atomically (io; a sharded fit's folders: sharded), the callbacks that keep best and last and
-the RNG state (callbacks), read back trusting nothing (loading, class_paths, field_types, optimizer_states), and which
-metric each watches (monitored)."""
+"""Checkpoints: written whole (AtomicCheckpointIO, BackgroundCheckpointIO; a sharded fit's folders: sharded), read back
+as plain data or refused naming the file (read_checkpoint), the callbacks that keep last and best (LastCheckpoint,
+BestCheckpoint) and the RNG states (RandomState)."""
 
-from lightning_runs.checkpoints.callbacks import BestCheckpoint, RandomState, RunCheckpoint
-from lightning_runs.checkpoints.io import AtomicCheckpointIO, BackgroundCheckpointIO
-from lightning_runs.checkpoints.loading import load_plain, read_checkpoint
-from lightning_runs.checkpoints.monitored import MonitoredMetrics
+from lightning_runs.checkpoints.checkpoint_io import AtomicCheckpointIO, BackgroundCheckpointIO, read_checkpoint
+from lightning_runs.checkpoints.last_checkpoint import BestCheckpoint, LastCheckpoint
+from lightning_runs.checkpoints.random_state import RandomState
 
 __all__ = [
     "AtomicCheckpointIO",
     "BackgroundCheckpointIO",
     "BestCheckpoint",
-    "MonitoredMetrics",
+    "LastCheckpoint",
     "RandomState",
-    "RunCheckpoint",
-    "load_plain",
     "read_checkpoint",
 ]

@@ -1,11 +1,10 @@
-"""Sharded checkpoints: a folder per checkpoint (`last.ckpt/`), one shard file per process, that is whole or absent.
+"""Sharded checkpoints: a folder per checkpoint (`last.ckpt/`), one shard file per process, whole or refused.
 
-Written as Lightning's ModelParallelStrategy writes them (`save_distributed_checkpoint=True`): the weights and
-optimizer states by torch.distributed.checkpoint (`.metadata`, `__<rank>_0.distcp`, each fsynced), everything else
-in `meta.pt`. Here into a hidden sibling first (`.last.ckpt.partial/`), swapped in by rank zero after every rank has
-written its shard: a kill at any moment leaves the previous checkpoint whole, and nothing reads a hidden folder.
-Read back in one process (test, predict, export, the checks before a command) as one plain checkpoint, the form a
-full single-file checkpoint has.
+Written as Lightning's ModelParallelStrategy writes them (`save_distributed_checkpoint=True`): weights and optimizer
+states by torch.distributed.checkpoint (`.metadata`, `__<rank>_0.distcp`), everything else in `meta.pt`. Here into a
+hidden sibling first (`.last.ckpt.partial/`), swapped in by rank zero once every rank has written: a kill leaves the
+previous checkpoint whole. Each rank's shard carries the save's identity (a random token and the step), which
+`meta.pt` holds too: a shard copied from another save, or a missing one, is refused before anything reads weights.
 """
 
 import contextlib
@@ -21,66 +20,72 @@ from pathlib import Path
 import torch
 
 from lightning_runs.atomic import write_atomically
-from lightning_runs.folders.layout import METADATA, SHARDS_METADATA, is_checkpoint, is_sharded
+from lightning_runs.errors import UsageError
 
-__all__ = ["METADATA", "SHARDS_METADATA", "consolidated", "is_checkpoint", "is_sharded", "one_file", "save_sharded"]
-_RENAME_EXCHANGE = 2  # linux/fs.h
-_AT_FDCWD = -100
+# Lightning's name for the part that is not sharded (lightning.fabric.utilities.load._METADATA_FILENAME, private.py)
+# and torch.distributed.checkpoint's index of the shards.
+METADATA, SHARDS_METADATA = "meta.pt", ".metadata"
+IDENTITY = "sharded_identity"  # meta.pt's key, and each rank's `sharded_identity_<rank>` in the shards
+_RENAME_EXCHANGE, _AT_FDCWD = 2, -100  # linux/fs.h, fcntl.h
 
 
-def partial_folder(path: Path) -> Path:
-    return path.with_name(f".{path.name}.partial")
+def is_sharded(path: Path) -> bool:
+    path = Path(path)
+    return path.is_dir() and (path / SHARDS_METADATA).is_file() and (path / METADATA).is_file()
+
+
+def is_checkpoint(path: Path) -> bool:
+    return Path(path).is_file() or is_sharded(path)
 
 
 def save_sharded(strategy, checkpoint: dict, path: Path) -> None:
-    """Every rank writes its shard of `checkpoint` into a hidden sibling of `path`; rank zero then swaps it in.
-    Called on every rank (a collective), as Lightning calls a strategy's save_checkpoint."""
+    """Every rank writes its shard into a hidden sibling of `path`; rank zero swaps it in. A collective."""
     from torch.distributed.checkpoint import save
 
     path = Path(strategy.broadcast(str(path)))  # every rank writes into rank zero's folder
-    partial = partial_folder(path)
+    partial = path.with_name(f".{path.name}.partial")
+    token = strategy.broadcast(int.from_bytes(os.urandom(7), "little"))
+    identity = torch.tensor([token, checkpoint.get("global_step", 0), strategy.world_size])
     if strategy.global_rank == 0:
         path.parent.mkdir(parents=True, exist_ok=True)
-        for left in path.parent.glob(".*.partial"):  # what a killed save left: its shards, or what it replaced
+        for left in path.parent.glob(".*.partial"):  # what a killed save left
             _remove(left)
         partial.mkdir()
     strategy.barrier()
     state_dict = checkpoint.pop("state_dict")
     _rank_zeros(state_dict)
-    shards = {"state_dict": state_dict}
+    shards = {"state_dict": state_dict, f"{IDENTITY}_{strategy.global_rank}": identity}
     shards |= {f"optimizer_{i}": state for i, state in enumerate(checkpoint.pop("optimizer_states", []))}
     save(shards, checkpoint_id=partial)  # fsyncs each shard; rank zero writes `.metadata` once all are written
     try:
         if strategy.global_rank == 0:
             buffer = io.BytesIO()
-            torch.save(checkpoint, buffer)
+            torch.save({**checkpoint, IDENTITY: identity}, buffer)
             write_atomically(partial / METADATA, buffer.getvalue())
             swap_in(partial, path)
-    finally:  # even where rank zero failed (a full disk): the others then end with it, not after the barrier's timeout
-        strategy.barrier()  # no rank goes on (to read it, or to save again) before it is in place
+    finally:  # even where rank zero failed: the others then end with it, not after the barrier's timeout
+        strategy.barrier()
 
 
 def _rank_zeros(state_dict: dict) -> None:
-    """Rank zero's value of each tensor that is not sharded (a buffer: BatchNorm's running statistics), as a
-    single-file checkpoint holds it. torch.distributed.checkpoint writes one rank's copy of such a tensor, not always
-    rank zero's, and each rank's follows its own data between two training steps (sharding.py)."""
+    """Rank zero's copy of each tensor that is not sharded (BatchNorm's running statistics): torch.distributed.checkpoint
+    writes one rank's copy, not always rank zero's, and each rank's follows its own data (parallel/fsdp.py)."""
     from torch.distributed.tensor import DTensor
 
-    if not torch.distributed.is_initialized():
-        return
-    for tensor in state_dict.values():
-        if isinstance(tensor, torch.Tensor) and not isinstance(tensor, DTensor):
-            torch.distributed.broadcast(tensor, src=0)
+    if torch.distributed.is_initialized():
+        for tensor in state_dict.values():
+            if isinstance(tensor, torch.Tensor) and not isinstance(tensor, DTensor):
+                torch.distributed.broadcast(tensor, src=0)
 
 
 def swap_in(partial: Path, path: Path) -> None:
     """`partial` renamed to `path`, atomically where it replaces one (Linux's renameat2 RENAME_EXCHANGE swaps two
-    folders, or a file and a folder, in one step); what it replaced is removed only after the swap."""
+    folders in one step); the replaced one is removed only after the swap."""
     if not path.exists() and not path.is_symlink():
         os.rename(partial, path)
     elif _exchange(partial, path):
         _remove(partial)  # now the replaced checkpoint
-    else:  # no renameat2 (not Linux, or a filesystem without it): a moment without `path`, the old one kept aside
+    else:  # no renameat2: a moment without `path`, the old one kept aside
         aside = path.with_name(f".{path.name}.replaced")
         _remove(aside)
         os.rename(path, aside)
@@ -88,7 +93,7 @@ def swap_in(partial: Path, path: Path) -> None:
         _remove(aside)
     folder = os.open(path.parent, os.O_RDONLY)
     try:
-        os.fsync(folder)  # make the renames themselves durable
+        os.fsync(folder)
     finally:
         os.close(folder)
 
@@ -112,20 +117,41 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
+def check_whole(path: Path) -> dict:
+    """`meta.pt` of the sharded checkpoint at `path`, once every rank's shard is there and of the same save; else
+    UsageError (a missing shard file: torch's CheckpointException, which the entry point says in one line)."""
+    from torch.distributed.checkpoint import load
+
+    meta = torch.load(Path(path) / METADATA, map_location="cpu", weights_only=True)
+    identity = meta.get(IDENTITY)
+    if not isinstance(identity, torch.Tensor):
+        raise UsageError(f"{path}: a sharded checkpoint without the identity of its save; give one this library saved")
+    shards = {f"{IDENTITY}_{rank}": torch.zeros_like(identity) for rank in range(int(identity[2]))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "torch.distributed is disabled ...": one process, as meant
+        load(shards, checkpoint_id=path, no_dist=True)
+    stray = [key.rpartition("_")[2] for key, value in shards.items() if not torch.equal(value, identity)]
+    if stray:
+        raise UsageError(
+            f"{path}: the shard of rank {stray[0]} comes from another save than meta.pt (step"
+            f" {int(shards[f'{IDENTITY}_{stray[0]}'][1])}, not {int(identity[1])}); give the folder as its fit saved it"
+        )
+    return meta
+
+
 def consolidated(path: Path) -> dict:
-    """The sharded checkpoint at `path` as one plain checkpoint (weights_only), read in this process alone: full
-    tensors under `state_dict`, `optimizer_states` keyed by parameter index, as a single-file checkpoint's are.
-    Through a temporary file (torch's public dcp_to_torch_save), memory-mapped: the full state is paged in as it is
-    used, not held twice."""
+    """The sharded checkpoint at `path` as one plain checkpoint, read in this process alone: full tensors under
+    `state_dict`, `optimizer_states` keyed by parameter index, as a single-file checkpoint's are. Through torch's
+    dcp_to_torch_save into a temporary file, memory-mapped."""
     from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
+    checkpoint = check_whole(path)
     with tempfile.TemporaryDirectory() as scratch:
         full = Path(scratch) / "consolidated.pt"
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "torch.distributed is disabled ...": one process, as asked
+            warnings.simplefilter("ignore")
             dcp_to_torch_save(path, full)
         shards = torch.load(full, map_location="cpu", weights_only=True, mmap=True)  # mapped: outlives the file
-    checkpoint = torch.load(Path(path) / METADATA, map_location="cpu", weights_only=True)
     optimizers = sorted((int(key.split("_", 1)[1]), key) for key in shards if key.startswith("optimizer_"))
     checkpoint["state_dict"] = shards["state_dict"]
     checkpoint["optimizer_states"] = [_by_index(shards[key]) for _, key in optimizers]
@@ -133,7 +159,7 @@ def consolidated(path: Path) -> dict:
 
 
 def one_file(path: Path) -> contextlib.AbstractContextManager:
-    """`path`, or for a sharded checkpoint its consolidated form as one file in memory: for what reads a file itself
+    """`path`, or a sharded checkpoint consolidated into one file in memory: for what reads a file itself
     (`load_from_checkpoint`)."""
     if not is_sharded(path):
         return contextlib.nullcontext(path)
@@ -144,13 +170,9 @@ def one_file(path: Path) -> contextlib.AbstractContextManager:
 
 
 def _by_index(state: dict) -> dict:
-    """An optimizer state keyed by parameter name (torch.distributed.checkpoint's) keyed by index instead, in the
-    order of its groups, as `Optimizer.state_dict()` keys it. (A single-file FSDP checkpoint numbers them in the
-    model's parameter order instead; torch and optimizer_states.py pair either with the parameters by position.)"""
+    """An optimizer state keyed by parameter name (torch.distributed.checkpoint's) keyed by index, in the order of its
+    groups, as `Optimizer.state_dict()` keys it."""
     groups = state.get("param_groups", [])
     index = {name: i for i, name in enumerate(name for group in groups for name in group.get("params", []))}
     groups = [{**group, "params": [index[name] for name in group.get("params", [])]} for group in groups]
-    return {
-        "state": {index.get(name, name): value for name, value in state.get("state", {}).items()},
-        "param_groups": groups,
-    }
+    return {"state": {index.get(k, k): v for k, v in state.get("state", {}).items()}, "param_groups": groups}

@@ -1,56 +1,40 @@
-"""RunsCLI: a LightningCLI whose every run has a folder of its own, resumes exactly, stops cleanly and says what it did.
+"""RunsCLI: a LightningCLI whose runs are named folders that resume exactly, stop cleanly and say what they did.
 
-A project hands it its LightningModule, its default DataModule (any other is chosen with `--data <class path>`) and
-its recipe's trainer defaults; it adds the callbacks every run has, `--quiet` and `--test_best`, and the hooks below.
-A project's own subclass links its data to its model and sets the callbacks' recipe defaults in
-`add_arguments_to_parser` (after calling this one's), as LightningCLI's documentation does.
+    RunsCLI(MyModel, MyData, trainer_defaults={...}, name="my_exp", args=args)
+
+It composes the library's parts (cli/parts.py: each an option group, each switchable) around any LightningModule and
+DataModule chosen by class path (`--model my.Module`, `--data my.Data`), and places every command in its run
+(placement.py). A project's own subclass links its data to its model and sets its recipe's part defaults in
+`add_arguments_to_parser`, as LightningCLI's documentation does.
 """
 
-import inspect
 import os
 import sys
 from collections.abc import Sequence
 
 import lightning as L
-from jsonargparse import Namespace
+import yaml
+from jsonargparse import ArgumentError
 from lightning.fabric.utilities.exceptions import MisconfigurationException
-from lightning.pytorch.callbacks import Callback, TQDMProgressBar
+from lightning.pytorch.callbacks import Callback, ProgressBar, TQDMProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+from lightning.pytorch.utilities.model_helpers import is_overridden
 
-from lightning_runs.checkpoints.monitored import MonitoredMetrics, stated_early_stopping, stated_monitors
-from lightning_runs.checkpoints.optimizer_states import OptimizerStates
-from lightning_runs.checks import launchers, preflight
+from lightning_runs import TOOLS
 from lightning_runs.cli import placement
-from lightning_runs.cli.bounded import bounded_tensors, check_config_files, config_sections
-from lightning_runs.cli.command_line import chosen_class_path, keys_given, with_checkpoint_classes
-from lightning_runs.cli.parser import ProjectParser
-from lightning_runs.cli.references import check_class_paths, chosen_class, imports_judged
-from lightning_runs.cli.run_options import (
-    PROGRESS_BAR_REFRESH_RATE,
-    TRAINER_DEFAULTS,
-    add_run_options,
-    adds_default_progress_bar,
-)
-from lightning_runs.console import apply_quiet, library_noise_silenced, program, set_program
-from lightning_runs.contract.links import link_data_to_model, placeholders
+from lightning_runs.cli.help import RunsHelpFormatter
+from lightning_runs.cli.messages import condensed
+from lightning_runs.cli.parts import TRAINER_DEFAULTS, add_parts
+from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program, say, set_program, set_quiet
 from lightning_runs.errors import Terminated, UsageError
-from lightning_runs.faults.signals import sigterm_held, terminated_line, terminated_outside_training
-from lightning_runs.folders.files import check_run_files
-from lightning_runs.folders.layout import deletion_said
-from lightning_runs.folders.recipes import keys_in_configs
-from lightning_runs.loggers.configured import open_before_run
-from lightning_runs.private import add_configure_optimizers, subcommand_parser
-from lightning_runs.records.provenance import SaveConfigInRun
-from lightning_runs.records.report import report_fit
+from lightning_runs.faults.checkpoint_on_signal import sigterm_held, terminated_outside_training
+from lightning_runs.private import print_config_deferred, print_config_if_requested, subcommand_parser
+from lightning_runs.records import SaveConfigInRun, report_fit
 from lightning_runs.sweeps.trial import callbacks_from_environment
 
-
-def tools_help() -> str:
-    return (
-        f"tools, each with its own --help: {program()} export (a checkpoint for serving), runs (a line per run),"
-        " sweep (an Optuna search), seeds (a config over several seeds), schema (the configs' JSON Schema, for"
-        " editors), completion (a shell's tab completion)"
-    )
+# Lightning's bar redraws after every batch: 7% of the example's fit phase. Every 10th is still several a second.
+PROGRESS_BAR_REFRESH_RATE = 10
+SUBCOMMANDS = tuple(LightningCLI.subcommands())
 
 
 def class_path(cls: type) -> str:
@@ -58,192 +42,135 @@ def class_path(cls: type) -> str:
 
 
 class RunsCLI(LightningCLI):
-    """`RunsCLI(model_class, datamodule_class, trainer_defaults=..., callbacks=..., args=...)`.
-
-    `datamodule_class` is the default of `--data`, which takes any LightningDataModule (contract/parts.py);
-    `trainer_defaults` are the project's, over this library's (TRAINER_DEFAULTS); `callbacks`: objects a config
-    cannot build, added to every Trainer (the sweep's pruning callback). Raises the typed errors of
-    lightning_runs.errors; `errors.main()` turns them into exit codes.
-    """
+    """`model_class` and `datamodule_class`: the defaults of `--model` and `--data`, which take any LightningModule and
+    LightningDataModule by class path; `name`: the runs' name where neither `--name` nor a config file gives one
+    (the model's package by default); `callbacks`: objects a config cannot build, added to every Trainer."""
 
     def __init__(
         self,
         model_class: type[L.LightningModule],
-        datamodule_class: type[L.LightningDataModule],
+        datamodule_class: type[L.LightningDataModule] | None = None,
         trainer_defaults: dict | None = None,
+        name: str | None = None,
         callbacks: Sequence[Callback] = (),
         args: list[str] | None = None,
         **kwargs,
     ) -> None:
-        self.default_model, self.default_data = class_path(model_class), class_path(datamodule_class)
-        # Left out of run names: a run of the model's default network is named for its data alone.
-        network = inspect.signature(model_class).parameters.get("network")
-        default = None if network is None else network.default
-        self.default_network = class_path(default) if isinstance(default, type) else None
-        self._claimed = None  # the run folder, once before_instantiate_classes claims it
-        set_program(model_class)  # for a cli_main called without lightning_runs.main (a test, a notebook)
+        self.defaults = {"model": class_path(model_class)}
+        self.defaults |= {"data": class_path(datamodule_class)} if datamodule_class else {}
+        self.default_name = name or model_class.__module__.partition(".")[0]
+        self.args = list(sys.argv[1:] if args is None else args)
+        if program() == PLACEHOLDER:  # a cli_main called without lightning_runs.main (a test, a notebook)
+            set_program(model_class.__module__.partition(".")[0])
+        self.added, self.claim, self.tested = [*callbacks, *callbacks_from_environment()], None, None
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
-        # The callbacks are appended to those of the config; MonitoredMetrics checks the names the others watch,
-        # OptimizerStates a resumed optimizer state, and a sweep's trial adds the one that reports to its study.
-        self._monitored = MonitoredMetrics()
-        added = [self._monitored, OptimizerStates(), *callbacks, *callbacks_from_environment()]
-        defaults = {**TRAINER_DEFAULTS, **(trainer_defaults or {}), "callbacks": added}
-        # `usage: python -m my_exp fit ...` rather than `__main__.py`; the subcommands' usage lines follow the main one.
-        kwargs.setdefault("parser_kwargs", {}).setdefault("epilog", tools_help())
-        kwargs["parser_kwargs"].setdefault("prog", program())
-        self._testing_best = None  # the best checkpoint while --test_best tests it
-        self._args = list(sys.argv[1:] if args is None else args)  # read by subcommands(), before any parse
-        self._given: set[str] = set()  # the settings typed or in a --config file, once parsed
+        parser_kwargs = kwargs.pop("parser_kwargs", {})
+        common = {"exit_on_error": False, "allow_abbrev": False, "formatter_class": RunsHelpFormatter}
+        tools = ", ".join(f"{program()} {tool}" for tool in TOOLS)
+        parser_kwargs = {**common, "prog": program(), "epilog": f"tools, each with its --help: {tools}", **parser_kwargs}
+        parser_kwargs |= {name: {**common, **parser_kwargs.get(name, {})} for name in self.subcommands()}
         refused = False
-        # imports_judged: a dotted value (parsed, then adapted again as classes are built) is imported only once its
-        # module is seen to define it.
-        with library_noise_silenced(), terminated_outside_training(), imports_judged():
+        with library_noise_silenced(), terminated_outside_training():
             try:
-                with deletion_said(lambda: self._claimed):  # claimed in before_instantiate_classes
-                    super().__init__(
-                        L.LightningModule,  # any LightningModule, chosen with --model (a class path)
-                        L.LightningDataModule,  # any DataModule, chosen with --data (a class path)
-                        subclass_mode_model=True,
-                        subclass_mode_data=True,
-                        seed_everything_default=0,
-                        trainer_defaults=defaults,
-                        parser_class=ProjectParser,
-                        save_config_callback=SaveConfigInRun,  # into any logger's run folder (Lightning #19441)
-                        args=args,
-                        **kwargs,
-                    )
-            except Terminated:  # said with what it stopped: the subcommand is known by now, if it got that far
-                trainer = getattr(self, "trainer", None)
-                raise Terminated(
-                    terminated_line(getattr(self, "subcommand", None), trainer, self._testing_best)
-                ) from None
-            except UsageError:  # a refusal leaves no run folder, even one the command had begun to write
-                refused = True
+                super().__init__(
+                    L.LightningModule,
+                    L.LightningDataModule,
+                    subclass_mode_model=True,
+                    subclass_mode_data=True,
+                    seed_everything_default=0,
+                    trainer_defaults={**TRAINER_DEFAULTS, **(trainer_defaults or {})},
+                    save_config_callback=SaveConfigInRun,
+                    parser_kwargs=parser_kwargs,
+                    args=self.args,
+                    **kwargs,
+                )
+            except (UsageError, ArgumentError, MisconfigurationException, Terminated):
+                refused = True  # a refusal leaves no run folder it made, even one it had begun to write
                 raise
             finally:  # LightningCLI runs the subcommand inside __init__: it ends here, however it ends
-                placement.release_run_folder(self._claimed, refused)
+                placement.release(self.claim, refused)
 
     def subcommands(self) -> dict[str, set[str]]:
-        """Only the subcommand the command line starts with, where it starts with one: each subcommand's parser is
-        most of what a command spends before it runs (a refused option: 0.65 s with one, 1.45 s with all four, 2 busy
-        cores), and only one of them is used.
-        `python -m <package> --help`, or anything else first, gets all of them."""
+        """Only the subcommand the command starts with: each subcommand's parser is most of a command's start-up."""
         every = LightningCLI.subcommands()
-        first = self._args[0] if self._args else None
+        first = self.args[0] if self.args else None
         return {first: every[first]} if first in every else every
 
-    def init_parser(self, **kwargs) -> ProjectParser:
-        parser = super().init_parser(**kwargs)
-        parser.concise = True  # the main and the subcommand parsers: their errors are the ones users read
-        parser.class_defaults = {"model": self.default_model, "data": self.default_data}
-        return parser
-
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
-        parser.set_defaults({"model": {"class_path": self.default_model}, "data": {"class_path": self.default_data}})
-        add_run_options(parser)
+        parser.set_defaults({group: {"class_path": path} for group, path in self.defaults.items()})
+        add_parts(parser)
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
-        args = list(sys.argv[1:] if args is None else args)
-        # Before anything reads them: a FIFO, a huge, binary or too deeply nested file, `trainer: 5`, is one line.
-        check_config_files(args, config_sections(parser, args))
-        given = keys_given(args) | keys_in_configs(args)  # what the user typed or wrote, before the line below
-        self._given = given
-        args = with_checkpoint_classes(args, self.default_model, self.default_data)
-        model_class = chosen_class(chosen_class_path(args, "model", self.default_model), L.LightningModule)
-        data_class = chosen_class(chosen_class_path(args, "data", self.default_data), L.LightningDataModule)
-        # The class the command chooses is the group's default: jsonargparse carries the default class's values over
-        # to a chosen class that shares their names (jsonargparse #460), and --print_config prints them from inside
-        # the parse, before this method could set them right (a PositiveFloat it cannot even write as YAML).
-        classes = {"model": model_class, "data": data_class}
-        defaults = {group: {"class_path": class_path(cls)} for group, cls in classes.items() if cls is not None}
-        for subcommand in self.subcommands():
-            subcommand_parser(parser, subcommand).set_defaults(defaults)
-        # A model that requires num_classes or input_shape gets it from the data, which exists only after parsing.
-        super().parse_arguments(parser, [*args, *placeholders(model_class, given)])
-        # Before LightningCLI reads the checkpoint's hyperparameters, so `last`/`best` are real paths by then.
-        if self.config.get("subcommand"):
-            subcommand = self.config.subcommand
-            config = self.config[subcommand]
-            check_class_paths(config)  # before anything is built: `class_path: os.system` would run at instantiation
-            apply_quiet(config)
-            preflight.check_options(config)
-            launchers.check_launch(config.trainer)
-            placement.name_run(config, self.default_model, self.default_network, given)
-            check_run_files(config)  # no option names a file of the run that another writes (folders/files.py)
-            chosen = placement.resolve_checkpoint(subcommand, config, given)  # compared as its fit saved it
-            placement.adopt_checkpoint_run(subcommand, config, given, chosen)
-            # What a watched metric the model does not log becomes: a given one is refused, a default follows.
-            watched = ("checkpoint.monitor", "early_stopping.monitor")
-            self._monitored.strict = {f"--{key}" for key in watched if key in given}
-
-    def before_instantiate_classes(self) -> None:
-        config = self.config[self.subcommand]
-        open_before_run(config)  # a store that cannot open is said before any run folder exists
+        try:
+            with print_config_deferred():
+                self._parse(parser)
+        except ArgumentError as error:
+            raise condensed(error, parser) from None
+        print_config_if_requested(parser, self.config)
+        subcommand = self.config.get("subcommand")
+        config = self.config[subcommand]
         with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
-            self._claimed = placement.claim_run_folder(self.subcommand, config)
-        filename = placement.config_filename(self.subcommand, config)
-        if filename is not None:
-            self.save_config_kwargs["config_filename"] = filename
+            self.claim = placement.claim(subcommand, config)
+
+    def _parse(self, parser) -> None:
+        self.config = parser.parse_args(self.args)
+        subcommand = self.config.subcommand
+        config = self.config[subcommand]
+        # A class chosen for --model or --data becomes its group's default, and the command is parsed again: jsonargparse
+        # carries the default class's values over to a chosen class sharing their names (lr 0.05 for a class whose own
+        # default is 0.01, jsonargparse #460).
+        chosen = {group: config[group].class_path for group in self.defaults if config.get(group) is not None}
+        if any(chosen[group] != self.defaults[group] for group in chosen):
+            subcommand_parser(parser, subcommand).set_defaults({group: {"class_path": path} for group, path in chosen.items()})
+            self.config = parser.parse_args(self.args)
+        set_quiet(self.config[subcommand].quiet)
+        run = self._place(subcommand)
+        if run is not None and subcommand != "fit":  # the run's own config is the evaluation's first
+            at = self.args.index(subcommand) + 1
+            self.config = parser.parse_args([*self.args[:at], "--config", str(run / "config.yaml"), *self.args[at:]])
+            self._place(subcommand)
+
+    def _place(self, subcommand: str):
+        """Name the run and find its checkpoint; a resume is compared with its run. Returns the run folder of an
+        evaluated checkpoint, whose config the evaluation then reads."""
+        config = self.config[subcommand]
+        placement.name_run(config, self.default_name)
+        path = placement.resolve_checkpoint(subcommand, config)
+        if path is None or subcommand != "fit":
+            return path and placement.run_of_checkpoint(path)
+        current = yaml.safe_load(subcommand_parser(self.parser, subcommand).dump(config, skip_none=False))
+        placement.resume(config, path, current)
+        return None
 
     def instantiate_classes(self) -> None:
         try:
-            with bounded_tensors(self.config[self.subcommand]):  # channels of 1e9 refused before they are allocated
-                self._instantiate()
-            preflight.check_data(self.subcommand, self.trainer, self.datamodule, self.model)
-            preflight.check_callbacks(self.trainer, self.model)
-            ckpt_path = self.config[self.subcommand].get("ckpt_path")
-            preflight.check_checkpoint_fits(self.model, ckpt_path, evaluating=self.subcommand != "fit")
-        # An argument check in an __init__ (split fractions summing past 1, a bad data file), the Trainer's own
-        # (an accelerator this machine lacks), or a split too small: nothing ran, and __init__ releases the folder.
-        except (ValueError, MisconfigurationException) as error:
-            raise UsageError(str(error.__cause__ or error)) from None  # the class's own words, not jsonargparse's
-
-    def _instantiate(self) -> None:
-        """LightningCLI's instantiate_classes, in an order that lets the data decide what the model is built with
-        (contract/links.py) and the model what the run's best checkpoint watches (monitored.py)."""
-        config = self.config[self.subcommand]
-        datamodule = self._build("data")
-        link_data_to_model(config, datamodule, self.subcommand, self._given)
-        self.__dict__.pop("config_dump", None)  # LightningCLI's dump of the config, for the model's hparams: again
-        model = self._build("model")
-        stated = stated_monitors(model)
-        if stated and "checkpoint.monitor" not in self._given:
-            config.checkpoint.monitor, config.checkpoint.mode = stated[0]
-        if stated:
-            self._monitored.strict.add("--checkpoint.monitor")
-        if stated_early_stopping(model):  # Lightning puts the model's in place of the run's
-            self._monitored.strict.add("--early_stopping.monitor")
-        built = self.config.clone()
-        built[self.subcommand].data, built[self.subcommand].model = datamodule, model  # built once, not again
-        self.config_init = self.parser.instantiate_classes(built)
-        self.datamodule, self.model = datamodule, model
-        add_configure_optimizers(self, self.subcommand)  # --optimizer / --lr_scheduler, for a model without its own
-        self.trainer = self.instantiate_trainer()
-        # First among the callbacks: a metric it replaces is in place before early stopping or a checkpoint reads it.
-        self.trainer.callbacks.remove(self._monitored)
-        self.trainer.callbacks.insert(0, self._monitored)
-
-    def _build(self, key: str):
-        """The command's `model` or `data`, alone, by the CLI's own parser: with LightningCLI's instantiators, which
-        save the section as the module's hyperparameters (its `_class_path` too)."""
-        section = Namespace(**{key: self.config[self.subcommand][key]})
-        alone = Namespace(subcommand=self.subcommand, **{self.subcommand: section})
-        return self.parser.instantiate_classes(alone, instantiate_groups=False)[self.subcommand][key]
+            super().instantiate_classes()
+        except (ValueError, TypeError) as error:  # an __init__'s own check (a split past 1, a file of no samples)
+            raise UsageError(str(error.__cause__ or error).strip().splitlines()[-1]) from None
 
     def instantiate_trainer(self, **kwargs) -> L.Trainer:
-        # The last hook before the Trainer, which would add Lightning's default bar (refresh_rate 1) itself.
-        config = self.config_init[self.subcommand] if self.subcommand else self.config_init
-        if adds_default_progress_bar(config, self.trainer_defaults["callbacks"]):
-            # Among the callbacks added to every Trainer, after the config's: it draws what LossMonitor just logged.
-            self.trainer_defaults["callbacks"].append(TQDMProgressBar(refresh_rate=PROGRESS_BAR_REFRESH_RATE))
-        return super().instantiate_trainer(**kwargs)
+        config = self.config_init[self.subcommand]
+        parts = [config[key] for key in self._parser(self.subcommand).callback_keys if config.get(key) is not None]
+        callbacks = [*parts, *self.added]
+        if config.quiet:
+            kwargs |= {"enable_progress_bar": False, "enable_model_summary": False}
+        listed = config.trainer.get("callbacks") or []
+        bar = not config.quiet and config.trainer.get("enable_progress_bar") is not False
+        if bar and not any(isinstance(c, ProgressBar) for c in [*callbacks, *listed]):
+            callbacks.append(TQDMProgressBar(refresh_rate=PROGRESS_BAR_REFRESH_RATE))
+        trainer_config = {**config.trainer, **kwargs}
+        return self._instantiate_trainer(trainer_config, callbacks)
+
+    def before_test(self) -> None:
+        if not is_overridden("test_step", self.model):
+            raise UsageError(f"{type(self.model).__name__} has no test_step: there is nothing to test")
 
     def after_fit(self) -> None:
-        # --test_best: the test of the best checkpoint without a second start-up (imports, parsing, data).
         best = self.trainer.checkpoint_callback
-        tested = bool(self.config.fit.test_best and best is not None and best.best_model_path)
-        if tested:
-            self._testing_best = best.best_model_path
-            self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best.best_model_path)
-            self._testing_best = None
-        report_fit(self.trainer, tested)  # last, so that it is what the terminal ends with
+        if self.config.fit.test_best and best is not None and best.best_model_path:
+            if is_overridden("test_step", self.model):
+                self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best.best_model_path)
+                self.tested = {k: v for k, v in self.trainer.callback_metrics.items() if k.startswith("test")}
+            else:
+                say(f"--test_best: {type(self.model).__name__} has no test_step, so the best checkpoint is not tested")
+        report_fit(self.trainer, self.tested)

@@ -1,7 +1,8 @@
-"""Runs that go wrong stop cleanly: at the first NaN/Inf gradient (divergence), on SIGTERM or Ctrl-C with a
-checkpoint to resume from (signals)."""
+"""Runs that go wrong stop cleanly: SIGTERM and Ctrl-C save first (CheckpointOnSignal), NaN gradients stop before the
+weights (GradientCheck), a monitored metric the module does not log is one line (MonitorCheck)."""
 
-from lightning_runs.faults.divergence import GradientCheck
-from lightning_runs.faults.signals import CheckpointOnSignal
+from lightning_runs.faults.checkpoint_on_signal import CheckpointOnSignal
+from lightning_runs.faults.gradient_check import GradientCheck
+from lightning_runs.faults.monitor_check import MonitorCheck
 
-__all__ = ["CheckpointOnSignal", "GradientCheck"]
+__all__ = ["CheckpointOnSignal", "GradientCheck", "MonitorCheck"]

@@ -1,7 +1,7 @@
-"""Loggers that write into the run's own folder: CSV (csv_run), MLflow and W&B (trackers), what they share (run_folder);
-MLflow's local store (mlflow_store), and what the configured logger needs before its run starts (configured)."""
+"""Loggers that write into the run's own folder, as TensorBoard's does, and continue their service's run on a resume:
+CSVRunLogger, MLFlowRunLogger (an SQLite store beside the runs), WandbRunLogger (offline by default)."""
 
-from lightning_runs.loggers.csv_run import CSVRunLogger
+from lightning_runs.loggers.csv_run_logger import CSVRunLogger
 from lightning_runs.loggers.run_folder import RunFolder
 from lightning_runs.loggers.trackers import MLFlowRunLogger, WandbRunLogger
 

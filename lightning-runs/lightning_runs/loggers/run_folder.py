@@ -8,17 +8,16 @@ CSVLogger deletes the metrics.csv of a folder it reopens; MLFlowLogger and Wandb
 <save_dir>/<experiment id>/<run id>, and open a new MLflow or W&B run on every resume.
 """
 
-import logging
 from collections.abc import Mapping
 from pathlib import Path
 
 from torch import Tensor
 
 from lightning_runs.atomic import write_atomically
-from lightning_runs.folders.layout import next_version, run_dir
+from lightning_runs.run_folders import run_dir, versions
 
 INSTALL = "pip install 'lightning-runs[loggers]'"
-# A logger's `name` when none is given: the CLI gives each run one (naming.py), so only a logger built outside it
+# A logger's `name` when none is given: the CLI gives each run one (cli/), so only a logger built outside it
 # gets Lightning's own default.
 UNNAMED = "lightning_logs"
 
@@ -30,7 +29,7 @@ class RunFolder:
     def _place(self, save_dir: str, name: str | None, version: int | str | None) -> None:
         name = name or UNNAMED
         # A run without a claimed folder (an evaluation of no checkpoint) takes the next free version, as TensorBoard's.
-        version = next_version(Path(save_dir) / name) if version is None else version
+        version = max((n for n, _ in versions(Path(save_dir) / name)), default=-1) + 1 if version is None else version
         self._folder_save_dir, self._folder_name, self._folder_version = save_dir, name, version
         self._folder = run_dir(save_dir, name, version)
 
@@ -56,11 +55,6 @@ class RunFolder:
 
     def _store_id(self, run_id: str) -> None:
         write_atomically(self._folder / self.ID_FILE, run_id + "\n")
-
-
-def quiet() -> bool:
-    """--quiet: console.py raises Lightning's log level before anything is built; the trackers' own lines follow it."""
-    return logging.getLogger("lightning.pytorch").getEffectiveLevel() > logging.INFO
 
 
 def numbers(metrics: Mapping) -> dict:

@@ -13,10 +13,11 @@ from lightning.pytorch.loggers.wandb import _WANDB_AVAILABLE
 from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 
 from lightning_runs.errors import UsageError
-from lightning_runs.folders.layout import RUNS
+from lightning_runs.console import is_quiet
+from lightning_runs.run_folders import RUNS
 from lightning_runs.loggers.mlflow_store import creation_lock, local_database, open_client, retire_empty_default
-from lightning_runs.loggers.run_folder import INSTALL, RunFolder, numbers, quiet
-from lightning_runs.records.parameters import parameters
+from lightning_runs.loggers.run_folder import INSTALL, RunFolder, numbers
+from lightning_runs.records.hparams import parameters
 
 
 class MLFlowRunLogger(RunFolder, MLFlowLogger):
@@ -37,7 +38,7 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
     ) -> None:
         # MLflow 3 reports usage to its servers unless told not to; this project sends nothing anywhere by default.
         os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-        if quiet():  # read as mlflow is first imported (the check below imports it): its database set-up lines
+        if is_quiet():  # read as mlflow is first imported (the check below imports it): its database set-up lines
             os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
         if not _MLFLOW_AVAILABLE:
             raise UsageError(f"the MLflow logger needs mlflow: {INSTALL}")
@@ -99,7 +100,7 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
     @rank_zero_only
     def log_hyperparams(self, params) -> None:
         # MLflow refuses to change a logged parameter: a resumed run, or an evaluation of its checkpoint with another
-        # batch size, adds only the parameters it does not have yet (a resumed fit keeps its settings: resume.py).
+        # batch size, adds only the parameters it does not have yet (a resumed fit keeps its settings).
         logged = self.experiment.get_run(self.run_id).data.params
         super().log_hyperparams({k: v for k, v in _flatten_dict(parameters(params)).items() if k not in logged})
 
@@ -129,7 +130,7 @@ class WandbRunLogger(RunFolder, WandbLogger):
             os.environ.setdefault("WANDB_ERROR_REPORTING", "false")  # crash reports would go to W&B's servers
         # `mode` rather than WandbLogger's `offline`, which sets WANDB_MODE=dryrun for the rest of the process.
         settings = {"mode": "offline"} if offline else {}
-        if quiet():
+        if is_quiet():
             import wandb
 
             settings["settings"] = wandb.Settings(quiet=True)  # no run history and summary tables at the end

@@ -1,5 +1,5 @@
-"""Models larger than one device: FSDP for any LightningModule (sharding)."""
+"""Models larger than one device: FSDP, torch's fully_shard for any LightningModule."""
 
-from lightning_runs.parallel.sharding import FSDP
+from lightning_runs.parallel.fsdp import FSDP
 
 __all__ = ["FSDP"]

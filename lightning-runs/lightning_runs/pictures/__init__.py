@@ -1,9 +1,7 @@
-"""Pictures of a run: the callbacks (callbacks) drawing a classification (classification) or a regression
-(regression) from samples (samples), written to whichever loggers the run has (writers)."""
+"""Pictures of a run: what the module declares (Figures) and its weights and gradients (Histograms), for each logger that
+shows pictures (writers)."""
 
-from lightning_runs.pictures.callbacks import Figures, Histograms
-from lightning_runs.pictures.classification import ClassFigures
-from lightning_runs.pictures.regression import RegressionFigures
-from lightning_runs.pictures.writers import picture_writers
+from lightning_runs.pictures.figures import Figures
+from lightning_runs.pictures.histograms import Histograms
 
-__all__ = ["ClassFigures", "Figures", "Histograms", "RegressionFigures", "picture_writers"]
+__all__ = ["Figures", "Histograms"]

@@ -1,6 +1,5 @@
-"""`predict` to a CSV: the columns a model's outputs make (columns), written by one writer across ranks (writer)."""
+"""`predict` into the run folder: PredictionWriter."""
 
-from lightning_runs.predictions.columns import Table
-from lightning_runs.predictions.writer import PredictionWriter
+from lightning_runs.predictions.prediction_writer import PredictionWriter
 
-__all__ = ["PredictionWriter", "Table"]
+__all__ = ["PredictionWriter"]

@@ -1,10 +1,8 @@
-"""What a run records and prints: summary.json (summary, its entries in entries), the provenance in it
-(provenance), the parameters the loggers get (parameters), the per-step loss and sample rate (step_metrics), and the
-closing block (report)."""
+"""What a run records: summary.json (RunSummary), its provenance and saved config (provenance: SaveConfigInRun), the
+parameters and scores every logger gets (hparams), and the closing block of a fit (report)."""
 
 from lightning_runs.records.provenance import SaveConfigInRun
 from lightning_runs.records.report import report_fit
-from lightning_runs.records.step_metrics import LossMonitor, SampleRateMonitor
-from lightning_runs.records.summary import RunSummary
+from lightning_runs.records.run_summary import RunSummary
 
-__all__ = ["LossMonitor", "RunSummary", "SampleRateMonitor", "SaveConfigInRun", "report_fit"]
+__all__ = ["RunSummary", "SaveConfigInRun", "report_fit"]

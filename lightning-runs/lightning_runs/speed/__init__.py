@@ -1,5 +1,5 @@
-"""What makes a run faster without the owner's code changing: torch.compile as one switch (compiling)."""
+"""What makes a run faster with no change to the owner's code: Compile."""
 
-from lightning_runs.speed.compiling import Compile
+from lightning_runs.speed.compile import Compile
 
 __all__ = ["Compile"]

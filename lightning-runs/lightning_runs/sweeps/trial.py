@@ -16,15 +16,12 @@ import sys
 from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs.errors import TrialRefusal
-from lightning_runs.faults.signals import PYTHON_DEFAULTS
-from lightning_runs.folders.layout import read_run_file, run_folder
-from lightning_runs.sweeps.scoring import refusal
+from lightning_runs.faults.checkpoint_on_signal import PYTHON_DEFAULTS
+from lightning_runs.run_folders import read_run_file, run_folder
 
-# JSON: {"storage": URL or journal file, "study": name, "trial_id": id, "metric": name, "direction": "maximize" or
-# "minimize", "checkpoint": [monitor, mode or null] the sweep took them from, or null, "pruner": MedianPruner's
+# JSON: {"storage": URL or journal file, "study": name, "trial_id": id, "metric": name, "pruner": MedianPruner's
 # arguments}
 VARIABLE = "LIGHTNING_RUNS_TRIAL"
 # A SQLite file takes one writer at a time: a writer waits up to this long for its turn instead of failing with
@@ -40,9 +37,32 @@ def open_storage(url: str, **heartbeat):
     import optuna
 
     if "://" not in url:
-        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(url))
+        lock = optuna.storages.journal.JournalFileSymlinkLock(url)  # the lock Optuna's own appends take
+        repair_journal(Path(url), lock)
+        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(url, lock_obj=lock))
     engine = {"connect_args": {"timeout": SQLITE_TIMEOUT_S}} if url.startswith("sqlite") else {"pool_pre_ping": True}
     return optuna.storages.RDBStorage(url, engine_kwargs=engine, **heartbeat)
+
+
+def repair_journal(path: Path, lock) -> None:
+    """A journal whose last line a killed worker left partial would get the next record appended onto it, and the
+    study be unreadable for good: it is cut back to its last whole record first, under Optuna's own lock, said once."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as journal:
+        journal.seek(-1, os.SEEK_END)
+        if journal.read(1) == b"\n":
+            return
+    lock.acquire()
+    try:
+        with path.open("rb+") as journal:
+            content = journal.read()
+            if content.endswith(b"\n"):
+                return
+            journal.truncate(content.rfind(b"\n") + 1)
+        print(f"{path}: its last record was cut short (a worker stopped mid-write); removed it", file=sys.stderr)
+    finally:
+        lock.release()
 
 
 def callbacks_from_environment() -> list[Callback]:
@@ -54,68 +74,42 @@ def callbacks_from_environment() -> list[Callback]:
 class ReportToTrial(Callback):
     """Rank zero records the run folder on the trial (user attr "run") and reports `metric` after every validation
     (`trial.report(value, epoch)`); when the pruner says so, every rank stops at the end of that epoch, with its
-    checkpoints, and the trial's user attr "pruned_at_epoch" tells the worker why the fit ended early.
+    checkpoints, and the trial's user attr "pruned_at_epoch" tells the worker why. A fit whose first validation logs
+    no `metric` is refused (TrialRefusal, user attr "refused"): its worker says the line once as it stops the sweep,
+    since every trial would do the same."""
 
-    Once the validation stage has logged (after the sanity check; without one, after the first validation), a fit
-    that cannot be scored as the sweep scores it (scoring.py) is refused: its user attr "refused" holds the line,
-    which its worker says as it stops the sweep, and the fit ends as every refusal does, its run folder removed."""
-
-    def __init__(
-        self,
-        storage: str,
-        study: str,
-        trial_id: int,
-        metric: str,
-        direction: str,
-        pruner: dict,
-        checkpoint: list | None = None,
-    ) -> None:
+    def __init__(self, storage: str, study: str, trial_id: int, metric: str, pruner: dict) -> None:
         self.storage, self.study, self.trial_id, self.metric, self.pruner = storage, study, trial_id, metric, pruner
-        self.direction, self.checkpoint = direction, checkpoint
         self._trial = None
-        self._checked = False
 
     def on_fit_start(self, trainer, pl_module) -> None:
         if trainer.is_global_zero:
             import optuna
 
-            # The storage keeps no pruner: the sweep's, rebuilt from its arguments.
-            pruner = optuna.pruners.MedianPruner(**self.pruner)
+            pruner = optuna.pruners.MedianPruner(**self.pruner)  # the storage keeps no pruner: the sweep's
             study = optuna.load_study(study_name=self.study, storage=open_storage(self.storage), pruner=pruner)
             self._trial = optuna.trial.Trial(study, self.trial_id)
             self._trial.set_user_attr("run", str(run_folder(trainer) or trainer.default_root_dir))
 
-    # MonitoredMetrics, ahead of this callback in the Trainer's list, has made the monitors follow what is logged by
-    # the time these hooks reach this one.
-    def on_sanity_check_end(self, trainer, pl_module) -> None:
-        self._check(trainer, pl_module)
-
-    def on_train_start(self, trainer, pl_module) -> None:
-        if not is_overridden("validation_step", pl_module):  # no validation will ever log the metric
-            self._check(trainer, pl_module)
-
-    def _check(self, trainer, pl_module) -> None:
-        if self._checked:
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if trainer.sanity_checking and self.metric in trainer.callback_metrics:
             return
-        self._checked = True
-        refused = refusal(trainer, pl_module, self.metric, self.direction, self.checkpoint)
-        if refused is not None:
+        if self.metric not in trainer.callback_metrics:
+            refused = (
+                f"the sweep scores {self.metric}, which {type(pl_module).__name__} does not log in validation (it"
+                f" logs: {', '.join(sorted(trainer.callback_metrics)) or 'nothing'}); give --metric <one of them>"
+                " and its --direction"
+            )
             if trainer.is_global_zero:
                 self._trial.set_user_attr("refused", refused)
             raise TrialRefusal(refused)
-
-    def on_validation_end(self, trainer, pl_module) -> None:
         if trainer.sanity_checking:  # Lightning's two batches before training: not an epoch's score
             return
-        self._check(trainer, pl_module)
         prune = False
         if trainer.is_global_zero:
-            score = trainer.callback_metrics.get(self.metric)  # None: the worker says the metric was never logged
-            if score is not None:
-                self._trial.report(float(score), step=trainer.current_epoch)
-                prune = self._trial.should_prune()
-        # The same decision on every rank, or the others would wait in the next epoch's collectives.
-        if trainer.strategy.broadcast(prune):
+            self._trial.report(float(trainer.callback_metrics[self.metric]), step=trainer.current_epoch)
+            prune = self._trial.should_prune()
+        if trainer.strategy.broadcast(prune):  # the same decision on every rank
             if trainer.is_global_zero:
                 self._trial.set_user_attr("pruned_at_epoch", trainer.current_epoch)
             trainer.should_stop = True

@@ -1,25 +1,27 @@
-"""Every tool's entry: its function's parameters as options, parsed by the project's own parser."""
+"""Every tool's entry: its function's parameters as options (jsonargparse's own), errors as one line."""
 
 from collections.abc import Callable
 
-from jsonargparse import ActionConfigFile
+from jsonargparse import ActionConfigFile, ArgumentError, ArgumentParser
 
-from lightning_runs.cli.parser import ProjectParser
+from lightning_runs.cli.help import RunsHelpFormatter
+from lightning_runs.cli.messages import condensed
 from lightning_runs.console import program
 
 
 def function_cli(function: Callable, args: list[str] | None, **given):
-    """jsonargparse's `auto_cli(function, args, as_positional=False)`, with the parameters in `given` (the project's
-    cli_main, its LightningModule class) passed as they are instead of read from the command line. A bad option or
-    value is a UsageError of one line (the CLI's own parser), which the tool's `errors.main` turns into exit 2."""
+    """jsonargparse's `auto_cli(function, args)`, with the parameters in `given` (the project's cli_main) passed as
+    they are instead of read from the command line."""
     tool = function.__module__.rpartition(".")[2]  # each tool is named for its module: `python -m my_exp export`
-    description = (function.__doc__ or "").partition("\n")[0]
-    parser = ProjectParser(prog=f"{program()} {tool}", description=description)
-    parser.concise = True  # this parser's errors are the ones users read; jsonargparse's nested ones keep its wording
-    parser.add_argument(
-        "--config", action=ActionConfigFile, help="Path to a configuration file in json or yaml format."
-    )
-    parser.add_function_arguments(function, as_group=False, as_positional=False, skip=set(given), sub_configs=True)
-    config = parser.instantiate(parser.parse_args(args))
+    parser = ArgumentParser(
+        prog=f"{program()} {tool}", description=(function.__doc__ or "").partition("\n")[0], exit_on_error=False,
+        allow_abbrev=False, formatter_class=RunsHelpFormatter,
+    )  # fmt: skip
+    parser.add_argument("--config", action=ActionConfigFile, help="A YAML file of these options.")
+    parser.add_function_arguments(function, as_group=False, skip=set(given), sub_configs=True)
+    try:
+        config = parser.instantiate_classes(parser.parse_args(args))
+    except ArgumentError as error:
+        raise condensed(error, parser) from None
     config.pop("config", None)
     return function(**given, **config)

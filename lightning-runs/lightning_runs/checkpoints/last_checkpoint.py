@@ -1,0 +1,99 @@
+"""LastCheckpoint and BestCheckpoint: Lightning's ModelCheckpoint, keeping its state across resumes however the run's
+folder is spelled, saving step checkpoints only where a resume is exact, and giving ties to the later epoch.
+
+    Trainer(callbacks=[LastCheckpoint(filename="last"), BestCheckpoint(monitor="val_loss", filename="best")])
+"""
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
+
+from lightning_runs.private import save_now, steps_between_saves
+
+
+class LastCheckpoint(ModelCheckpoint):
+    """ModelCheckpoint that recognises its own folder however the path is spelled, and saves a step checkpoint of an
+    epoch's last training batch at the epoch's end instead, after that epoch's validation.
+
+    Lightning restores the saved state (best score, best path) only if the saved `dirpath` equals the current one as a
+    string: a run resumed from another working directory lost it, and its next epoch replaced best.ckpt whatever it
+    scored. A step checkpoint taken before an epoch's validation resumed past it (no best.ckpt for that epoch, early
+    stopping without its metric).
+    """
+
+    PATHS = ("best_model_path", "kth_best_model_path", "last_model_path")
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        saved, current = state_dict.get("dirpath"), self.dirpath
+        if saved and current and saved != current and Path(saved).resolve() == Path(current).resolve():
+
+            def respell(path: str) -> str:
+                inside = path and Path(path).resolve().parent == Path(current).resolve()
+                return str(Path(current) / Path(path).name) if inside else path
+
+            state_dict = {**state_dict, "dirpath": current, **{k: respell(state_dict.get(k, "")) for k in self.PATHS}}
+            state_dict["best_k_models"] = {respell(p): v for p, v in state_dict.get("best_k_models", {}).items()}
+        super().load_state_dict(state_dict)
+        # Lightning saves the last score it kept but does not load it back: a run resumed after its best epoch ended
+        # with None where the uninterrupted run had that score.
+        if state_dict.get("dirpath") == self.dirpath:
+            self.current_score = state_dict.get("current_score", self.current_score)
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict[str, Any]) -> None:
+        schedulers_after_epoch(trainer, checkpoint)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if batch_idx + 1 < trainer.num_training_batches:
+            super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        super().on_train_epoch_end(trainer, pl_module)  # Lightning's epoch-interval save, if it has one
+        # Saved on a step interval, Lightning's own trigger never fires at an epoch's end: here instead. A fit ending at
+        # this epoch (early stopping, a signal) leaves `last` at its end, whatever the interval.
+        if steps_between_saves(self) or (self.monitor is None and trainer.should_stop):
+            save_now(self, trainer)
+
+
+class BestCheckpoint(LastCheckpoint):
+    """LastCheckpoint where a score equal to the kept one replaces it: with a small validation split many epochs reach
+    the same top score, and Lightning keeps the first, still trained at a high learning rate."""
+
+    def check_monitor_top_k(self, trainer, current: torch.Tensor | None = None) -> bool:
+        if current is not None and self.save_top_k == 1 and self.best_k_models:
+            tie = bool(current == self.best_k_models[self.kth_best_model_path])
+            if trainer.strategy.reduce_boolean_decision(tie):
+                return True
+        return super().check_monitor_top_k(trainer, current)
+
+
+def schedulers_after_epoch(trainer, checkpoint: dict[str, Any]) -> None:
+    """A checkpoint taken at an epoch's end holds its epoch-interval schedulers (ReduceLROnPlateau, StepLR) as they are
+    after that epoch's step: Lightning steps them only after the epoch-end hooks that save, and a resume from there
+    replays the epoch's end without the step (fit_loop.on_advance_end, `restarting`), so the resumed run was one step
+    behind for good (lr 0.01 where the uninterrupted run had 0.005). The step is taken on the live schedulers, read,
+    and undone; the optimizers' learning rates with it."""
+    progress = trainer.fit_loop.epoch_progress.current
+    if trainer.state.fn != "fit" or progress.processed <= progress.completed or trainer.fit_loop.restarting:
+        return  # not between an epoch's last batch and its scheduler step
+    if not trainer.lightning_module.automatic_optimization:
+        return  # Lightning steps no scheduler for a module that optimizes manually
+    for index, config in enumerate(trainer.lr_scheduler_configs):
+        if config.interval != "epoch" or (trainer.current_epoch + 1) % config.frequency:
+            continue
+        value = trainer.callback_metrics.get(config.monitor) if config.reduce_on_plateau else None
+        if config.reduce_on_plateau and value is None:
+            continue  # Lightning skips (or refuses) the step too
+        optimizer, before = config.scheduler.optimizer, config.scheduler.state_dict()
+        rates = [group["lr"] for group in optimizer.param_groups]
+        trainer.lightning_module.lr_scheduler_step(config.scheduler, value)
+        checkpoint["lr_schedulers"][index] = config.scheduler.state_dict()
+        stepped = trainer.optimizers.index(optimizer) if optimizer in trainer.optimizers else None
+        if stepped is not None:
+            groups = checkpoint["optimizer_states"][stepped]["param_groups"]
+            for group, live in zip(groups, optimizer.param_groups, strict=True):
+                group["lr"] = live["lr"]
+        config.scheduler.load_state_dict(before)
+        for group, rate in zip(optimizer.param_groups, rates, strict=True):
+            group["lr"] = rate

@@ -1,0 +1,85 @@
+"""RandomState: the RNG states in every checkpoint, so that a resumed run draws what an uninterrupted one draws.
+
+    Trainer(callbacks=[RandomState()])
+"""
+
+import random
+from typing import Any
+
+import numpy as np
+import torch
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities.model_helpers import is_overridden
+
+
+class RandomState(Callback):
+    """Saves and restores the torch, CUDA, NumPy and Python RNG states (Lightning's checkpoints carry none: a resumed
+    run drew other dropout masks), and the torch.Generators of the training loaders
+    (`DataLoader(..., generator=torch.Generator().manual_seed(0))`, PyTorch's reproducibility recipe): rebuilt by
+    `train_dataloader()`, such a generator would start again from its seed and retrain epoch 1's order. All ranks were
+    seeded alike, so rank zero's state (the one written) is every rank's. Tensors and lists only: weights_only loads it.
+    """
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        self._trainer = trainer
+
+    def state_dict(self) -> dict[str, Any]:
+        kind, keys, position, has_gauss, cached = np.random.get_state()
+        version, python_state, gauss_next = random.getstate()
+        trainer = getattr(self, "_trainer", None)
+        return {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "numpy": [kind, keys.tolist(), position, has_gauss, cached],
+            "python": [version, list(python_state), gauss_next],
+            "loaders": [g.get_state() for g in loader_generators(trainer and trainer.train_dataloader)],
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        trainer, loaders = getattr(self, "_trainer", None), list(state.get("loaders", []))
+        if loaders and trainer is not None and trainer.state.fn == "fit" and not trainer.reload_dataloaders_every_n_epochs:
+            datamodule = trainer.datamodule  # where Lightning takes the loaders from, if it has them
+            own = datamodule is not None and is_overridden("train_dataloader", datamodule)
+            _restore_on_return(datamodule if own else trainer.lightning_module, loaders)
+        torch.set_rng_state(state["torch"])
+        if state["cuda"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda"])
+        kind, keys, position, has_gauss, cached = state["numpy"]
+        np.random.set_state((kind, np.array(keys, dtype=np.uint32), position, has_gauss, cached))
+        version, python_state, gauss_next = state["python"]
+        random.setstate((version, tuple(python_state), gauss_next))
+
+
+def loader_generators(loaders) -> list[torch.Generator]:
+    """The torch.Generators that shuffle `loaders` (a DataLoader, or lists and dicts of them), each once, in a fixed
+    order: the loader's own, its sampler's, its batch sampler's sampler's."""
+    found: dict[int, torch.Generator] = {}
+    loaders = list(loaders.values()) if isinstance(loaders, dict) else loaders
+    for loader in loaders if isinstance(loaders, list | tuple) else [loaders]:
+        if isinstance(loader, list | tuple | dict):
+            found |= {id(g): g for g in loader_generators(loader)}
+            continue
+        inner = getattr(getattr(loader, "batch_sampler", None), "sampler", None)
+        for owner in (loader, getattr(loader, "sampler", None), inner):
+            generator = getattr(owner, "generator", None)
+            if isinstance(generator, torch.Generator):
+                found.setdefault(id(generator), generator)
+    return list(found.values())
+
+
+def _restore_on_return(source, states: list[torch.Tensor]) -> None:
+    """The next `source.train_dataloader()` gives loaders whose generators hold `states`; then the method is the
+    class's own again. Lightning calls it by name on the instance after it restores the callbacks and before it draws
+    a batch (private.py lists this reliance; tests/test_loader_generators.py fails when it changes)."""
+    build = source.train_dataloader
+
+    def restoring():
+        del source.train_dataloader
+        loaders = build()
+        generators = loader_generators(loaders)
+        if len(generators) == len(states):  # the same loaders as when saved; else nothing to match them by
+            for generator, state in zip(generators, states, strict=True):
+                generator.set_state(state)
+        return loaders
+
+    source.train_dataloader = restoring

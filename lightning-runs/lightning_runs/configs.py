@@ -1,0 +1,52 @@
+"""A run's config as a recipe: flat keys, the settings that say how a run is shown or started left out, and its hash.
+One definition serves a resume (the run's config.yaml against the command's), summary.json's `config_hash` and the
+runs table's `differs`. Nothing here imports torch."""
+
+import hashlib
+import json
+
+# The settings that say what a run trains (flat names, flat() below): a resume must give them as its run did.
+RECIPE = ("model", "data", "seed_everything", "optimizer", "lr_scheduler", "trainer", "early_stopping", "best_checkpoint")
+# Within them, what changes how a command is shown, observed or where it writes, never what it trains (a callback
+# added to watch a resumed run, a progress bar turned off).
+UNCOMPARED = ("trainer.callbacks", "trainer.logger", "trainer.enable_progress_bar", "trainer.enable_model_summary")
+UNCOMPARED += ("trainer.default_root_dir",)
+
+
+def flat(config: dict, prefix: str = "") -> dict:
+    """`{"model": {"init_args": {"lr": 0.1}}}` -> `{"model.lr": 0.1}`: the class-path wrapping is storage, not a name."""
+    found = {}
+    for key, value in (config or {}).items():
+        name = prefix if key == "init_args" else f"{prefix}{key}."
+        if isinstance(value, dict) and value:
+            found |= flat(value, name)
+        else:
+            found[name.rstrip(".")] = value
+    return found
+
+
+def recipe(config: dict) -> dict:
+    """The settings that say what a run trains, flat, as plain JSON values."""
+    kept = {k: v for k, v in flat(config).items() if _under(k, RECIPE) and not _under(k, UNCOMPARED)}
+    return json.loads(json.dumps(kept, default=str, sort_keys=True))
+
+
+def config_hash(config: dict | None) -> str | None:
+    if config is None:
+        return None
+    return hashlib.sha256(json.dumps(recipe(config), sort_keys=True).encode()).hexdigest()
+
+
+def differences(saved: dict, command: dict) -> list[str]:
+    """`--model.lr 0.003 (the run: 0.01)` for each setting the two configs give differently."""
+    a, b = recipe(saved), recipe(command)
+    return [f"--{key} {_shown(b.get(key))} (the run: {_shown(a.get(key))})" for key in sorted(a.keys() | b.keys())
+            if a.get(key) != b.get(key)]  # fmt: skip
+
+
+def _shown(value) -> str:
+    return "null" if value is None else value if isinstance(value, str) else json.dumps(value)
+
+
+def _under(key: str, prefixes) -> bool:
+    return any(key == prefix or key.startswith(f"{prefix}.") for prefix in prefixes)

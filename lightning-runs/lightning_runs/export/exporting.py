@@ -1,0 +1,133 @@
+"""A LightningModule's `forward` as ONNX, TorchScript or torch.export (pt2) bytes whose batch axis takes any size,
+exported from the module's own `example_input_array` (a tensor: one input; a tuple: several positional inputs; a dict:
+keyword inputs), then loaded back and run at other batch sizes against the module itself. Where it cannot be, the line
+names the cause measured: a forward that differs between two calls, the exporter's reason (which names the line that
+fixes the batch size), or what the file did at another size. Nothing is written before every check passes."""
+
+import importlib.util
+import inspect
+import io
+import warnings
+
+import torch
+from torch.export import Dim
+
+from lightning_runs.errors import UsageError, first_line
+from lightning_runs.private import lightning_modules_traceable
+
+ONNX_NEEDS = ("onnx", "onnxscript", "onnxruntime")  # the `export` extra
+TOLERANCE = {"atol": 1e-4, "rtol": 1e-4, "equal_nan": True}  # float32 arithmetic reordered by another runtime
+
+
+def example_of(model: torch.nn.Module) -> tuple[tuple, dict]:
+    """(args, kwargs) of the module's example_input_array, taken whole."""
+    example = getattr(model, "example_input_array", None)
+    if isinstance(example, dict):
+        return (), example
+    if isinstance(example, tuple | list):
+        return tuple(example), {}
+    if isinstance(example, torch.Tensor):
+        return (example,), {}
+    raise UsageError(
+        f"{type(model).__name__} has no example_input_array: set it in __init__ to a batch of inputs (a tensor, or a"
+        " tuple of tensors for several), which export traces and checks the model with"
+    )
+
+
+def resized(inputs, size: int):
+    """Every tensor of `inputs` (args or kwargs) with `size` rows: the example's rows over again, plus noise where
+    they are real numbers (an example of zeros would check little else)."""
+    if isinstance(inputs, dict):
+        return {key: resized(value, size) for key, value in inputs.items()}
+    if isinstance(inputs, tuple):
+        return tuple(resized(value, size) for value in inputs)
+    if not isinstance(inputs, torch.Tensor) or inputs.ndim == 0:
+        return inputs
+    rows = inputs[torch.arange(size) % len(inputs)]
+    if not rows.is_floating_point():
+        return rows  # token ids, category codes: other values could fall outside the model's tables
+    scale = inputs.float().std().item() if inputs.numel() > 1 else 0.0
+    noise = torch.randn(rows.shape, generator=torch.Generator().manual_seed(size)) * (scale or 1.0)
+    return rows + noise.to(rows.dtype)
+
+
+def flat_outputs(output) -> list[torch.Tensor]:
+    if isinstance(output, torch.Tensor):
+        return [output]
+    if isinstance(output, dict | list | tuple):
+        return [t for value in (output.values() if isinstance(output, dict) else output) for t in flat_outputs(value)]
+    raise UsageError(f"forward returned a {type(output).__name__}: export takes tensors, or tuples or dicts of them")
+
+
+def exported(model: torch.nn.Module, format: str) -> bytes:
+    missing = [name for name in ONNX_NEEDS if format == "onnx" and importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"--format onnx needs {', '.join(missing)}: pip install 'lightning-runs[export]'")
+    args, kwargs = example_of(model)
+    size = len(next(t for t in [*args, *kwargs.values()] if isinstance(t, torch.Tensor)))
+    if size < 2:  # from a batch of 1 the exporters take the batch size for a constant
+        args, kwargs = resized(args, 2), resized(kwargs, 2)
+    name = type(model).__name__
+    first, second = (flat_outputs(_eager(model, args, kwargs)) for _ in range(2))
+    differs = max(((a.float() - b.float()).abs().max().item() for a, b in zip(first, second, strict=True)), default=0)
+    if differs > 0:
+        raise UsageError(
+            f"{name}'s forward gave outputs {differs:.3g} apart on the same inputs: it samples, and an export of it"
+            " could not be checked; make forward deterministic in eval mode (sample only while training)"
+        )
+    batch, bound = Dim("batch", min=1), inspect.signature(model.forward).bind(*args, **kwargs).arguments
+    dynamic = {key: {0: batch} if isinstance(value, torch.Tensor) else None for key, value in bound.items()}
+    try:
+        program = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic)
+        content = _serialized(model, program, args, kwargs, format)
+    except Exception as error:  # the exporter's refusal names the line that fixes the batch size, or what it lacks
+        raise UsageError(f"{name} cannot be exported with a free batch size ({type(error).__name__}: {first_line(error)})") from None
+    for size in (1, size + 3):
+        inputs, named = resized(args, size), resized(kwargs, size)
+        try:
+            actual, expected = flat_outputs(_run(content, format, inputs, named)), flat_outputs(_eager(model, inputs, named))
+            if len(actual) != len(expected):
+                raise AssertionError(f"{len(actual)} outputs, not {len(expected)}")
+            for got, want in zip(actual, expected, strict=True):
+                torch.testing.assert_close(got, want, **TOLERANCE)
+        except Exception as error:
+            raise UsageError(f"{name}'s {format} file, run at a batch of {size}: {first_line(error)}") from None
+    return content
+
+
+def _eager(model, args: tuple, kwargs: dict):
+    try:
+        with torch.no_grad():
+            return model(*args, **kwargs)
+    except Exception as error:
+        raise UsageError(f"{type(model).__name__}'s forward failed on its example_input_array ({first_line(error)})") from None
+
+
+def _serialized(model, program, args: tuple, kwargs: dict, format: str) -> bytes:
+    buffer = io.BytesIO()  # serialized first: written whole
+    if format == "onnx":  # from the program: given the module, torch.onnx would fix the batch size it found fixed
+        names = [f"input_{i}" for i in range(len(args))] + list(kwargs)
+        buffer.write(torch.onnx.export(program, input_names=names, verbose=False).model_proto.SerializeToString())
+    elif format == "pt2":
+        torch.export.save(program, buffer)
+    else:  # traced from the module: a trace of the captured graph would fix the size of every reshape
+        with lightning_modules_traceable(), torch.no_grad():
+            torch.jit.save(torch.jit.trace(model, args, example_kwarg_inputs=kwargs or None, strict=False), buffer)
+    return buffer.getvalue()
+
+
+def _run(content: bytes, format: str, args: tuple, kwargs: dict):
+    if format == "onnx":
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(content, providers=["CPUExecutionProvider"])
+        feed = {f"input_{i}": a.numpy() for i, a in enumerate(args)} | {k: v.numpy() for k, v in kwargs.items()}
+        return [torch.from_numpy(array) for array in session.run(None, feed)]
+    if format == "torchscript":
+        with warnings.catch_warnings():  # the check's own load: the user chose the format, warned at the trace
+            warnings.filterwarnings("ignore", message=r"`torch\.jit\.load` is deprecated", category=FutureWarning)
+            loaded = torch.jit.load(io.BytesIO(content))
+    else:
+        loaded = torch.export.load(io.BytesIO(content)).module()
+    with torch.no_grad():
+        return loaded(*args, **kwargs)

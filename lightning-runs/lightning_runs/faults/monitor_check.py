@@ -1,0 +1,52 @@
+"""MonitorCheck: every metric a callback monitors (early stopping, a best checkpoint, a plateau scheduler) is one the
+module logs, checked once it has logged: after the sanity check, else after the first validation, else after the first
+training epoch; one line listing what it logs instead of Lightning's traceback after a whole epoch, or a best.ckpt that
+silently never saves.
+
+    Trainer(callbacks=[MonitorCheck(), EarlyStopping(monitor="val_loss")])
+"""
+
+from lightning.pytorch.callbacks import Callback, EarlyStopping
+
+from lightning_runs.errors import UsageError
+
+
+class MonitorCheck(Callback):
+    def __init__(self) -> None:
+        self._checked = False
+
+    def on_sanity_check_end(self, trainer, pl_module) -> None:
+        self._check(trainer, pl_module)
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if not trainer.sanity_checking:
+            self._check(trainer, pl_module)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        if trainer.max_steps not in (None, -1) and trainer.global_step >= trainer.max_steps:
+            # The fit ended inside this epoch, before its validation: nothing is left to stop or compare, and early
+            # stopping would raise for a metric it could not have (Lightning checks it at every epoch's end).
+            for callback in trainer.callbacks:
+                if isinstance(callback, EarlyStopping) and callback.monitor not in trainer.callback_metrics:
+                    callback.strict = False
+            return
+        self._check(trainer, pl_module)  # runs before the monitoring callbacks' own epoch-end hooks
+
+    def _check(self, trainer, pl_module) -> None:
+        if self._checked or trainer.state.fn != "fit":
+            return
+        self._checked = True
+        watched = {getattr(c, "option", type(c).__name__): c.monitor for c in trainer.callbacks if _monitors(c)}
+        watched |= {"lr scheduler": c.monitor for c in trainer.lr_scheduler_configs if c.monitor}
+        logged = sorted(trainer.callback_metrics)
+        for who, metric in watched.items():
+            if metric not in logged:
+                raise UsageError(
+                    f"{who} monitors {metric}, which {type(pl_module).__name__} does not log (it logs:"
+                    f" {', '.join(logged) or 'nothing yet'}); monitor one of those in your config, or turn it off"
+                    " (`null`)"
+                )
+
+
+def _monitors(callback) -> bool:
+    return isinstance(getattr(callback, "monitor", None), str) and getattr(callback, "strict", True) is not False
