@@ -5,13 +5,15 @@ a DataLoader), with the same transforms, workers and loader options.
     python -m benchmarks.image_fit {template,plain} <folder> --workers 2 --steps 200
 
 Prints one JSON line: when the first training step began (wall clock, for the caller's time to the first step),
-training samples/s after `--warmup` steps, and the peak PSS of the process and its workers (sampled every 0.2 s).
+training samples/s and CPU time per sample after `--warmup` steps, the peak PSS of the process and its workers
+(sampled every 0.2 s), and the machine's load average.
 The training process runs one torch thread: the workers get the other cores.
 """
 
 import argparse
 import contextlib
 import json
+import os
 import threading
 import time
 from functools import partial
@@ -34,7 +36,20 @@ from project.networks import DigitsCNN
 NETWORK = partial(DigitsCNN, channels=(8, 16))
 
 
+def cpu_seconds() -> float:
+    """User and system CPU time of this process and its live children (the loader's persistent workers)."""
+    total = 0.0
+    for process in [psutil.Process(), *psutil.Process().children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            times = process.cpu_times()
+            total += times.user + times.system
+    return total
+
+
 class Clock(Callback):
+    """Wall and CPU seconds of the training steps after `warmup`, epoch ends included: the CPU time per sample is
+    what each side costs, and moves much less than the wall time when other jobs share the cores."""
+
     def __init__(self, warmup: int) -> None:
         self.warmup, self.first_step_at, self.started = warmup, None, None
 
@@ -42,10 +57,11 @@ class Clock(Callback):
         if self.first_step_at is None:
             self.first_step_at = time.time()
         if trainer.global_step == self.warmup:
-            self.started = time.perf_counter()
+            self.started, self.cpu = time.perf_counter(), cpu_seconds()
 
     def on_train_end(self, trainer, pl_module) -> None:
         self.seconds, self.steps = time.perf_counter() - self.started, trainer.global_step - self.warmup
+        self.cpu = cpu_seconds() - self.cpu
 
 
 class PeakMemory(threading.Thread):
@@ -121,6 +137,8 @@ def main() -> None:
     result = {
         "first_step_at": clock.first_step_at,
         "samples_per_sec": clock.steps * 64 / clock.seconds,
+        "cpu_us_per_sample": clock.cpu / (clock.steps * 64) * 1e6,
+        "load": os.getloadavg()[0],  # other jobs on the machine, over the last minute
         "peak_pss_mb": memory.peak / 2**20,
     }
     print(json.dumps(result))

@@ -93,18 +93,23 @@ def print_tables(runs: dict, cases: list, options: argparse.Namespace) -> None:
     def column(size, workers, data, key, digits=0):
         return spread([r[key] for r in runs[size, workers, data]], digits)
 
-    print(f"\n{options.rounds} rounds of {options.steps} measured steps (batch 64); medians (min-max)\n")
-    print("| images | workers | template samples/s | plain samples/s | template / plain (per round) | template vs the"
-          " smallest |\n|---|---|---|---|---|---|")  # fmt: skip
-    smallest = {w: statistics.median(r["samples_per_sec"] for r in runs[cases[0][0], w, "template"]) for _, w in cases}
+    def ratio(size, workers, key):  # template / plain, per round: both ran one after the other
+        pairs = zip(runs[size, workers, "template"], runs[size, workers, "plain"], strict=True)
+        return spread([ours[key] / theirs[key] for ours, theirs in pairs])
+
+    loads = [r["load"] for rows in runs.values() for r in rows]
+    print(f"\n{options.rounds} rounds of {options.steps} measured steps (batch 64); medians (min-max); the machine's"
+          f" load average during the fits {spread(loads, 1)}\n")  # fmt: skip
+    print("| images | workers | samples/s: template | plain | template / plain | CPU us per sample: template | plain |"
+          " template / plain | template vs the smallest |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+    first = {w: statistics.median(r["samples_per_sec"] for r in runs[cases[0][0], w, "template"]) for _, w in cases}
     for size, workers in cases:
-        ours, theirs = runs[size, workers, "template"], runs[size, workers, "plain"]
-        ratios = [a["samples_per_sec"] / b["samples_per_sec"] for a, b in zip(ours, theirs, strict=True)]
-        rate = statistics.median(r["samples_per_sec"] for r in ours)
-        cells = [f"{size:,}", str(workers), column(size, workers, "template", "samples_per_sec"),
-                 column(size, workers, "plain", "samples_per_sec"), spread(ratios),
-                 f"{rate / smallest[workers] - 1:+.1%}"]  # fmt: skip
-        print(f"| {' | '.join(cells)} |")
+        rate = statistics.median(r["samples_per_sec"] for r in runs[size, workers, "template"])
+        cells = [f"{size:,}", str(workers)]
+        for key in ("samples_per_sec", "cpu_us_per_sample"):
+            cells += [column(size, workers, data, key) for data in ("template", "plain")]
+            cells.append(ratio(size, workers, key))
+        print(f"| {' | '.join([*cells, f'{rate / first[workers] - 1:+.1%}'])} |")
     print("\n| images | workers | first step (s): template | plain | peak RSS (MB): template | plain | peak PSS with"
           " workers (MB): template | plain |\n|---|---|---|---|---|---|---|---|")  # fmt: skip
     for size, workers in cases:
