@@ -176,9 +176,8 @@ def fit(root: Path, folder: Path, workers: int, *callbacks: Callback, ckpt_path:
     return model, datamodule
 
 
-# 57 training images in batches of 8: 7 steps an epoch. Saved at step 9 (epoch 1's second batch) and stopped at 11;
+# About a second each (not marked slow). 57 training images in batches of 8: 7 steps an epoch. Saved at step 9 (epoch 1's second batch) and stopped at 11;
 # saved at step 7 (epoch 0's last batch, before its validation) and stopped at 10.
-@pytest.mark.slow
 @pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("every,crash", [(3, 11), (7, 10)], ids=["mid-epoch", "epoch-end"])
 def test_a_fit_stopped_and_resumed_ends_with_the_uninterrupted_fits_weights(folder, tmp_path, workers, every, crash):
