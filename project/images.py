@@ -120,8 +120,13 @@ class ImageFolderDataModule(L.LightningDataModule):
         return v2.Compose([*steps, v2.ToDtype(torch.float32, scale=True)])
 
     def setup(self, stage: str) -> None:
-        if stage == "predict" and self.hparams.predict_path is not None:
-            return  # a folder to predict needs no dataset
+        if stage == "predict" and self.hparams.predict_path is not None:  # a folder to predict needs no dataset
+            path = Path(self.hparams.predict_path)
+            found = sorted(str(f) for f in path.iterdir() if f.suffix.lower() in SUFFIXES) if path.is_dir() else []
+            self.predict_files = found or ([str(path)] if path.is_file() else [])
+            if not self.predict_files:
+                raise ValueError(f"{path}: neither an image nor a folder of images ({', '.join(SUFFIXES)}) to predict")
+            return
         if self.splits is None:  # called twice (by the CLI, then by the Trainer), and fit then test: done once
             _, labels, _ = self._listing
             self.splits = stratified_split(
@@ -197,12 +202,7 @@ class ImageFolderDataModule(L.LightningDataModule):
     def predict_dataloader(self) -> DataLoader:
         if self.hparams.predict_path is None:
             return self.test_dataloader()
-        path = Path(self.hparams.predict_path)
-        files = sorted(str(f) for f in path.iterdir() if f.suffix.lower() in SUFFIXES) if path.is_dir() else [str(path)]
-        if not files:
-            raise ValueError(f"{path}: no image files ({', '.join(SUFFIXES)}) to predict")
-        self.predict_files = files
-        paths = np.array([os.fsencode(f) for f in files])
+        paths = np.array([os.fsencode(f) for f in self.predict_files])
         return self._loader(ImageFiles(paths, None, self._transform(train=False), self._mode))
 
 

@@ -115,6 +115,9 @@ def test_predict_reads_a_folder_of_images_in_name_order(folder, tmp_path):
     probabilities = torch.cat(trainer(tmp_path).predict(model, datamodule=datamodule))
     assert [Path(f).name for f in datamodule.predict_files] == ["a.png", "b.png", "c.PNG"]
     assert probabilities.shape == (3, 3) and torch.allclose(probabilities.sum(1), torch.ones(3))
+    datamodule.hparams.predict_path = str(tmp_path / "elsewhere")
+    with pytest.raises(ValueError, match="elsewhere: neither an image nor a folder of images"):
+        datamodule.setup("predict")
 
 
 def test_a_csv_of_path_and_label_lists_the_same_images(folder, tmp_path):
@@ -176,8 +179,9 @@ def fit(root: Path, folder: Path, workers: int, *callbacks: Callback, ckpt_path:
     return model, datamodule
 
 
-# About a second each (not marked slow). 57 training images in batches of 8: 7 steps an epoch. Saved at step 9 (epoch 1's second batch) and stopped at 11;
-# saved at step 7 (epoch 0's last batch, before its validation) and stopped at 10.
+# About a second each, so not marked slow. 57 training images in batches of 8: 7 steps an epoch. Saved at step 9
+# (epoch 1's second batch) and stopped at 11; saved at step 7 (epoch 0's last batch, before its validation) and
+# stopped at 10.
 @pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("every,crash", [(3, 11), (7, 10)], ids=["mid-epoch", "epoch-end"])
 def test_a_fit_stopped_and_resumed_ends_with_the_uninterrupted_fits_weights(folder, tmp_path, workers, every, crash):
