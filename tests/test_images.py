@@ -196,7 +196,7 @@ def test_a_fit_stopped_and_resumed_ends_with_the_uninterrupted_fits_weights(fold
     # What the DataModule adds (the loader's position) is plain data: loadable with weights_only.
     torch.save(checkpoint["ImageFolderDataModule"], tmp_path / "position.pt")
     assert torch.load(tmp_path / "position.pt", weights_only=True) == checkpoint["ImageFolderDataModule"]
-    resumed, _ = fit(tmp_path / "resumed", folder, workers, ckpt_path=last)
+    resumed, _ = fit(tmp_path / "resumed", folder, workers, saves, ckpt_path=last)  # as a resumed run would
     state, theirs = resumed.state_dict(), expected.state_dict()
     assert state.keys() == theirs.keys()
     different = [name for name in state if not torch.equal(state[name], theirs[name])]
