@@ -22,6 +22,7 @@ from torchvision.datasets.folder import find_classes, make_dataset
 from torchvision.io import ImageReadMode
 from torchvision.transforms import v2
 
+from lightning_runs.data import fold_indices
 from project.image_files import ImageFiles, SeededDrawSampler, channel_statistics, stratified_split
 
 SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")  # what decode_image reads as one still image
@@ -56,6 +57,10 @@ class ImageFolderDataModule(L.LightningDataModule):
         pin_memory: bool = True,  # only where the model trains on a CUDA device
         persistent_workers: bool = True,  # workers live across epochs instead of starting again each one
         predict_path: str | None = None,  # a folder of images (sorted by name) or one image, for `predict`
+        # Cross-validation (`python -m project cv --folds K` sets both): validate on fold `fold` of `folds` of the
+        # images outside the test split, stratified by class; val_fraction is then unused.
+        folds: int | None = None,
+        fold: int = 0,
     ) -> None:
         super().__init__()
         if not (0 < val_fraction < 1 and 0 <= test_fraction < 1 and val_fraction + test_fraction < 1):
@@ -63,6 +68,8 @@ class ImageFolderDataModule(L.LightningDataModule):
                 f"val_fraction {val_fraction} and test_fraction {test_fraction}: each in [0, 1) (val above 0), their"
                 " sum below 1"
             )
+        if folds is not None and not 0 <= fold < folds > 1:
+            raise ValueError(f"fold {fold} of {folds}: folds must be at least 2, and fold 0 to folds - 1")
         if min(image_size) < 1 or batch_size < 1 or num_workers < 0 or not 0 < min_crop <= 1:
             raise ValueError(
                 f"image_size {tuple(image_size)} and batch_size {batch_size} must be positive, num_workers"
@@ -129,9 +136,12 @@ class ImageFolderDataModule(L.LightningDataModule):
             return
         if self.splits is None:  # called twice (by the CLI, then by the Trainer), and fit then test: done once
             _, labels, _ = self._listing
-            self.splits = stratified_split(
-                torch.from_numpy(labels), self.hparams.val_fraction, self.hparams.test_fraction, self.hparams.seed
-            )
+            labels, seed, folds = torch.from_numpy(labels), self.hparams.seed, self.hparams.folds
+            self.splits = stratified_split(labels, self.hparams.val_fraction, self.hparams.test_fraction, seed)
+            if folds is not None:  # the same test split; train + val cut into folds
+                rest = torch.cat([self.splits["val"], self.splits["train"]]).sort().values
+                train, val = fold_indices(len(rest), folds, self.hparams.fold, seed, labels=labels[rest])
+                self.splits |= {"train": rest[train], "val": rest[val]}
         if stage == "fit" and self.mean is None:
             if len(self.splits["train"]) < self.hparams.batch_size or len(self.splits["val"]) == 0:
                 raise ValueError(

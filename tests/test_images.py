@@ -62,6 +62,27 @@ def test_the_split_is_stratified_seeded_disjoint_and_complete(tmp_path):
     assert not torch.equal(other.splits["val"], datamodule.splits["val"])
 
 
+def test_folds_cut_train_and_val_and_keep_the_test_split(tmp_path):
+    root = write_folder(tmp_path / "uneven", counts=(40, 20, 10), size=4)
+    plain = ImageFolderDataModule(str(root), test_fraction=0.2)
+    plain.setup("test")
+    vals = []
+    for fold in range(3):
+        datamodule = ImageFolderDataModule(str(root), test_fraction=0.2, folds=3, fold=fold)
+        datamodule.setup("test")
+        assert torch.equal(datamodule.splits["test"], plain.splits["test"])
+        labels = torch.from_numpy(datamodule._listing[1])
+        assert torch.bincount(labels[datamodule.splits["val"]], minlength=3).tolist() in (
+            [11, 5, 3],
+            [10, 6, 2],
+            [11, 5, 2],
+            [10, 5, 3],
+        )
+        vals.append(set(datamodule.splits["val"].tolist()))
+    assert set.union(*vals) == set(range(70)) - set(plain.splits["test"].tolist())
+    assert sum(map(len, vals)) == 56  # each image outside the test split validates in one fold
+
+
 def test_statistics_are_the_train_splits_per_channel_mean_and_std(folder):
     datamodule = prepared(folder, batch_size=5)  # 5: batches of several sizes, the last one ragged
     train = datamodule._files(datamodule.splits["train"])
@@ -112,9 +133,10 @@ def test_predict_reads_a_folder_of_images_in_name_order(folder, tmp_path):
         (to_predict / name).write_bytes((folder / "class_1" / "000.png").read_bytes())
     (to_predict / "notes.txt").write_text("not an image")
     datamodule.hparams.predict_path = str(to_predict)
-    probabilities = torch.cat(trainer(tmp_path).predict(model, datamodule=datamodule))
+    outputs = trainer(tmp_path).predict(model, datamodule=datamodule)  # per batch {label: (N,), probability: (N,)}
+    probabilities = torch.cat([batch["probability"] for batch in outputs])
     assert [Path(f).name for f in datamodule.predict_files] == ["a.png", "b.png", "c.PNG"]
-    assert probabilities.shape == (3, 3) and torch.allclose(probabilities.sum(1), torch.ones(3))
+    assert probabilities.shape == (3,) and ((0 < probabilities) & (probabilities <= 1)).all()
     datamodule.hparams.predict_path = str(tmp_path / "elsewhere")
     with pytest.raises(ValueError, match="elsewhere: neither an image nor a folder of images"):
         datamodule.setup("predict")
