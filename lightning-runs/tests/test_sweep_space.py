@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from lightning_runs.sweeps.space import corners, search_space
@@ -31,7 +30,8 @@ SPACES = [
     ({"trainer.max_epochz": {"low": 1, "high": 3}}, "unknown option --trainer.max_epochz: did you mean --trainer.max"),
 ]
 IDS = ["low_above_high", "ints_low_above_high", "no_choices", "choices_not_a_list", "log_from_0", "not_numbers",
-       "infinite", "log_not_a_bool", "unknown_kind", "unknown_key", "not_a_mapping", "empty", "misspelt_option"]  # fmt: skip
+       "infinite", "log_not_a_bool", "unknown_kind", "unknown_key", "not_a_mapping", "empty",
+       "misspelt_option"]  # fmt: skip
 
 
 @pytest.mark.parametrize("space,said", SPACES, ids=IDS)
@@ -62,7 +62,10 @@ def test_a_well_formed_space_becomes_optunas_distributions_integers_where_both_e
 @pytest.mark.parametrize(
     "space,said",
     [
-        ({"model.label_smoothing": {"low": 0.0, "high": 5.0}}, "--model.label_smoothing: Not of type ClosedUnitInterval: 5.0"),
+        (
+            {"model.label_smoothing": {"low": 0.0, "high": 5.0}},
+            "--model.label_smoothing: Not of type ClosedUnitInterval: 5.0",
+        ),
         ({"data.batch_size": {"choices": [16, 32, "abc"]}}, "--data.batch_size: expected int"),
     ],
     ids=["high_end", "last_choice"],
