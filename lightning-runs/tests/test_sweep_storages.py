@@ -32,6 +32,8 @@ from test_sweep_tool import (
 from tiny_runs import refusal
 
 from lightning_runs.sweeps.turns import Turn
+from lightning_runs.tools import sweep as sweep_tool
+from tiny_tasks import cli_main
 
 HEARTBEAT = ["--heartbeat_interval=1", "--grace_period=3"]  # a dead worker is noticed 3 s on, not 30
 
@@ -70,6 +72,12 @@ def storage(request) -> list[str]:
     """The workers' --storage: none, the default journal file runs/sweeps/<study>.journal, or a database of its own on
     the tests' PostgreSQL server, written `postgresql://`."""
     return [] if request.param == "journal" else ["--storage", plain(request.getfixturevalue("postgres_url"))]
+
+
+def opened(*args: str) -> optuna.Study:
+    """A sweep that opens its study and runs no trial (it holds its trials, or is refused): a space of one value, so
+    that the trials' config is parsed once before the storage is opened, not at each end of a range."""
+    return sweep_tool.main(cli_main, ["--space", json.dumps({"model.lr": {"choices": [0.05]}}), *args])
 
 
 def load(name: str, storage: list[str]) -> optuna.Study:
@@ -140,7 +148,7 @@ def test_a_study_begun_in_sqlite_continues_there_and_the_worker_says_sqlite_serv
     database = Path("runs/sweeps/old.db").resolve()
     begun = optuna.create_study(storage=f"sqlite:///{database}", study_name="old", direction="minimize")
     begun.add_trial(optuna.create_trial(value=0.9, params={}, distributions={}))
-    study = sweep("--study=old", "--n_trials=1")
+    study = opened("--study=old", "--n_trials=1")
     assert len(study.trials) == 1 and not Path("runs/sweeps/old.journal").exists()
     out, err = capsys.readouterr()
     assert f"Study 'old' in {database}: 1 of 1 trials finished" in out
@@ -150,14 +158,14 @@ def test_a_study_begun_in_sqlite_continues_there_and_the_worker_says_sqlite_serv
 def test_postgresql_urls_as_users_write_them_open_the_study_with_the_postgres_extras_driver(postgres_url, capsys):
     begun = optuna.create_study(storage=postgres_url, study_name="plain", direction="minimize")
     begun.add_trial(optuna.create_trial(value=0.9, params={}, distributions={}))
-    study = sweep("--study=plain", "--n_trials=1", "--storage", plain(postgres_url))
+    study = opened("--study=plain", "--n_trials=1", "--storage", plain(postgres_url))
     assert len(study.trials) == 1, "finished: nothing more to run"
     assert "Study 'plain' in postgresql+psycopg2://postgres@127.0.0.1:" in capsys.readouterr().out
 
 
 def storage_refusal(capsys, url: str) -> str:
     """The one line a sweep on the storage `url` is refused with, before any trial and without a study written."""
-    error = refusal(capsys, lambda: sweep("--study=s", "--storage", url))
+    error = refusal(capsys, lambda: opened("--study=s", "--storage", url))
     assert "move it away" not in error, "the study is not what is wrong"
     assert not Path("runs/sweeps/s").exists()
     return error
@@ -236,7 +244,7 @@ def test_a_journal_whose_last_record_a_killed_worker_left_partial_is_repaired_an
         begun.add_trial(optuna.create_trial(value=value, params={}, distributions={}))
     whole = journal.read_bytes()
     journal.write_bytes(whole + whole.splitlines(keepends=True)[-1][:25])  # a record cut off mid-write
-    study = sweep("--study=cut", "--n_trials=2")
+    study = opened("--study=cut", "--n_trials=2")
     out, err = capsys.readouterr()
     assert err.count("its last record was cut short (a worker stopped mid-write); removed it") == 1, err
     assert journal.read_bytes().startswith(whole) and "Study 'cut' in" in out and "2 of 2 trials finished" in out

@@ -12,6 +12,7 @@ from lightning_runs.sweeps import workers
 from lightning_runs.sweeps.storage import retry
 
 GRACE = 30
+pytestmark = pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")  # the retry callback's
 
 
 def journal() -> optuna.storages.JournalStorage:
