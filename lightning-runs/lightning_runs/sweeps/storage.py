@@ -97,13 +97,13 @@ def work(
     study: optuna.Study,
     objective: Callable,
     n_trials: int,
-    attempts: int,
+    turn: turns.Turn,
     wait: float,
     journal_grace: float | None,
-    turn: turns.Turn,
     after_trial: Callable | None = None,
 ) -> None:
-    """Take trials from the study until it holds `n_trials` finished ones, or this worker has tried `attempts`.
+    """Take trials from the study until it holds `n_trials` finished ones, or this worker has tried as many as it
+    lacked at the start.
 
     A worker counts the study's trials and starts one only in its turn (turns.py), and gives the turn back once its
     trial is running: a trial starts only while the finished and running ones (of every worker) fall short of
@@ -118,7 +118,7 @@ def work(
         turn.give()
         return objective(trial)
 
-    said_waiting = False
+    said_waiting, attempts = False, n_trials - counts(study)[0]
     while attempts > 0:
         turn.take()
         try:

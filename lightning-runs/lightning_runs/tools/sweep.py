@@ -121,11 +121,8 @@ def sweep(
     )
     previous = signal.signal(signal.SIGTERM, objective.stop)  # Ctrl-C raises KeyboardInterrupt by itself
     try:
-        journal_grace = grace_period if "://" not in url else None
-        remaining = n_trials - finished
-        studies.work(
-            optuna_study, objective, n_trials, remaining, heartbeat_interval, journal_grace, turn, objective.after_trial
-        )
+        journal_grace = grace_period if "://" not in url else None  # a journal has no heartbeat: workers.py
+        studies.work(optuna_study, objective, n_trials, turn, heartbeat_interval, journal_grace, objective.after_trial)
     except KeyboardInterrupt:
         signum = objective.stopped[0] if objective.stopped else signal.SIGINT
         raise Stopped(signum, "Interrupted: run the same command again to continue the study.") from None
@@ -134,8 +131,7 @@ def sweep(
     ran = [t for t in optuna_study.trials if t.number in objective.mine]
     if ran and all(trial.state == TrialState.FAIL for trial in ran):
         raise Failed(
-            f"all {len(ran)} trials failed (their errors are above); once the cause is fixed, the same command"
-            " retries them"
+            f"all {len(ran)} trials failed (their errors are above); once fixed, the same command retries them"
         )
     return optuna_study
 
