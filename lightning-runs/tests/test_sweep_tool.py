@@ -223,3 +223,28 @@ def test_a_corrupt_study_file_is_one_line_and_stays_as_it_was(name, content, sai
     error = refusal(capsys, lambda: sweep("--study=broken"))
     assert error.startswith(f"error: {study.resolve()}: {said}") and error.endswith("; move it away to start afresh")
     assert not assert_kept(before, snapshot())
+
+
+def test_a_trial_scored_by_cross_validation_is_its_folds_mean():
+    study = sweep("--study=folded", "--n_trials=2", "--folds=2", *NO_PRUNING)
+    runs = sorted(Path("runs/sweeps/folded").glob("version_*"))
+    assert len(runs) == 4  # two fits a trial, one a fold
+    for trial in study.trials:
+        assert trial.state == TrialState.COMPLETE
+        bests = [min(v for step, v in trial.intermediate_values.items() if step // 1_000_000 == k) for k in (0, 1)]
+        assert trial.value == pytest.approx(sum(bests) / 2)
+    folds = {(c["data"]["init_args"]["folds"], c["data"]["init_args"]["fold"]) for c in map(run_config, runs)}
+    assert folds == {(2, 0), (2, 1)}
+
+
+def run_config(run: Path) -> dict:
+    return yaml.safe_load((run / "config.yaml").read_text())
+
+
+def test_cross_validated_trials_need_a_datamodule_that_takes_folds(capsys):
+    from lightning_runs import main
+    from tiny_regression import regression_cli_main
+
+    line = refusal(capsys, lambda: main(regression_cli_main, "tiny_regression", ["sweep", "--study=s", "--config", study_config(),
+                                                                               "--folds=2"]))  # fmt: skip
+    assert "takes no folds and fold arguments" in line

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import shlex
+import statistics
 import sys
 from dataclasses import dataclass, field
 
@@ -14,6 +15,7 @@ import optuna
 from lightning_runs.console import program
 from lightning_runs.errors import UsageError
 from lightning_runs.private import trial_id
+from lightning_runs.processes import run_processes, stop_signal
 from lightning_runs.sweeps import storage, workers
 from lightning_runs.sweeps import trial as trials
 from lightning_runs.sweeps.space import suggest
@@ -33,6 +35,7 @@ class TrialFits:
     pruning: dict  # the MedianPruner's settings, rebuilt in the trial's process
     seed: int  # the sampler's, offset by each trial's number
     threads: int | None  # the trial's OMP_NUM_THREADS
+    folds: int | None = None  # cross-validated trials: K fits each, scored by the mean of their bests
     stopped: list[int] = field(default_factory=list)  # the signal that stopped a trial, which then stops the worker
     mine: list[int] = field(default_factory=list)  # the numbers of the trials this worker ran
     refused: str | None = None  # why a trial's fit cannot be scored as the sweep scores, which stops the worker
@@ -45,15 +48,27 @@ class TrialFits:
         # Seeded by the trial's number, unique in the study: workers that start together sample different values,
         # and one worker's study is the same on every re-run.
         self.study.sampler = optuna.samplers.TPESampler(seed=self.seed + trial.number)
-        code, received = trials.run_process(
-            [*self.launcher, *self.python, *self.command(trial)], self.environment(trial)
-        )
-        signum = received or trials.stop_signal(code)
+        bests = []
+        for fold in range(self.folds) if self.folds else [None]:
+            best = self.fit(trial, fold)
+            if best is None or math.isnan(best):
+                return best
+            bests.append(best)
+        return statistics.mean(bests)  # one fold's, or the folds' mean
+
+    def fit(self, trial: optuna.Trial, fold: int | None) -> float | None:
+        """One fit of the trial (one fold's, where the sweep cross-validates): its best reported value; NaN (failed)
+        or None (pruned) end the trial."""
+        command = self.command(trial) + ([] if fold is None else [f"--data.folds={self.folds}", f"--data.fold={fold}"])
+        offset = (fold or 0) * trials.FOLD_STEPS
+        (code,), received = run_processes([[*self.launcher, *self.python, *command]], self.environment(trial, offset))
+        signum = received or stop_signal(code)
         # What the fit reported, read back from the storage (this worker's cache holds only finished trials).
         reported = next(t for t in self.study.get_trials(deepcopy=False) if t.number == trial.number)
+        last_fold = fold is None or fold == self.folds - 1
         if signum is not None:  # SIGTERM or Ctrl-C: the sweep is stopped, not the trial's values bad
             self.stopped.append(signum)
-            if not trials.fit_finished(reported):
+            if not (last_fold and trials.fit_finished(reported)):
                 trial.set_user_attr("interrupted", True)  # failed, so that it does not count
                 return math.nan
             # The stop came after the fit's last epoch: its score counts, and the worker stops once it is stored.
@@ -65,7 +80,7 @@ class TrialFits:
             return math.nan  # Optuna records a NaN score as failed, without a traceback of its own
         if reported.user_attrs.get("pruned_at_epoch") is not None:
             raise optuna.TrialPruned(f"pruned after epoch {reported.user_attrs['pruned_at_epoch']}")
-        values = reported.intermediate_values.values()
+        values = [v for step, v in reported.intermediate_values.items() if step // trials.FOLD_STEPS == (fold or 0)]
         if not values:  # a fit that never validated
             print(f"Trial {trial.number} failed: its fit reported no {self.metric}", file=sys.stderr)
             return math.nan
@@ -97,9 +112,9 @@ class TrialFits:
         print(f"Trial {trial.number}: {shlex.join([*self.launcher, *program().split(), *command])}", flush=True)
         return command
 
-    def environment(self, trial: optuna.Trial) -> dict[str, str]:
+    def environment(self, trial: optuna.Trial, offset: int = 0) -> dict[str, str]:
         """This worker's, with where the fit reports its metric to (trial.py) and its threads."""
-        reporting = {"storage": self.url, "study": self.study.study_name, "trial_id": trial_id(trial)}
+        reporting = {"storage": self.url, "study": self.study.study_name, "trial_id": trial_id(trial), "offset": offset}
         reporting |= {"metric": self.metric, "pruner": self.pruning}
         threads = {"OMP_NUM_THREADS": str(self.threads)} if self.threads else {}
         return {**os.environ, trials.VARIABLE: json.dumps(reporting), **threads}

@@ -7,28 +7,25 @@ srun, Lightning's own re-execution of the command for its other ranks), where an
 through each. Optuna is imported only where that variable is set: it stays an optional extra of the library.
 """
 
-import ctypes
 import json
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback
 
 from lightning_runs.errors import TrialRefusal
-from lightning_runs.faults.checkpoint_on_signal import PYTHON_DEFAULTS
 from lightning_runs.run_folders import read_run_file, run_folder
 
 # JSON: {"storage": URL or journal file, "study": name, "trial_id": id, "metric": name, "pruner": MedianPruner's
 # arguments}
 VARIABLE = "LIGHTNING_RUNS_TRIAL"
+# A cross-validated trial's fold k reports epoch e as step k * FOLD_STEPS + e: the pruner compares each fold with the
+# same fold of other trials, and no fit runs this many epochs.
+FOLD_STEPS = 1_000_000
 # A SQLite file takes one writer at a time: a writer waits up to this long for its turn instead of failing with
 # "database is locked" (a trial's writes are a few rows an epoch).
 SQLITE_TIMEOUT_S = 60
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-STOPS = (signal.SIGTERM, signal.SIGINT)
 
 
 def open_storage(url: str, **heartbeat):
@@ -78,8 +75,9 @@ class ReportToTrial(Callback):
     no `metric` is refused (TrialRefusal, user attr "refused"): its worker says the line once as it stops the sweep,
     since every trial would do the same."""
 
-    def __init__(self, storage: str, study: str, trial_id: int, metric: str, pruner: dict) -> None:
+    def __init__(self, storage: str, study: str, trial_id: int, metric: str, pruner: dict, offset: int = 0) -> None:
         self.storage, self.study, self.trial_id, self.metric, self.pruner = storage, study, trial_id, metric, pruner
+        self.offset = offset  # a fold's steps (FOLD_STEPS)
         self._trial = None
 
     def on_fit_start(self, trainer, pl_module) -> None:
@@ -107,56 +105,12 @@ class ReportToTrial(Callback):
             return
         prune = False
         if trainer.is_global_zero:
-            self._trial.report(float(trainer.callback_metrics[self.metric]), step=trainer.current_epoch)
+            self._trial.report(float(trainer.callback_metrics[self.metric]), step=self.offset + trainer.current_epoch)
             prune = self._trial.should_prune()
         if trainer.strategy.broadcast(prune):  # the same decision on every rank
             if trainer.is_global_zero:
-                self._trial.set_user_attr("pruned_at_epoch", trainer.current_epoch)
+                self._trial.set_user_attr("pruned_at_epoch", trainer.current_epoch)  # of the fold that was pruned
             trainer.should_stop = True
-
-
-def run_process(command: list[str], env: dict[str, str]) -> tuple[int, int | None]:
-    """Run one trial's command to its end: its exit code, and the stop signal (SIGTERM, SIGINT) this worker received
-    meanwhile, if any. The signal is passed on to the trial, which saves its last checkpoint and exits 143 or 130.
-
-    The trial runs in a process group of its own, so that a Ctrl-C in the terminal reaches it once, through this
-    worker (twice would be the "stop at once" second Ctrl-C); and it gets SIGTERM when this worker dies, even by
-    kill -9, so that no trial outlives its worker.
-    """
-    child: subprocess.Popen | None = None
-    received: list[int] = []
-
-    def forward(signum, frame) -> None:
-        received.append(signum)
-        if child is not None:
-            child.send_signal(signum)
-
-    previous = {signum: signal.signal(signum, forward) for signum in STOPS}  # before the start: no signal is lost
-    try:
-        child = subprocess.Popen(command, env=env, preexec_fn=_end_with_parent(os.getpid()))
-        if received:
-            child.send_signal(received[0])
-        code = child.wait()
-    finally:
-        for signum, handler in previous.items():  # None: set outside Python, not restorable; Python's own instead
-            signal.signal(signum, PYTHON_DEFAULTS[signum] if handler is None else handler)
-    return code, (received[0] if received else None)
-
-
-def _end_with_parent(parent: int):
-    # Resolved here, in the worker: between fork and exec the child should only call, not load (threads, such as
-    # Optuna's heartbeat, may hold locks that a load would wait for). PR_SET_PDEATHSIG fires when the thread that
-    # forked exits: the worker starts trials from its main thread, which lives as long as the worker.
-    prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
-
-    def in_child() -> None:
-        os.setpgid(0, 0)
-        if prctl is not None:
-            prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-            if os.getppid() != parent:  # the worker died before the line above: nobody will send the signal
-                os.kill(os.getpid(), signal.SIGTERM)
-
-    return in_child
 
 
 def fit_finished(trial) -> bool:
@@ -167,11 +121,3 @@ def fit_finished(trial) -> bool:
         return run is not None and json.loads(read_run_file(Path(run) / "summary.json")).get("status") == "completed"
     except (OSError, ValueError, AttributeError):  # no summary, or not one: the fit did not get that far
         return False
-
-
-def stop_signal(code: int) -> int | None:
-    """The stop signal a trial's exit code reports: 143/130 from its own handler, -15/-2 if it had none yet."""
-    for signum in STOPS:
-        if code in (128 + signum, -signum):
-            return signum
-    return None

@@ -8,8 +8,6 @@ test split's scores of each fold's best checkpoint; runs/<name>/cv-<study>/cv.js
 again continues: finished folds are kept, a stopped fold resumes from its last checkpoint.
 """
 
-import contextlib
-import io
 import json
 import os
 import shlex
@@ -18,14 +16,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import yaml
 from jsonargparse.typing import PositiveInt
 
 from lightning_runs.console import program, say
 from lightning_runs.errors import Failed, Stopped, UsageError
 from lightning_runs.processes import run_processes, stop_signal
 from lightning_runs.run_folders import read_run_file, write_json
-from lightning_runs.tools.function_cli import function_cli
+from lightning_runs.tools.function_cli import fit_config, function_cli
 
 
 def cv(
@@ -60,13 +57,7 @@ def cv(
         raise UsageError(f"--study {study!r}: must be one folder name (no '/', not '..' or empty)")
     recipe = (*(f"--config={config}" for config in configs), *args)
     resolved = fit_config(cli_main, recipe)
-    data = resolved.get("data") or {}
-    if not {"folds", "fold"} <= set(data.get("init_args") or {}):
-        raise UsageError(
-            f"--data {data.get('class_path')}: takes no folds and fold arguments; give its __init__ `folds: int | None"
-            " = None, fold: int = 0` and validate on fold `fold` of `folds` (lightning_runs.data.fold_indices), as"
-            " docs/contract.md says"
-        )
+    check_folds(resolved)
     best = (resolved.get("best_checkpoint") or {}).get("init_args") or {}
     if not best.get("monitor"):
         raise UsageError("the folds' best checkpoint monitors no metric (--best_checkpoint.monitor): cv scores by it")
@@ -100,17 +91,15 @@ def cv(
     return result
 
 
-def fit_config(cli_main: Callable, recipe: tuple[str, ...]) -> dict:
-    """The fit's config as the CLI resolves it (`fit --print_config` prints it and exits before anything is built,
-    with the run's name resolved); a bad config or option is refused as the fit would refuse it."""
-    printed = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(printed):
-            cli_main(["fit", *recipe, "--print_config"])
-    except SystemExit as exit:
-        if exit.code not in (0, None):  # a bad config or option: its error is already on stderr
-            raise
-    return yaml.safe_load(printed.getvalue()) or {}
+def check_folds(resolved: dict) -> None:
+    """The DataModule takes the fold to validate on, as docs/contract.md asks; else one line saying how."""
+    data = resolved.get("data") or {}
+    if not {"folds", "fold"} <= set(data.get("init_args") or {}):
+        raise UsageError(
+            f"--data {data.get('class_path')}: takes no folds and fold arguments; give its __init__ `folds: int | None"
+            " = None, fold: int = 0` and validate on fold `fold` of `folds` (lightning_runs.data.fold_indices), as"
+            " docs/contract.md says"
+        )
 
 
 def _command(k, folds, recipe, study, save_dir, run, test) -> list[str] | None:

@@ -1,6 +1,10 @@
 """Every tool's entry: its function's parameters as options (jsonargparse's own), errors as one line."""
 
+import contextlib
+import io
 from collections.abc import Callable
+
+import yaml
 
 from jsonargparse import ActionConfigFile, ArgumentError, ArgumentParser, set_parsing_settings
 
@@ -27,3 +31,17 @@ def function_cli(function: Callable, args: list[str] | None, **given):
         raise UsageError(condensed(error, parser)) from None
     config.pop("config", None)
     return function(**given, **config)
+
+
+def fit_config(cli_main: Callable, recipe: tuple[str, ...]) -> dict:
+    """The fit's config as the CLI resolves it, the run's name included (`fit --print_config` prints it and exits
+    before anything is built): what a tool that starts fits (sweep, cv) reads; a bad config or option is refused as
+    the fit would refuse it."""
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            cli_main(["fit", *recipe, "--print_config"])
+    except SystemExit as exit:
+        if exit.code not in (0, None):  # a bad config or option: its error is already on stderr
+            raise
+    return yaml.safe_load(printed.getvalue()) or {}

@@ -92,7 +92,9 @@ def differences(configs: list) -> list[str]:
             ends[".".join(parts[-n:])] = ends.get(".".join(parts[-n:]), 0) + 1
     short = {key: next(e for n in range(1, len(key.split(".")) + 1) if ends[e := ".".join(key.split(".")[-n:])] == 1)
              for key in differing}  # fmt: skip
-    return [" ".join(f"{short[k]}={s[k]}" for k in differing if k in s) or "-" if s is not None else "-" for s in settings]
+    return [
+        " ".join(f"{short[k]}={s[k]}" for k in differing if k in s) or "-" if s is not None else "-" for s in settings
+    ]
 
 
 def _value(value) -> str:
@@ -112,7 +114,10 @@ def _shown(value) -> str:
 
 def _table(rows: list[dict[str, str]], headers: dict[str, str]) -> str:
     widths = {column: max(len(headers[column]), *(len(row[column]) for row in rows)) for column in COLUMNS}
-    lines = [[headers[c].ljust(widths[c]) for c in COLUMNS], *([row[c].ljust(widths[c]) for c in COLUMNS] for row in rows)]
+    lines = [
+        [headers[c].ljust(widths[c]) for c in COLUMNS],
+        *([row[c].ljust(widths[c]) for c in COLUMNS] for row in rows),
+    ]
     return "\n".join("  ".join(line).rstrip() for line in lines)
 
 

@@ -14,8 +14,6 @@ study keeps the metric and direction it began with; a model that does not log th
 at its first trial, in one line (exit 2): no other trial would do better.
 """
 
-import contextlib
-import io
 import re
 import signal
 import sys
@@ -25,7 +23,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import optuna
-import yaml
 from jsonargparse.typing import NonNegativeInt, PositiveInt
 from optuna.trial import TrialState
 
@@ -35,7 +32,8 @@ from lightning_runs.sweeps import storage as studies
 from lightning_runs.sweeps.objective import TrialFits
 from lightning_runs.sweeps.space import corners, search_space
 from lightning_runs.sweeps.turns import Turn
-from lightning_runs.tools.function_cli import function_cli
+from lightning_runs.tools.cv import check_folds
+from lightning_runs.tools.function_cli import fit_config, function_cli
 
 DIRECTIONS = {"max": "maximize", "min": "minimize"}  # a checkpoint's mode -> a study's direction
 
@@ -58,6 +56,7 @@ def sweep(
     threads: PositiveInt | None = None,
     heartbeat_interval: PositiveInt = 10,
     grace_period: PositiveInt = 30,
+    folds: int | None = None,
 ) -> optuna.Study:
     """Run trials until the study holds `n_trials` finished ones (complete or pruned; failed ones are retried).
 
@@ -88,18 +87,26 @@ def sweep(
         heartbeat_interval: seconds between a worker's signs of life for its running trial (a database's heartbeat)
         grace_period: seconds without one after which another worker fails that trial and retries its values (on a
             journal file, another worker of the machine sees at once that a worker's process is gone)
+        folds: score each trial by K-fold cross-validation (at least 2): its value is the mean of its folds' best
+            `metric`, each fold a fit of its own (`--data.folds K --data.fold k`, as `cv` runs them); a trial is
+            pruned on any fold that trails the other trials' same fold
     """
     if not study or any(c in study for c in "/\\\0") or study in (".", ".."):  # a file and a run name in save_dir
         raise UsageError(f"--study {study!r}: must be one file name (no '/', not '..' or empty)")
+    if folds is not None and folds < 2:
+        raise UsageError(f"--folds {folds}: cross-validation takes at least 2 folds")
     if grace_period <= heartbeat_interval:
         raise UsageError(f"--grace_period {grace_period}: must exceed --heartbeat_interval {heartbeat_interval}")
     distributions = search_space(space)
     # Parsed as every trial's fit will be, at each end of each range and each choice: a misspelt option or a value the
     # fit refuses (a smoothing of 5, a batch size of "abc") is refused before any trial.
     first, *others = corners(distributions)
-    resolved = _resolved(cli_main, configs, (*args, *first))  # the trials' config, their best checkpoint with it
+    recipe = tuple(f"--config={config}" for config in configs)
+    resolved = fit_config(cli_main, (*recipe, *args, *first))  # the trials' config, their best checkpoint with it
     for corner in others:
-        _resolved(cli_main, configs, (*args, *corner))
+        fit_config(cli_main, (*recipe, *args, *corner))
+    if folds is not None:
+        check_folds(resolved)
     metric, direction = scored_by(resolved, metric, direction)
     Path(save_dir).mkdir(parents=True, exist_ok=True)
     url = _url(storage, Path(save_dir), study)
@@ -117,7 +124,19 @@ def sweep(
     python = [sys.executable, "-m", package] if package != "__main__" else [sys.executable, sys.argv[0]]
     pruning = {"n_startup_trials": pruning_startup_trials, "n_warmup_steps": pruning_warmup_epochs}
     objective = TrialFits(
-        optuna_study, distributions, python, configs, args, launcher, save_dir, url, metric, pruning, seed, threads
+        optuna_study,
+        distributions,
+        python,
+        configs,
+        args,
+        launcher,
+        save_dir,
+        url,
+        metric,
+        pruning,
+        seed,
+        threads,
+        folds,
     )
     previous = signal.signal(signal.SIGTERM, objective.stop)  # Ctrl-C raises KeyboardInterrupt by itself
     try:
@@ -162,19 +181,6 @@ def _url(storage: str | None, save_dir: Path, study: str) -> str:
     if "://" not in storage:
         return str(Path(storage).resolve())
     return re.sub(r"^postgresql://", "postgresql+psycopg2://", storage)
-
-
-def _resolved(cli_main: Callable, configs: tuple[str, ...], args: tuple[str, ...]) -> dict:
-    """The trials' config as the CLI resolves it (`fit --print_config` prints it and exits, before anything is built);
-    a bad config or option is refused as the fit would refuse it."""
-    printed = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(printed):
-            cli_main(["fit", *(f"--config={config}" for config in configs), *args, "--print_config"])
-    except SystemExit as exit:
-        if exit.code not in (0, None):  # a bad config or option: its error is already on stderr
-            raise
-    return yaml.safe_load(printed.getvalue()) or {}
 
 
 def main(cli_main: Callable, args: list[str] | None = None) -> optuna.Study:
