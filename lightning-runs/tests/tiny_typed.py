@@ -56,7 +56,9 @@ class TypedClassifier(TinyClassifier):
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         samples, labels = batch
-        return F.cross_entropy(self(samples), labels, label_smoothing=self.hparams.label_smoothing)
+        loss = F.cross_entropy(self(samples), labels, label_smoothing=self.hparams.label_smoothing)
+        self.log("train/loss", loss)
+        return loss
 
     def _evaluate(self, batch, stage: str) -> torch.Tensor:
         samples, labels = batch

@@ -68,8 +68,8 @@ def save_sharded(strategy, checkpoint: dict, path: Path) -> None:
 
 
 def _rank_zeros(state_dict: dict) -> None:
-    """Rank zero's copy of each tensor that is not sharded (BatchNorm's running statistics): torch.distributed.checkpoint
-    writes one rank's copy, not always rank zero's, and each rank's follows its own data (parallel/fsdp.py)."""
+    """Rank zero's copy of each tensor that is not sharded (BatchNorm's running statistics): torch's distributed
+    checkpoint writes one rank's copy, not always rank zero's, and each rank's follows its data (parallel/fsdp.py)."""
     from torch.distributed.tensor import DTensor
 
     if torch.distributed.is_initialized():

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Literal
 
 import lightning as L
+import torch
 import yaml
 
 from lightning_runs.atomic import write_atomically
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.checkpoints.sharded import one_file
 from lightning_runs.errors import UsageError, first_line
-from lightning_runs.export.exporting import example_of, exported, flat_outputs
+from lightning_runs.export.exporting import example_of, exported, input_names, named_outputs
 from lightning_runs.run_folders import read_run_file, run_of_checkpoint
 from lightning_runs.tools.function_cli import function_cli
 
@@ -40,9 +41,11 @@ def export(ckpt_path: Path, format: Literal["onnx", "torchscript", "pt2"] = "onn
     content = exported(model, format)
     write_atomically(output, content)
     args, kwargs = example_of(model)
-    inputs = ", ".join(f"{tuple(t.shape[1:])} {str(t.dtype).removeprefix('torch.')}" for t in [*args, *kwargs.values()])
-    outputs = ", ".join(str(tuple(t.shape[1:])) for t in flat_outputs(model(*args, **kwargs)))
-    print(f"Wrote {output}: per sample, inputs {inputs} -> outputs {outputs}, any batch size")
+    tensors = zip(input_names(args, kwargs), [*args, *kwargs.values()], strict=True)
+    inputs = ", ".join(f"{name} {tuple(t.shape[1:])} {str(t.dtype).removeprefix('torch.')}" for name, t in tensors)
+    with torch.no_grad():
+        outputs = ", ".join(f"{name} {tuple(t.shape[1:])}" for name, t in named_outputs(model(*args, **kwargs)))
+    print(f"Wrote {output}: per sample, inputs {inputs} -> outputs {outputs}; any batch size")
     return output
 
 
