@@ -7,7 +7,6 @@ previous checkpoint whole. Each rank's shard carries the save's identity (a rand
 `meta.pt` holds too: a shard copied from another save, or a missing one, is refused before anything reads weights.
 """
 
-import contextlib
 import ctypes
 import errno
 import io
@@ -156,17 +155,6 @@ def consolidated(path: Path) -> dict:
     checkpoint["state_dict"] = shards["state_dict"]
     checkpoint["optimizer_states"] = [_by_index(shards[key]) for _, key in optimizers]
     return checkpoint
-
-
-def one_file(path: Path) -> contextlib.AbstractContextManager:
-    """`path`, or a sharded checkpoint consolidated into one file in memory: for what reads a file itself
-    (`load_from_checkpoint`)."""
-    if not is_sharded(path):
-        return contextlib.nullcontext(path)
-    buffer = io.BytesIO()
-    torch.save(consolidated(path), buffer)
-    buffer.seek(0)
-    return contextlib.closing(buffer)
 
 
 def _by_index(state: dict) -> dict:

@@ -105,7 +105,9 @@ def exported(model: torch.nn.Module, format: str) -> bytes:
             for got, want in zip(actual, expected, strict=True):
                 torch.testing.assert_close(got, want, **TOLERANCE)
         except Exception as error:
-            raise UsageError(f"{name}'s {format} file, run at a batch of {checked}: {first_line(error)}") from None
+            reason = first_line(error)  # TorchScript's interpreter says what failed last, after the code that raised it
+            reason = str(error).strip().splitlines()[-1] if "TorchScript interpreter" in reason else reason
+            raise UsageError(f"{name}'s {format} file, run at a batch of {checked}: {reason}") from None
     return content
 
 
