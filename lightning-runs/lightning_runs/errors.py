@@ -31,6 +31,7 @@ FIXES = {
     errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
     errno.EEXIST: "already exists; give another name, or move it away",
     errno.ELOOP: "too many levels of links; check the path",
+    errno.ENAMETOOLONG: "a name longer than the file system allows; give a shorter one",
 }
 
 
@@ -76,7 +77,11 @@ def said(error: BaseException) -> tuple[str, int] | None:
 
     if isinstance(error, TrialRefusal):
         return "", 2
-    if isinstance(error, UsageError | ArgumentError | MisconfigurationException):
+    if isinstance(error, ArgumentError):
+        from lightning_runs.messages import condensed
+
+        return f"error: {condensed(error, None)}", 2
+    if isinstance(error, UsageError | MisconfigurationException):
         return f"error: {first_line(error)}", 2
     if isinstance(error, Diverged | Failed):
         return f"error: {error}", 1
@@ -87,8 +92,10 @@ def said(error: BaseException) -> tuple[str, int] | None:
     if isinstance(error, KeyboardInterrupt) or isinstance(error.__context__, KeyboardInterrupt):
         return "stopped by Ctrl-C", 128 + signal.SIGINT
     if isinstance(error, OSError) and error.errno in FIXES:
-        where = error.filename or "a file"
+        where = os.fsdecode(error.filename) if error.filename else "a file"
         return f"error: {where}: {FIXES[error.errno]}", 1 if error.errno in NO_SPACE else 2
+    if isinstance(error, RuntimeError) and str(error).startswith("Error(s) in loading state_dict"):
+        return f"error: the checkpoint's weights do not fit the model ({first_line(error)})", 2
     if type(error).__name__ == "CheckpointException":  # torch.distributed.checkpoint's, a BaseException
         return f"error: a sharded checkpoint could not be read whole ({first_line(error)}); give a complete one", 2
     return None

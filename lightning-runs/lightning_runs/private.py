@@ -73,10 +73,10 @@ def option_strings(parser) -> list[str]:
     return list(parser._option_string_actions)
 
 
-def add_configure_optimizers(cli, subcommand: str) -> None:
-    """LightningCLI's `--optimizer` / `--lr_scheduler` for a model RunsCLI built itself: only the private
-    `_add_configure_optimizers_method_to_model` does it."""
-    cli._add_configure_optimizers_method_to_model(subcommand)
+def saved_class_path(hparams) -> str | None:
+    """The class a module's saved hyper_parameters were built as: LightningCLI records a module chosen by class path
+    under `_class_path` (lightning.pytorch.cli._InstantiatorFn) and has no public reader. Lightning 2.6.6."""
+    return hparams.get("_class_path") if isinstance(hparams, dict) else None
 
 
 def print_config_deferred():
@@ -117,3 +117,27 @@ def guards_added() -> Iterator[list]:
     finally:
         logger.handlers, logger.propagate = saved[0], saved[2]
         logger.setLevel(saved[1])
+
+
+def option_nargs(parser) -> dict:
+    """Each option string with the values it takes (its action's `nargs`: 0 for a flag), for shell completion; from
+    argparse's private `_option_string_actions`."""
+    return {option: action.nargs for option, action in parser._option_string_actions.items()}
+
+
+def typed_options(parser) -> list[tuple[str, object, object, str | None, bool]]:
+    """(key, type hint, default, help, group) of each key a config file of this parser may hold: jsonargparse keeps an
+    option's type in the private `ActionTypeHint._typehint`, argparse the options in `_actions`. jsonargparse 4.53."""
+    from jsonargparse import ActionYesNo
+    from jsonargparse._actions import _ActionConfigLoad
+    from jsonargparse._typehints import ActionTypeHint
+
+    options = []
+    for action in parser._actions:
+        if isinstance(action, _ActionConfigLoad):
+            options.append((action.dest, None, None, None, True))
+        elif isinstance(action, ActionTypeHint):
+            options.append((action.dest, action._typehint, action.default, action.help, False))
+        elif isinstance(action, ActionYesNo):
+            options.append((action.dest, bool, action.default, action.help, False))
+    return options

@@ -1,14 +1,18 @@
 """Bad input is one clear line and a non-zero exit, never a traceback or a silent fresh start: a bad config exits 2 at
 parse time before any run folder exists; a bad checkpoint is refused naming the file and what is wrong with it, and one
-whose hyperparameters name a callable is never loaded; a command line that contradicts its checkpoint is refused, or,
-for a data setting of an evaluation, followed and said."""
+whose hyperparameters name a function that runs code is never loaded (jsonargparse's own import denylist, enforced);
+a resume that contradicts its run is refused naming the options; an evaluation takes the data it is given."""
 
 import os
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from tiny_runs import load, refusal, run
+
+from lightning_runs.errors import main
+from lightning_runs.tools import export
 
 RUN = Path("runs/tiny/version_0")
 LAST = RUN / "checkpoints/last.ckpt"
@@ -75,20 +79,18 @@ def test_a_bad_config_exits_2_with_one_clear_line_before_creating_anything(args,
     assert not Path("runs").exists() or not any(Path("runs").rglob("*")), "no run directory"
 
 
-def test_checkpoint_settings_win_and_contradicting_them_on_the_command_line_is_refused_or_reported(capsys):
+def test_a_resume_contradicting_its_run_is_refused_and_an_evaluation_takes_the_data_it_is_given(capsys):
     run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=3", "--model.lr=0.002", "--data.seed=3")
-    # Named by its path: `last` and `best` find only a run of this command's recipe (test_run_names.py).
     error = refusal(capsys, lambda: run("fit", "--trainer.max_epochs=2", f"--ckpt_path={LAST}", "--model.lr=0.05"))
-    assert "--model.lr 0.05 (checkpoint: 0.002)" in error and "a resumed run keeps its checkpoint's settings" in error
+    assert "--model.lr 0.05 (the run: 0.002)" in error and "--trainer.max_epochs 2 (the run: 1)" in error
+    assert "a resumed run continues" in error and "drop --ckpt_path to start a new run" in error
 
-    # An evaluation keeps the checkpoint's weights, so its model settings; a data setting typed for it wins, said.
-    error = refusal(capsys, lambda: run("test", f"--ckpt_path={LAST}", "--model.lr=0.05", "--data.seed=0"))
-    assert error.startswith("error: --model.lr 0.05 (checkpoint: 0.002): an evaluation uses the checkpoint's model")
+    # An evaluation of the run's checkpoint is parsed with the run's config first: its model, its data unless given.
     evaluated = run("test", f"--ckpt_path={LAST}", "--data.seed=0")
-    assert "Evaluating with --data.seed 0 (checkpoint: 3), as given" in capsys.readouterr().out
     assert (evaluated.model.hparams.lr, evaluated.datamodule.hparams.seed) == (0.002, 0)
-    saved = (RUN / "config.yaml").read_text()
-    assert "lr: 0.002" in saved and "seed: 3" in saved
+    assert yaml.safe_load((RUN / "config.test.yaml").read_text())["data"]["init_args"]["seed"] == 0
+    saved = yaml.safe_load((RUN / "config.yaml").read_text())
+    assert (saved["model"]["init_args"]["lr"], saved["data"]["init_args"]["seed"]) == (0.002, 3), "the fit's kept"
 
 
 @pytest.fixture(scope="module")
@@ -102,20 +104,27 @@ def typed_checkpoint(tmp_path_factory) -> dict:
     return load(last)
 
 
-@pytest.mark.parametrize(
-    "tamper",
-    [
-        {"_instantiator": "os.system"},
-        {"network": "os.system"},
-        {"network": {"class_path": "os.system", "init_args": {}}},
-    ],
-)
-def test_a_checkpoint_whose_hyperparameters_name_a_callable_is_refused(
+@pytest.mark.parametrize("tamper", [{"network": "os.system"}, {"network": {"class_path": "os.system", "init_args": {}}}])
+def test_a_checkpoint_whose_hyperparameters_name_a_function_that_runs_code_is_refused(
     typed_checkpoint, tamper, tmp_path, capsys, monkeypatch
 ):
     checkpoint = {**typed_checkpoint, "hyper_parameters": {**typed_checkpoint["hyper_parameters"], **tamper}}
     torch.save(checkpoint, tmp_path / "tampered.ckpt")
     monkeypatch.setattr(os, "system", lambda *_: pytest.fail("os.system was called"))
+    error = refusal(capsys, lambda: run("test", *TYPED, f"--ckpt_path={tmp_path}/tampered.ckpt"))
+    assert error == "error: --model.network: os.system may not be imported from a value (it runs code)"
     with pytest.raises(SystemExit) as exit_:
-        run("test", *TYPED, f"--ckpt_path={tmp_path}/tampered.ckpt")
-    assert exit_.value.code == 2 and "refusing to load" in capsys.readouterr().err
+        export_main(None, [f"--ckpt_path={tmp_path}/tampered.ckpt", "--format=pt2"])
+    assert exit_.value.code == 2 and "os.system may not be imported" in capsys.readouterr().err
+
+
+def test_a_checkpoint_naming_another_instantiator_is_refused_by_lightnings_allowlist(typed_checkpoint, tmp_path, capsys):
+    hparams = {**typed_checkpoint["hyper_parameters"], "_instantiator": "os.system"}
+    torch.save({**typed_checkpoint, "hyper_parameters": hparams}, tmp_path / "tampered.ckpt")
+    with pytest.raises(SystemExit) as exit_:
+        export_main(None, [f"--ckpt_path={tmp_path}/tampered.ckpt", "--format=pt2"])
+    assert exit_.value.code == 2 and "not in the allowlist of trusted instantiators" in capsys.readouterr().err
+
+
+def export_main(cli_main, args: list[str]):
+    return main(lambda: export.main(cli_main, args))

@@ -7,8 +7,7 @@ import subprocess
 import pytest
 
 import lightning_runs
-from lightning_runs.console import set_program
-from tiny_tasks import TinyClassifier, cli_main
+from tiny_tasks import cli_main
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash to complete in")
 
@@ -16,8 +15,7 @@ pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash
 @pytest.fixture(scope="module")
 def script(tmp_path_factory):
     path = tmp_path_factory.mktemp("completion") / "tiny.bash"
-    lightning_runs.main(cli_main, TinyClassifier, ["completion", "--output", str(path)])
-    set_program(TinyClassifier)
+    lightning_runs.main(cli_main, "tiny_tasks", ["completion", "--output", str(path)])
     return path
 
 

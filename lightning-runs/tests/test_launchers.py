@@ -1,21 +1,14 @@
-"""Which rank a process is, read from the launcher's variables before any process group exists, and the launch
-mistakes refused in one line before anything runs."""
+"""Which rank a process is, read from the launcher's variables before any process group exists: only the future
+global rank zero claims the run folder."""
 
 import os
-import re
-import shutil
-import socket
-import subprocess
-import sys
-from pathlib import Path
 
-import psutil
 import pytest
 from lightning import Trainer
 from lightning.fabric.plugins.environments import SLURMEnvironment
 from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch.utilities import rank_zero_only
-from tiny_runs import QUIET, process_environment, refusal, run, snapshot
+from tiny_runs import process_environment
 
 from lightning_runs.distributed import launched_as_rank_zero
 
@@ -65,66 +58,3 @@ def test_only_the_future_global_rank_zero_claims_the_run_folder(launcher_environ
     launcher_environment.update(variables)
     rank_zero_only.rank = _get_rank() or 0  # as Lightning sets it when imported, before any Trainer exists
     assert launched_as_rank_zero() is rank_zero
-
-
-def test_rank_variables_left_without_a_launcher_are_refused_before_anything_runs(launcher_environment, capsys):
-    # Copied from a job script into a shell: Lightning would run a lone rank 1 that logs nothing and exits 0.
-    launcher_environment.update({"LOCAL_RANK": "1", "WORLD_SIZE": "2", "RANK": "1"})
-    line = refusal(capsys, lambda: run("fit", *ONE_EPOCH_TWO_BATCHES))
-    assert line == (
-        "error: RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 set, but no launcher (torchrun, SLURM, Lightning's own) started this"
-        " process: it would run as one rank of a job that does not exist and log nothing; unset them"
-    )
-    assert snapshot() == {}
-
-
-@pytest.fixture
-def taken_port():
-    with socket.socket() as holder:  # another program listening on the port
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        yield holder.getsockname()[1]
-
-
-def test_ddp_with_a_master_port_in_use_is_refused_and_starts_no_process(launcher_environment, taken_port, capsys):
-    launcher_environment["MASTER_PORT"] = str(taken_port)
-    line = refusal(capsys, lambda: run("fit", *ONE_EPOCH_TWO_BATCHES, *DDP_ON_CPU))
-    assert line == (
-        f"error: MASTER_PORT={taken_port}: cannot listen there (Address already in use); unset MASTER_PORT (Lightning"
-        " then picks a free port) or choose another"
-    )
-    assert psutil.Process().children(recursive=True) == []  # no rank 1 left waiting for a rank zero that failed
-    assert snapshot() == {}
-
-
-@pytest.mark.parametrize("port", ["99999", "0", "-1", "abc"])
-def test_ddp_with_a_master_port_that_is_no_port_number_is_refused_and_starts_no_process(
-    launcher_environment, port, capsys
-):
-    launcher_environment["MASTER_PORT"] = port  # 99999 was an OverflowError traceback from bind()
-    line = refusal(capsys, lambda: run("fit", *ONE_EPOCH_TWO_BATCHES, *DDP_ON_CPU))
-    assert line == (
-        f"error: MASTER_PORT={port}: not a port number (1 to 65535); unset MASTER_PORT (Lightning then picks a free"
-        " port) or give one in that range"
-    )
-    assert psutil.Process().children(recursive=True) == []
-    assert snapshot() == {}
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(shutil.which("torchrun", path=Path(sys.executable).parent) is None, reason="needs torchrun")
-def test_torchrun_with_more_processes_than_devices_says_so_once(tmp_path):
-    torchrun = shutil.which("torchrun", path=Path(sys.executable).parent)
-    command = [torchrun, "--standalone", "--nproc_per_node", "2", "-m", "tiny_tasks", "fit", *QUIET]
-    command += ONE_EPOCH_TWO_BATCHES  # should it train after all
-    done = subprocess.run(command, cwd=tmp_path, env=process_environment(), capture_output=True, text=True, timeout=300)
-    said = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert said == [
-        "error: torchrun started 2 processes per node (--nproc_per_node 2) but --trainer.devices is 1: pass"
-        " --trainer.devices 2 (the two must be equal)"
-    ], done.stderr[-3000:]
-    # torchrun itself exits 1 with its own report of the failed worker (exit code 2); no traceback from the ranks.
-    assert done.returncode == 1 and re.search(r"exitcode\s*: 2 ", done.stderr), done.stderr[-3000:]
-    files = re.findall(r'File "([^"]+)"', done.stderr)
-    assert all("torch/distributed" in f or f.endswith("bin/torchrun") for f in files), done.stderr[-3000:]
-    assert not (tmp_path / "runs").exists()

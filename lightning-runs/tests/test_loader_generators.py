@@ -9,11 +9,11 @@ import torch
 from tiny_stops import CrashAt
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_runs.checkpoints.callbacks import loader_generators
+from lightning_runs.checkpoints.random_state import loader_generators
 from lightning_runs.errors import main
 from tiny_tasks import TinyDataModule, cli_main
 
-LAST = Path("runs/owngenerator/version_0/checkpoints/last.ckpt")  # a run is named for its data
+LAST = Path("runs/tiny/version_0/checkpoints/last.ckpt")  # a run is named for its data
 BATCHES = 3  # a training epoch, in steps
 
 

@@ -7,14 +7,13 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
 
 import lightning as L
 import pytest
 import torch
-from jsonargparse import ActionYesNo, ArgumentParser, DefaultHelpFormatter, Namespace
+from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser, DefaultHelpFormatter, Namespace
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
-from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
@@ -23,30 +22,24 @@ from lightning.pytorch.loggers.wandb import _WANDB_AVAILABLE
 from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import DataLoader
 
-from lightning_runs.checkpoints.callbacks import RunCheckpoint
-from lightning_runs.checkpoints.loading import LIGHTNING_INSTANTIATOR
+from lightning_runs.checkpoints import LastCheckpoint
 from lightning_runs.cli.help import RunsHelpFormatter
+from lightning_runs.console import RANK_ZERO_LOGGERS
 from lightning_runs.errors import main
 from lightning_runs.private import (
-    INSTANTIATOR_KEY,
-    RANK_ZERO_LOGGERS,
-    early_stopping_states,
-    epochs_processed,
     lightning_modules_traceable,
     option_nargs,
     option_strings,
+    print_config_deferred,
+    print_config_if_requested,
     save_now,
-    saved_arguments,
     saved_class_path,
-    saved_early_stopping_monitors,
-    saved_monitors,
     signal_launched_ranks,
     steps_between_saves,
     subcommand_parser,
     tensorboard_file_writer,
     trial_id,
     typed_options,
-    value_imports_judged,
 )
 from tiny_tasks import TinyDataModule, cli_main
 
@@ -63,21 +56,25 @@ def saved(tmp_path_factory) -> dict:
     return torch.load(home / fit.trainer.logger.log_dir / "checkpoints/last.ckpt", weights_only=True)
 
 
-def test_lightningcli_records_the_class_and_the_instantiator_of_each_module_it_built(saved):
-    data = saved["datamodule_hyper_parameters"]
-    assert saved_class_path(data) == "tiny_tasks.TinyDataModule", "--data is chosen by class path"
-    assert saved_arguments(data) == {"n": 256, "features": 4, "num_classes": 3, "batch_size": 32, "seed": 0}
-    assert data[INSTANTIATOR_KEY] == saved["hyper_parameters"][INSTANTIATOR_KEY] == LIGHTNING_INSTANTIATOR
+def test_lightningcli_records_the_class_of_each_module_it_built(saved):
+    assert saved_class_path(saved["datamodule_hyper_parameters"]) == "tiny_tasks.TinyDataModule"
     assert saved_class_path(saved["hyper_parameters"]) == "tiny_tasks.TinyClassifier", "--model is chosen by class path"
+    assert saved["hyper_parameters"]["_instantiator"] == "lightning.pytorch.cli.instantiate_module"
 
 
-def test_a_model_checkpoints_state_key_says_its_monitor_and_mode(saved):
-    assert saved_monitors(saved) == [("val/loss", "min"), (None, "min")], "best.ckpt's, then last.ckpt's"
-    keys = {callback.state_key: {} for callback in (EarlyStopping("val/f1", mode="max"), ModelCheckpoint())}
-    keys[ModelCheckpoint(monitor="val/f1", mode="max", every_n_epochs=2).state_key] = {}
-    assert saved_monitors({"callbacks": keys}) == [(None, "min"), ("val/f1", "max")], "EarlyStopping's is not one"
-    assert saved_early_stopping_monitors(saved) == [("val/loss", "min")]
-    assert saved_early_stopping_monitors({"callbacks": keys}) == [("val/f1", "max")], "nor a ModelCheckpoint's this"
+def test_the_fit_loop_has_processed_but_not_completed_an_epoch_while_its_end_hooks_save(tmp_path):
+    """What schedulers_after_epoch (checkpoints/last_checkpoint.py) reads: between an epoch's last batch and its
+    ReduceLROnPlateau step, the epoch is processed and not completed, and a resume replays its end `restarting`."""
+    seen = []
+
+    class Watch(Callback):
+        def on_train_epoch_end(self, trainer, pl_module) -> None:
+            progress = trainer.fit_loop.epoch_progress.current
+            seen.append((progress.processed, progress.completed, trainer.fit_loop.restarting))
+
+    quiet = {"logger": False, "enable_checkpointing": False, "enable_progress_bar": False}
+    L.Trainer(max_epochs=2, limit_train_batches=2, limit_val_batches=0, callbacks=[Watch()], **quiet).fit(BoringModel())
+    assert seen == [(1, 0, False), (2, 1, False)]
 
 
 class StatefulLoader(DataLoader):  # as the template's TensorBatches: where an epoch stands
@@ -96,16 +93,6 @@ def test_a_checkpoint_keeps_the_training_loaders_states_where_fsdp_reads_them(tm
     trainer.save_checkpoint(tmp_path / "saved.ckpt")
     saved = torch.load(tmp_path / "saved.ckpt", weights_only=True)
     assert saved["loops"]["fit_loop"]["state_dict"]["combined_loader"] == [{"position": 1}]
-
-
-def test_early_stopping_files_its_state_under_its_class_name(saved):
-    (state,) = early_stopping_states(saved)
-    assert state["stopped_epoch"] == 0, "a run that ran all its epochs"
-
-
-def test_the_fit_loop_counts_the_epochs_a_run_finished(saved):
-    assert epochs_processed(saved) == 2
-    assert saved["epoch"] == 1, "the index of the epoch it was saved in, which does not tell a finished one"
 
 
 def test_a_model_checkpoint_names_its_step_interval_and_saves_when_told_once_a_step(tmp_path):
@@ -179,47 +166,17 @@ def test_jsonargparse_ends_a_class_typed_options_help_with_every_imported_subcla
     assert re.search(r"default: null, \d+ known subclasses\)$", texts[RunsHelpFormatter])
 
 
-def test_argparse_formats_the_usage_and_the_descriptions_through_the_overridden_methods(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "60")
-    seen = []
-
-    class Watching(RunsHelpFormatter):
-        def add_usage(self, usage, actions, *args, **kwargs):
-            seen.append(("usage", len(list(actions))))
-            super().add_usage(usage, actions, *args, **kwargs)
-
-        def _fill_text(self, text, width, indent):
-            seen.append(("text", text))
-            return super()._fill_text(text, width, indent)
-
-    laid_out = "A title:\n  --a.b B     (type: int)"
-    parser = ArgumentParser(formatter_class=Watching, description=f"A description.\n\n{laid_out}")
-    for n in range(30):
-        parser.add_argument(f"--group.option_{n}", type=int)
-    text = parser.format_help()
-    assert ("usage", 31) in seen and ("text", f"A description.\n\n{laid_out}") in seen
-    assert "--group.option_0" not in text.split("\n\n")[0], "the usage names the top-level options only"
-    assert laid_out in text, "kept as laid out"
-
-
-def test_jsonargparse_asks_the_judge_before_it_imports_a_dotted_value():
-    judged = []
-
-    def judge(path):
-        judged.append(path)
-        if path.startswith("tiny_tasks."):
-            raise ImportError(f"{path}: refused")
-
+def test_jsonargparse_prints_a_config_once_asked_after_parses_that_deferred_it(capsys):
     parser = ArgumentParser(exit_on_error=False)
-    parser.add_argument("--data", type=L.LightningDataModule | None, default=None)
-    parser.add_argument("--fn", type=Callable | None, default=None)
-    with value_imports_judged(judge):
-        assert parser.parse_args(["--fn", "json.dumps"]).fn.__name__ == "dumps"
-        with pytest.raises(Exception, match=r"tiny_tasks\.TinyDataModule: refused"):
-            parser.parse_args(["--data", "tiny_tasks.TinyDataModule"])
-    assert set(judged) == {"json.dumps", "tiny_tasks.TinyDataModule"}, "each dotted value, before its import"
-    parser.parse_args(["--fn", "json.loads"])
-    assert "json.loads" not in judged, "judged only within"
+    parser.add_argument("--config", action=ActionConfigFile)
+    parser.add_argument("--lr", type=float, default=0.1)
+    with print_config_deferred():
+        first = parser.parse_args(["--lr", "0.5", "--print_config"])
+        second = parser.parse_args(["--lr", "0.5", "--print_config"])
+    assert capsys.readouterr().out == "", "nothing printed inside"
+    with pytest.raises(SystemExit):
+        print_config_if_requested(parser, second)
+    assert capsys.readouterr().out == "lr: 0.5\n" and first.lr == 0.5
 
 
 def test_jsonargparse_keeps_each_options_type_hint_and_each_subcommands_parser():
@@ -237,16 +194,16 @@ def test_jsonargparse_keeps_each_options_type_hint_and_each_subcommands_parser()
 
 def test_a_model_checkpoints_state_holds_the_paths_run_checkpoint_respells(tmp_path):
     state = ModelCheckpoint(dirpath=tmp_path).state_dict()
-    assert {"dirpath", "best_k_models", *RunCheckpoint.PATHS} <= set(state)
+    assert {"dirpath", "best_k_models", *LastCheckpoint.PATHS} <= set(state)
     assert state["dirpath"] == str(tmp_path.resolve())
 
 
 def test_the_last_kept_score_is_saved_by_lightning_and_loaded_back_only_by_run_checkpoint(tmp_path):
     saved = {**ModelCheckpoint(dirpath=tmp_path).state_dict(), "current_score": torch.tensor(0.5)}
-    plain, ours = ModelCheckpoint(dirpath=tmp_path), RunCheckpoint(dirpath=tmp_path)
+    plain, ours = ModelCheckpoint(dirpath=tmp_path), LastCheckpoint(dirpath=tmp_path)
     plain.load_state_dict(saved)
     ours.load_state_dict(saved)
-    assert plain.current_score is None, "Lightning loads it now: RunCheckpoint's restore can go"
+    assert plain.current_score is None, "Lightning loads it now: LastCheckpoint's restore can go"
     assert ours.current_score == 0.5, "a resumed run ends with the uninterrupted one's callback state"
 
 
@@ -347,12 +304,13 @@ def test_runs_cli_overrides_only_public_lightningcli_hooks():
     from lightning_runs.cli.runs_cli import RunsCLI
 
     overridden = [name for name in vars(RunsCLI) if callable(getattr(LightningCLI, name, None))]
+    assert "_parse_ckpt_path" not in overridden and "_run_subcommand" not in overridden
     assert overridden and [name for name in overridden if name.startswith("_") and name != "__init__"] == []
 
 
 def test_a_sharded_checkpoints_unsharded_part_is_named_as_lightning_names_it():
     from lightning.fabric.utilities.load import _METADATA_FILENAME
 
-    from lightning_runs.folders.layout import METADATA
+    from lightning_runs.checkpoints.sharded import METADATA
 
     assert METADATA == _METADATA_FILENAME  # Lightning's ModelParallelStrategy.load_checkpoint reads this file

@@ -1,5 +1,6 @@
-"""Resuming never silently changes the recipe: a resumed run keeps its schedule, its batch size and its best
-checkpoint's state; a finished run is not extended but refused with how to train longer."""
+"""Resuming never silently changes the recipe: a resume is the run's own command again (its config.yaml against the
+command's: any difference is one line naming the options), keeps its best checkpoint's state and its schedulers' (every
+interval, ReduceLROnPlateau too), never trains over its newer checkpoints, and a finished run is not extended."""
 
 import shutil
 import warnings
@@ -10,7 +11,7 @@ import torch
 from tiny_runs import assert_kept, every_other_daily, load, refusal, run, scalars, snapshot
 from tiny_stops import CrashAt, SignalAt
 
-from lightning_runs.checkpoints.callbacks import RunCheckpoint
+from lightning_runs.checkpoints import LastCheckpoint
 from lightning_runs.errors import main
 from tiny_tasks import TRAINER_DEFAULTS, TinyClassifier, TinyCLI, TinyDataModule
 
@@ -43,32 +44,25 @@ def copy(made, name: str) -> None:
     shutil.copytree(made[name], "runs")
 
 
-REFUSED = [  # `last` is the run of this command's recipe: other settings find none, or a finished one
-    (
-        "finished",
-        ["--trainer.max_epochs=4", "--trainer.limit_train_batches=2"],
-        "version_0 (trainer.max_epochs 2, this command 4)",
-    ),
-    ("finished", SHORT, "its run already finished (all its 2 epochs), there is nothing to resume; to train longer"),
-    ("early", EARLY, "its run already finished (early stopping at epoch 1)"),
-    ("stopped", [*SHORT, "--data.batch_size=16"], "version_0 (data.batch_size 32, this command 16)"),
-    ("stopped", [*SHORT, "--trainer.accumulate_grad_batches=2"], "(trainer.accumulate_grad_batches 1, this command 2)"),
-    (
-        "stopped",
-        ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"],
-        "version_0 (trainer.limit_train_batches 2.0, this command 3.0)",
-    ),
+REFUSED = [  # `last` is the newest run of the name: another recipe is refused, naming what differs
+    ("finished", ["--trainer.max_epochs=4", "--trainer.limit_train_batches=2"], "--trainer.max_epochs 4 (the run: 2)"),
+    ("finished", SHORT, "its run runs/tiny/version_0 already finished; start a new run to train more"),
+    ("early", EARLY, "its run runs/tiny/version_0 already finished"),
+    ("stopped", [*SHORT, "--data.batch_size=16"], "--data.batch_size 16 (the run: 32)"),
+    ("stopped", [*SHORT, "--trainer.accumulate_grad_batches=2"], "--trainer.accumulate_grad_batches 2 (the run: 1)"),
+    ("stopped", ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"], "limit_train_batches 3.0 (the run: 2.0)"),
+    ("stopped", [*SHORT, "--trainer.strategy=ddp"], "--trainer.strategy ddp (the run: auto)"),
 ]
 
 
 @pytest.mark.parametrize("made_run,args,expected", every_other_daily(REFUSED))
-def test_a_resume_that_would_change_the_step_count_or_extend_a_finished_run_is_refused(
+def test_a_resume_that_would_change_the_recipe_or_extend_a_finished_run_is_refused(
     made, made_run, args, expected, capsys
 ):
     copy(made, made_run)
     before = snapshot()
     error = refusal(capsys, lambda: run("fit", *args, "--ckpt_path=last"))
-    assert expected in error and ("a resumed run keeps" in error or "start a new run" in error), error
+    assert expected in error and ("a resumed run continues" in error or "start a new run" in error), error
     assert not assert_kept(before, snapshot()), "the run is untouched"
 
 
@@ -77,7 +71,7 @@ def test_fit_from_a_best_checkpoint_never_trains_over_its_run(made, made_run, ca
     """best.ckpt may be older than its run's last.ckpt: resuming from it would train those steps again, over both."""
     if made_run == "finished":
         copy(made, made_run)
-        expected = "its run already finished (all its 2 epochs)"
+        expected = "its run runs/tiny/version_0 already finished"
     else:  # last.ckpt after every step: stopped at step 3, one step past the first epoch's best.ckpt
         with pytest.raises(RuntimeError, match="crash"):
             run("fit", *SHORT, "--last_checkpoint.every_n_train_steps=1", callbacks=[CrashAt(step=3)])
@@ -105,18 +99,58 @@ class Scheduled(TinyClassifier):
 
 def run_scheduled(*args: str, callbacks=()):
     args = ["fit", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false", *args]
-    return main(lambda: TinyCLI(Scheduled, TinyDataModule, TRAINER_DEFAULTS, callbacks=callbacks, args=args))
+    return main(lambda: TinyCLI(Scheduled, TinyDataModule, TRAINER_DEFAULTS, "tiny", callbacks, args=args))
 
 
-def test_a_resume_takes_the_schedule_settings_it_is_not_given_from_the_checkpoint_and_ends_at_min_lr(capsys):
+def test_a_resumed_schedule_spans_the_run_it_was_started_for_and_ends_at_min_lr(capsys):
     with pytest.raises(RuntimeError, match="crash"):
         run_scheduled(*SHORT, callbacks=CRASH)
-    capsys.readouterr()
-    resumed = run_scheduled(f"--ckpt_path={LAST}")  # neither max_epochs 2 nor limit_train_batches 2 repeated
-    said = capsys.readouterr().out
-    assert "trainer.max_epochs=2" in said and "trainer.limit_train_batches=2" in said
+    resumed = run_scheduled(*SHORT, f"--ckpt_path={LAST}")
+    assert "fit resumes runs/tiny/version_0 from last.ckpt (step 2)" in capsys.readouterr().out
     assert resumed.trainer.global_step == 4
     assert load(LAST)["lr_schedulers"][0]["_last_lr"] == pytest.approx([MIN_LR])
+
+
+class Plateau(TinyClassifier):
+    """ReduceLROnPlateau on val/loss, as Lightning's docs configure it (an epoch-interval scheduler, stepped after the
+    epoch's validation); `StepLR` beside it on a second interval: both resume bit for bit."""
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(self.parameters(), lr=0.5)
+        plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0, threshold=10.0)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": plateau, "monitor": "val/loss"}}
+
+
+class Stepped(TinyClassifier):
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(self.parameters(), lr=0.5)
+        return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)]
+
+
+@pytest.mark.parametrize("model", ["Plateau", "Stepped"])
+@pytest.mark.parametrize("stop", ["sigterm", "crash"])
+def test_an_epoch_interval_scheduler_resumes_bit_for_bit_from_an_epochs_end(model, stop, tmp_path, capsys):
+    """The checkpoint holds the scheduler as it is after its epoch's step (Lightning steps it after the hooks that
+    save, and does not step it again on resume): lr 0.5 -> 0.25 -> 0.125 as in the uninterrupted run."""
+    args = [f"--model={__name__}.{model}", "--trainer.max_epochs=4", "--trainer.limit_train_batches=3"]
+    for folder in ("reference", "stopped"):
+        (tmp_path / folder).mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path / "reference")
+        run("fit", *args)
+        patch.chdir(tmp_path / "stopped")
+        if stop == "sigterm":  # during the second epoch's last batch: saved at that epoch's end
+            with pytest.raises(SystemExit):
+                run("fit", *args, callbacks=[SignalAt(step=5)])
+        else:  # as the third epoch begins: last.ckpt of the second epoch's end
+            with pytest.raises(RuntimeError, match="crash"):
+                run("fit", *args, callbacks=[CrashAt(step=6)])
+        run("fit", *args, "--ckpt_path=last")
+    reference, resumed = (load(tmp_path / folder / LAST) for folder in ("reference", "stopped"))
+    assert resumed["lr_schedulers"] == reference["lr_schedulers"]
+    assert resumed["optimizer_states"][0]["param_groups"] == reference["optimizer_states"][0]["param_groups"]
+    for name, tensor in reference["state_dict"].items():
+        assert torch.equal(resumed["state_dict"][name], tensor), name
 
 
 def test_a_run_saved_under_an_absolute_save_dir_keeps_its_best_checkpoint_state_on_resume(tmp_path):
@@ -148,7 +182,7 @@ def test_checkpoint_state_saved_under_another_spelling_of_the_same_folder_is_res
         "best_k_models": {absolute: torch.tensor(0.9)},
         "last_model_path": "",
     }
-    callback = RunCheckpoint(monitor="val/acc", mode="max", filename="best")
+    callback = LastCheckpoint(monitor="val/acc", mode="max", filename="best")
     callback.dirpath = str(folder)  # as set from the logger's folder when fit starts
     callback.load_state_dict(state)
     relative = str(folder / "best.ckpt")
@@ -183,11 +217,10 @@ def test_a_stop_at_an_epochs_last_training_batch_waits_for_its_validation_and_re
 
 def test_an_evaluation_chooses_by_the_metric_its_run_monitored_unless_told_otherwise(capsys):
     """A run that kept its best checkpoint by val/acc (the tiny task monitors val/loss by default) is tested as such,
-    from the checkpoint alone: the monitoring ModelCheckpoint's state key says which metric and mode."""
+    from the checkpoint alone: the run's config.yaml is the evaluation's first config."""
     run("fit", *SHORT, "--best_checkpoint.monitor=val/acc", "--best_checkpoint.mode=max")
     best = str(RUN / "checkpoints/best.ckpt")
     tested = run("test", f"--ckpt_path={best}")
     assert (tested.trainer.checkpoint_callback.monitor, tested.trainer.checkpoint_callback.mode) == ("val/acc", "max")
-    assert "checkpoint.monitor=val/acc (max)" in capsys.readouterr().out
     told = run("test", f"--ckpt_path={best}", "--best_checkpoint.monitor=val/loss", "--best_checkpoint.mode=min")
     assert told.trainer.checkpoint_callback.monitor == "val/loss"

@@ -9,11 +9,10 @@ import signal
 from pathlib import Path
 
 import pytest
-from tiny_runs import load, run, scalars, snapshot
+from tiny_runs import epochs_processed, load, run, scalars, snapshot
 from tiny_stops import SignalAt
 
 from lightning_runs.cli import placement
-from lightning_runs.private import epochs_processed
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 RUN = Path("runs/tiny/version_0")
@@ -98,7 +97,7 @@ def test_a_stop_during_test_or_predict_changes_no_file_of_the_run_and_exits_143_
     before = snapshot()
     in_it = signal_in(subcommand, signum)
     said = stopped(capsys, lambda: run(subcommand, f"--ckpt_path={BEST}", callbacks=in_it), signum)
-    expected = f"stopped by SIGTERM during {subcommand}; nothing was written: run the same command again"
+    expected = f"stopped by SIGTERM during {subcommand}; run the same command again"
     assert said == (expected if signum == signal.SIGTERM else "stopped by Ctrl-C")
     after, summary = snapshot(), RUN / "summary.json"
     changed = [path for path in before if after.get(path) != before[path]]
@@ -112,7 +111,7 @@ def test_a_stop_during_test_or_predict_changes_no_file_of_the_run_and_exits_143_
 
 
 def test_sigterm_right_after_the_run_folder_is_claimed_leaves_no_folder(monkeypatch, capsys):
-    claim_run_folder = placement.claim_run_folder
+    claim_run_folder = placement.claim
 
     def claim_then_sigterm(subcommand, config):
         claim = claim_run_folder(subcommand, config)
@@ -122,7 +121,7 @@ def test_sigterm_right_after_the_run_folder_is_claimed_leaves_no_folder(monkeypa
         os.kill(os.getpid(), signal.SIGTERM)
         return claim
 
-    monkeypatch.setattr(placement, "claim_run_folder", claim_then_sigterm)
+    monkeypatch.setattr(placement, "claim", claim_then_sigterm)
     said = stopped(capsys, lambda: run("fit", *SHORT), signal.SIGTERM)
     assert said == "stopped by SIGTERM before the run started; nothing was written"
     assert not list(Path(".").iterdir()), "no folder left"

@@ -10,11 +10,11 @@ import pytest
 import torch
 from tiny_runs import load, process_environment, run, scalars, wait_for
 
-from lightning_runs.checkpoints.io import AtomicCheckpointIO
+from lightning_runs.checkpoints import AtomicCheckpointIO
 
 WRITER = """
 import sys, torch
-from lightning_runs.checkpoints.io import AtomicCheckpointIO
+from lightning_runs.checkpoints import AtomicCheckpointIO
 io, n = AtomicCheckpointIO(), 0
 while True:
     n += 1

@@ -168,3 +168,9 @@ def each_row_once_daily(rows: list | dict, columns: list | dict) -> list:
         for i, (r, row) in enumerate(rows.items())
         for j, (c, column) in enumerate(columns.items())
     ]
+
+
+def epochs_processed(checkpoint: dict) -> int:
+    """Training epochs the saved run finished, validation and all (the fit loop's progress: a checkpoint's `epoch` is
+    the same for a save at an epoch's end and one in its middle)."""
+    return checkpoint["loops"]["fit_loop"]["epoch_progress"]["current"]["processed"]

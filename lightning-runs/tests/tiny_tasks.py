@@ -59,7 +59,7 @@ class TinyDataModule(TinySplits):
         super().__init__()
         self.save_hyperparameters()
         # Known before setup(): the model is built with them.
-        self.num_classes, self.sample_shape = num_classes, (features,)
+        self.num_classes, self.sample_shape = int(num_classes), (int(features),)  # plain: hparams compare types
 
     def setup(self, stage: str) -> None:
         if self.splits is not None:  # called twice (contract/parts.py): before the run writes, then by the Trainer

@@ -69,21 +69,21 @@ class BestCheckpoint(LastCheckpoint):
 
 
 def schedulers_after_epoch(trainer, checkpoint: dict[str, Any]) -> None:
-    """A checkpoint taken at an epoch's end holds its epoch-interval schedulers (ReduceLROnPlateau, StepLR) as they are
-    after that epoch's step: Lightning steps them only after the epoch-end hooks that save, and a resume from there
-    replays the epoch's end without the step (fit_loop.on_advance_end, `restarting`), so the resumed run was one step
-    behind for good (lr 0.01 where the uninterrupted run had 0.005). The step is taken on the live schedulers, read,
-    and undone; the optimizers' learning rates with it."""
+    """A checkpoint taken at an epoch's end holds its ReduceLROnPlateau schedulers as they are after that epoch's step:
+    Lightning steps them only after the epoch-end hooks that save (other epoch schedulers step with the last batch),
+    and a resume from there replays the epoch's end without the step (fit_loop.on_advance_end, `restarting`), so the
+    resumed run was one step behind for good (lr 0.01 where the uninterrupted run had 0.005). The step is taken on the
+    live schedulers, read, and undone; the optimizers' learning rates with it."""
     progress = trainer.fit_loop.epoch_progress.current
     if trainer.state.fn != "fit" or progress.processed <= progress.completed or trainer.fit_loop.restarting:
         return  # not between an epoch's last batch and its scheduler step
     if not trainer.lightning_module.automatic_optimization:
         return  # Lightning steps no scheduler for a module that optimizes manually
     for index, config in enumerate(trainer.lr_scheduler_configs):
-        if config.interval != "epoch" or (trainer.current_epoch + 1) % config.frequency:
+        if not config.reduce_on_plateau or config.interval != "epoch" or (trainer.current_epoch + 1) % config.frequency:
             continue
-        value = trainer.callback_metrics.get(config.monitor) if config.reduce_on_plateau else None
-        if config.reduce_on_plateau and value is None:
+        value = trainer.callback_metrics.get(config.monitor)
+        if value is None:
             continue  # Lightning skips (or refuses) the step too
         optimizer, before = config.scheduler.optimizer, config.scheduler.state_dict()
         rates = [group["lr"] for group in optimizer.param_groups]

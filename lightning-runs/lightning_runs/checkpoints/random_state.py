@@ -8,8 +8,12 @@ from typing import Any
 
 import numpy as np
 import torch
+from lightning.pytorch import LightningDataModule
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities import CombinedLoader
 from lightning.pytorch.utilities.model_helpers import is_overridden
+
+from lightning_runs.console import say
 
 
 class RandomState(Callback):
@@ -22,6 +26,17 @@ class RandomState(Callback):
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         self._trainer = trainer
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        # A resume inside an epoch is exact only where the loader resumes its position: said in one line of its own.
+        resumed_inside = trainer.ckpt_path and trainer.fit_loop.epoch_loop.batch_progress.current.completed > 0
+        loaders = CombinedLoader(trainer.train_dataloader).flattened
+        stateful = all(hasattr(d, "state_dict") and hasattr(d, "load_state_dict") for d in loaders)
+        if resumed_inside and not stateful and not is_overridden("state_dict", trainer.datamodule, LightningDataModule):
+            say(
+                "resumed inside an epoch whose loader cannot resume its position: the epoch's remaining batches come"
+                " from a fresh shuffle, not as the uninterrupted run's (torchdata's StatefulDataLoader resumes exactly)"
+            )
 
     def state_dict(self) -> dict[str, Any]:
         kind, keys, position, has_gauss, cached = np.random.get_state()

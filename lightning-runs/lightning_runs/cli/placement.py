@@ -13,6 +13,7 @@
 import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -22,13 +23,13 @@ import yaml
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
-from lightning_runs.checkpoints.sharded import check_whole, is_sharded
+from lightning_runs.checkpoints.sharded import check_whole, is_checkpoint, is_sharded
 from lightning_runs.configs import differences
 from lightning_runs.console import say
 from lightning_runs.distributed import launched_as_rank_zero
 from lightning_runs.errors import UsageError
 from lightning_runs.loggers.run_folder import RunFolder
-from lightning_runs.run_folders import RUNS, claim_version, lock_run, newest_with, read_run_file, run_dir, run_of_checkpoint
+from lightning_runs.run_folders import CHECKPOINTS, RUNS, claim_version, lock_run, newest_with, read_run_file, run_dir, run_of_checkpoint
 
 # The loggers that write into `<save_dir>/<name>/version_N`, the folder every run's files go in.
 FOLDER_LOGGERS = (TensorBoardLogger, CSVLogger, RunFolder)
@@ -42,6 +43,7 @@ class Claim:
     folder: Path
     lock: int
     created: bool
+    kept: Path  # the nearest folder above it that existed before: the empty ones between are this command's
 
 
 def logger_args(config):
@@ -67,9 +69,14 @@ def name_run(config, default: str) -> str:
         args.save_dir = str(config.trainer.default_root_dir)
     files = config.get("config") or []
     args.name = config.get("name") or args.get("name") or (Path(str(files[0])).stem if files else default)
-    if not args.name or any(c in args.name for c in "/\\\0") or args.name in (".", ".."):
-        raise UsageError(f"--name {args.name!r}: a run's name is one folder name")
     config.name = args.name
+    for key in ("name", "version", "sub_dir"):  # each one folder of runs/<name>/version_N, never a way out of it
+        value = args.get(key)
+        if value is not None and not isinstance(value, int) and not _component(str(value)):
+            raise UsageError(f"--{'name' if key == 'name' else f'trainer.logger.init_args.{key}'} {value!r}: must be one"
+                             " folder name (no '/' or control character, not '..' or empty)")  # fmt: skip
+    if not str(args.get("save_dir") or "").strip():
+        raise UsageError("--trainer.logger.init_args.save_dir '': must name the runs root, a folder (runs by default)")
     return args.name
 
 
@@ -78,11 +85,14 @@ def resolve_checkpoint(subcommand: str, config) -> Path | None:
     given, args = config.get("ckpt_path"), config.trainer.logger.init_args
     if given in ("last", "best"):
         experiment = Path(args.save_dir) / args.name
-        found = newest_with(experiment, f"{given}.ckpt")
+        found, wanted = newest_with(experiment, f"{given}.ckpt"), experiment / "version_*" / CHECKPOINTS / f"{given}.ckpt"
+        if args.get("version") is not None:  # a run pinned by hand (a SLURM job's): its own file, or a first fit
+            wanted = run_dir(args.save_dir, args.name, args.version) / CHECKPOINTS / f"{given}.ckpt"
+            found = wanted if is_checkpoint(wanted) else None
         if found is None and subcommand != "fit":
-            raise UsageError(f"--ckpt_path {given}: no {experiment}/version_*/checkpoints/{given}.ckpt; train first")
+            raise UsageError(f"--ckpt_path {given}: no {wanted}; train first")
         if found is None:
-            say(f"No {experiment}/version_*/checkpoints/{given}.ckpt yet: starting from step 0.")
+            say(f"No {wanted} yet: starting from step 0.")
         config.ckpt_path = None if found is None else str(found)
     if config.ckpt_path is None:
         return None
@@ -94,6 +104,8 @@ def resolve_checkpoint(subcommand: str, config) -> Path | None:
 def resume(config, path: Path, current: dict) -> None:
     """A fit from `path` continues its run, in its folder, as the same recipe (`current`: this command's config as
     it would be saved); a finished one is not resumed."""
+    if "optimizer_states" not in read_checkpoint(path):
+        raise UsageError(f"--ckpt_path {path}: the weights alone (save_weights_only); a fit cannot continue it, a test can")
     run = run_of_checkpoint(path)
     if run is None:
         return say(f"fit from {path} (a checkpoint outside any run): a new run of its weights and state")
@@ -102,16 +114,22 @@ def resume(config, path: Path, current: dict) -> None:
     if changed:
         raise UsageError(
             f"{'; '.join(changed[:4])}{f'; {len(changed) - 4} more' if len(changed) > 4 else ''}: a resumed run"
-            f" continues {run} as it was started; drop --ckpt_path to start a new run with these"
+            f" continues {_relative(run)} as it was started; drop --ckpt_path to start a new run with these"
         )
     status = None
     with contextlib.suppress(OSError, ValueError, AttributeError):
         status = json.loads(read_run_file(run / "summary.json")).get("status")
     if status == "completed":
-        raise UsageError(f"--ckpt_path {path}: its run {run} already finished; start a new run to train more")
+        raise UsageError(f"--ckpt_path {path}: its run {_relative(run)} already finished; start a new run to train more")
+    last, step = run / CHECKPOINTS / "last.ckpt", read_checkpoint(path).get("global_step", 0)
+    if is_checkpoint(last) and not last.samefile(path) and read_checkpoint(last).get("global_step", 0) > step:
+        raise UsageError(  # resuming would train those steps again, over the run's best and last checkpoints
+            f"--ckpt_path {path}: its run went on to step {read_checkpoint(last)['global_step']}; a fit resumes a run"
+            " where it stopped (--ckpt_path last), or drop --ckpt_path for a new run"
+        )
     args = config.trainer.logger.init_args
     args.save_dir, args.version = _relative(run.parent.parent), _version(run)
-    say(f"fit resumes {run} from {path.name} (step {read_checkpoint(path).get('global_step')})")
+    say(f"fit resumes {_relative(run)} from {path.name} (step {step})")
 
 
 def claim(subcommand: str, config) -> Claim | None:
@@ -120,14 +138,24 @@ def claim(subcommand: str, config) -> Claim | None:
     args = config.trainer.logger.init_args
     if config.trainer.fast_dev_run or not launched_as_rank_zero():
         return None
+    kept = Path(args.save_dir, args.name).absolute()
+    while not kept.exists() and kept != kept.parent:
+        kept = kept.parent
     if args.version is None:
         args.version = claim_version(Path(args.save_dir) / args.name)
         folder, created = run_dir(args.save_dir, args.name, args.version), True
     else:
         folder = run_dir(args.save_dir, args.name, args.version)
         created = not folder.exists()
+        checkpoint = config.get("ckpt_path")
+        own = checkpoint is not None and (run_of_checkpoint(Path(checkpoint)) or Path()).resolve() == folder.resolve()
+        if not created and not own:  # only the run's own checkpoint writes into an existing run
+            raise UsageError(
+                f"{folder} already exists and belongs to another run; resume it with --ckpt_path"
+                f" {folder / CHECKPOINTS / 'last.ckpt'}, or drop --trainer.logger.init_args.version for a new folder"
+            )
         folder.mkdir(parents=True, exist_ok=True)
-    return Claim(folder, lock_run(folder), created)
+    return Claim(folder, lock_run(folder), created, kept)
 
 
 def release(claim: Claim | None, refused: bool) -> None:
@@ -138,8 +166,35 @@ def release(claim: Claim | None, refused: bool) -> None:
     os.close(claim.lock)
     if claim.created and refused and not any(claim.folder.rglob("*.ckpt")):
         shutil.rmtree(claim.folder, ignore_errors=True)
-    with contextlib.suppress(OSError):
-        claim.folder.rmdir() if claim.created else None
+    folder = claim.folder.absolute()
+    while claim.created and folder != claim.kept and folder.is_relative_to(claim.kept):
+        try:
+            folder.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:  # something was written: kept
+            break
+        folder = folder.parent
+
+
+def _component(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and name.isprintable()
+
+
+def check_destinations(trainer, claim: Claim | None) -> None:
+    """Every checkpoint the run writes lands in its folder: a `dirpath` or a `filename` leading elsewhere would write
+    over another run's files, or outside runs/."""
+    if claim is None:
+        return
+    for callback in trainer.checkpoint_callbacks:
+        dirpath = Path(callback.dirpath or claim.folder / CHECKPOINTS)
+        target = (dirpath / f"{callback.filename or 'x'}.ckpt").resolve()
+        if not target.is_relative_to(claim.folder.resolve()):
+            option = f"--{'_'.join(re.findall('[A-Z][a-z]*', type(callback).__name__)).lower()}"
+            raise UsageError(
+                f"{option}.dirpath/filename: {target} lies outside the run's folder {claim.folder}; a run's checkpoints"
+                " go in its own checkpoints/ (drop dirpath, give a plain filename)"
+            )
 
 
 def _relative(path: Path) -> str:

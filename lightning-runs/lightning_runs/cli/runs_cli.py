@@ -14,19 +14,19 @@ from collections.abc import Sequence
 
 import lightning as L
 import yaml
-from jsonargparse import ArgumentError
-from lightning.fabric.utilities.exceptions import MisconfigurationException
+from jsonargparse import ArgumentError, set_parsing_settings
 from lightning.pytorch.callbacks import Callback, ProgressBar, TQDMProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs import TOOLS
+from lightning_runs.checkpoints import InitFrom
 from lightning_runs.cli import placement
 from lightning_runs.cli.help import RunsHelpFormatter
-from lightning_runs.cli.messages import condensed
+from lightning_runs.messages import condensed
 from lightning_runs.cli.parts import TRAINER_DEFAULTS, add_parts
 from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program, say, set_program, set_quiet
-from lightning_runs.errors import Terminated, UsageError
+from lightning_runs.errors import Terminated, UsageError, said
 from lightning_runs.faults.checkpoint_on_signal import sigterm_held, terminated_outside_training
 from lightning_runs.private import print_config_deferred, print_config_if_requested, subcommand_parser
 from lightning_runs.records import SaveConfigInRun, report_fit
@@ -62,12 +62,25 @@ class RunsCLI(LightningCLI):
         self.args = list(sys.argv[1:] if args is None else args)
         if program() == PLACEHOLDER:  # a cli_main called without lightning_runs.main (a test, a notebook)
             set_program(model_class.__module__.partition(".")[0])
-        self.added, self.claim, self.tested = [*callbacks, *callbacks_from_environment()], None, None
+        self.added, self.claim, self.tested, self.testing = (
+            [*callbacks, *callbacks_from_environment()],
+            None,
+            None,
+            None,
+        )
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
+        # jsonargparse's own denylist (os, subprocess, eval, ...) enforced: a class_path or callable that a config, a
+        # command line or a checkpoint's hyperparameters name never runs a command (only warned by default, 4.53).
+        set_parsing_settings(import_path_denylist=[])
         parser_kwargs = kwargs.pop("parser_kwargs", {})
         common = {"exit_on_error": False, "allow_abbrev": False, "formatter_class": RunsHelpFormatter}
         tools = ", ".join(f"{program()} {tool}" for tool in TOOLS)
-        parser_kwargs = {**common, "prog": program(), "epilog": f"tools, each with its --help: {tools}", **parser_kwargs}
+        parser_kwargs = {
+            **common,
+            "prog": program(),
+            "epilog": f"tools, each with its --help: {tools}",
+            **parser_kwargs,
+        }
         parser_kwargs |= {name: {**common, **parser_kwargs.get(name, {})} for name in self.subcommands()}
         refused = False
         with library_noise_silenced(), terminated_outside_training():
@@ -84,11 +97,28 @@ class RunsCLI(LightningCLI):
                     args=self.args,
                     **kwargs,
                 )
-            except (UsageError, ArgumentError, MisconfigurationException, Terminated):
-                refused = True  # a refusal leaves no run folder it made, even one it had begun to write
+            except Terminated:
+                refused = True
+                raise Terminated(self._stopped()) from None
+            except BaseException as error:  # bad input (exit 2) leaves no run folder it made, even one begun
+                refused = (said(error) or ("", 0))[1] == 2
                 raise
             finally:  # LightningCLI runs the subcommand inside __init__: it ends here, however it ends
                 placement.release(self.claim, refused)
+
+    def _stopped(self) -> str:
+        """What a SIGTERM outside the training loop stopped, for the entry point's line."""
+        subcommand, trainer = getattr(self, "subcommand", None), getattr(self, "trainer", None)
+        if trainer is None:
+            return "stopped by SIGTERM before the run started; nothing was written"
+        if self.testing:
+            return (
+                f"stopped by SIGTERM while testing {self.testing}; the fit had finished and saved its checkpoints;"
+                f" test it with: {program()} test --ckpt_path {self.testing}"
+            )
+        if subcommand == "fit" and trainer.global_step:
+            return f"stopped by SIGTERM after training, at step {trainer.global_step}; its checkpoints are saved"
+        return f"stopped by SIGTERM during {subcommand}; run the same command again"
 
     def subcommands(self) -> dict[str, set[str]]:
         """Only the subcommand the command starts with: each subcommand's parser is most of a command's start-up."""
@@ -105,7 +135,7 @@ class RunsCLI(LightningCLI):
             with print_config_deferred():
                 self._parse(parser)
         except ArgumentError as error:
-            raise condensed(error, parser) from None
+            raise UsageError(condensed(error, parser)) from None
         print_config_if_requested(parser, self.config)
         subcommand = self.config.get("subcommand")
         config = self.config[subcommand]
@@ -121,7 +151,9 @@ class RunsCLI(LightningCLI):
         # default is 0.01, jsonargparse #460).
         chosen = {group: config[group].class_path for group in self.defaults if config.get(group) is not None}
         if any(chosen[group] != self.defaults[group] for group in chosen):
-            subcommand_parser(parser, subcommand).set_defaults({group: {"class_path": path} for group, path in chosen.items()})
+            subcommand_parser(parser, subcommand).set_defaults(
+                {group: {"class_path": path} for group, path in chosen.items()}
+            )
             self.config = parser.parse_args(self.args)
         set_quiet(self.config[subcommand].quiet)
         run = self._place(subcommand)
@@ -151,15 +183,18 @@ class RunsCLI(LightningCLI):
     def instantiate_trainer(self, **kwargs) -> L.Trainer:
         config = self.config_init[self.subcommand]
         parts = [config[key] for key in self._parser(self.subcommand).callback_keys if config.get(key) is not None]
-        callbacks = [*parts, *self.added]
+        callbacks = [*parts, *self.added] + (
+            [InitFrom(config.init_from, config.freeze)] if config.init_from or config.freeze else []
+        )
         if config.quiet:
             kwargs |= {"enable_progress_bar": False, "enable_model_summary": False}
         listed = config.trainer.get("callbacks") or []
         bar = not config.quiet and config.trainer.get("enable_progress_bar") is not False
         if bar and not any(isinstance(c, ProgressBar) for c in [*callbacks, *listed]):
             callbacks.append(TQDMProgressBar(refresh_rate=PROGRESS_BAR_REFRESH_RATE))
-        trainer_config = {**config.trainer, **kwargs}
-        return self._instantiate_trainer(trainer_config, callbacks)
+        trainer = self._instantiate_trainer({**config.trainer, **kwargs}, callbacks)
+        placement.check_destinations(trainer, self.claim)
+        return trainer
 
     def before_test(self) -> None:
         if not is_overridden("test_step", self.model):
@@ -169,7 +204,9 @@ class RunsCLI(LightningCLI):
         best = self.trainer.checkpoint_callback
         if self.config.fit.test_best and best is not None and best.best_model_path:
             if is_overridden("test_step", self.model):
+                self.testing = best.best_model_path
                 self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best.best_model_path)
+                self.testing = None
                 self.tested = {k: v for k, v in self.trainer.callback_metrics.items() if k.startswith("test")}
             else:
                 say(f"--test_best: {type(self.model).__name__} has no test_step, so the best checkpoint is not tested")

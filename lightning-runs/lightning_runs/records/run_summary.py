@@ -18,8 +18,9 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.data import extract_batch_size
 
+from lightning_runs.checkpoints.last_checkpoint import LastCheckpoint
 from lightning_runs.configs import config_hash
-from lightning_runs.errors import Stopped, Terminated
+from lightning_runs.errors import NO_SPACE, Stopped, Terminated
 from lightning_runs.faults.checkpoint_on_signal import ran_to_its_end
 from lightning_runs.processes import this_process
 from lightning_runs.records import provenance
@@ -92,13 +93,23 @@ class RunSummary(Callback):
                 self._write(trainer, self._fit(status, trainer, error))
             elif trainer.state.fn in ("validate", "test"):
                 self._evaluated(trainer, status, error)
-        except Exception as failure:  # raising here would skip Lightning's closing of the event files
-            rank_zero_warn(f"could not record the {status} run in {self.filename}: {failure!r}")
+        except OSError as failure:  # raising here would skip Lightning's closing of the event files
+            if failure.errno not in NO_SPACE:  # a full disk: the entry point says so, once
+                rank_zero_warn(f"could not record the {status} run in {self.filename}: {failure!r}")
+        folder = run_folder(trainer)
+        full = getattr(exception, "errno", None) in NO_SPACE
+        if full and not exception.filename and folder is not None:
+            exception.filename = str(folder)  # a logger's writer thread names no file: the error names the run
+        if trainer.is_global_zero and folder is not None and full:
+            for empty in (p for p in folder.glob("*") if p.is_file() and p.stat().st_size == 0):
+                empty.unlink()  # a logger's file a full disk left empty holds nothing: never read as a record
 
     def _fit(self, status: str, trainer, error: dict | None = None) -> dict:
         now = time.time()
         wall = None if self._started is None else now - self._started
-        best, last = _best(trainer), next((c for c in _checkpoints(trainer) if not c.monitor), None)
+        unmonitored = [c for c in _checkpoints(trainer) if not c.monitor]
+        best, last = _best(trainer), next((c for c in unmonitored if type(c) is LastCheckpoint), None)
+        last = last or next(iter(unmonitored), None)
         self.record = {
             "status": status,
             "error": error,

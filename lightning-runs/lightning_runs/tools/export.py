@@ -19,6 +19,7 @@ from lightning_runs.checkpoints.checkpoint_io import read_checkpoint, refuse_non
 from lightning_runs.checkpoints.sharded import is_sharded
 from lightning_runs.errors import UsageError, first_line
 from lightning_runs.export.exporting import example_of, exported, input_names, named_outputs
+from lightning_runs.private import saved_class_path
 from lightning_runs.run_folders import read_run_file, run_of_checkpoint
 from lightning_runs.tools.function_cli import function_cli
 
@@ -54,7 +55,7 @@ def export(ckpt_path: Path, format: Literal["onnx", "torchscript", "pt2"] = "onn
 def saved_model(ckpt_path: Path) -> L.LightningModule:
     """The checkpoint's LightningModule, on the CPU, in eval mode."""
     checkpoint = read_checkpoint(ckpt_path)  # a sharded folder consolidated, once
-    dotted = (checkpoint.get("hyper_parameters") or {}).get("_class_path")
+    dotted = saved_class_path(checkpoint.get("hyper_parameters") or {})
     run = run_of_checkpoint(ckpt_path)
     if dotted is None and run is not None:  # saved no hyperparameters: its run's config names its class
         dotted = ((yaml.safe_load(read_run_file(run / "config.yaml")) or {}).get("model") or {}).get("class_path")

@@ -2,16 +2,18 @@
 
 from collections.abc import Callable
 
-from jsonargparse import ActionConfigFile, ArgumentError, ArgumentParser
+from jsonargparse import ActionConfigFile, ArgumentError, ArgumentParser, set_parsing_settings
 
 from lightning_runs.cli.help import RunsHelpFormatter
-from lightning_runs.cli.messages import condensed
+from lightning_runs.errors import UsageError
+from lightning_runs.messages import condensed
 from lightning_runs.console import program
 
 
 def function_cli(function: Callable, args: list[str] | None, **given):
     """jsonargparse's `auto_cli(function, args)`, with the parameters in `given` (the project's cli_main) passed as
     they are instead of read from the command line."""
+    set_parsing_settings(import_path_denylist=[])  # jsonargparse's denylist enforced, as RunsCLI does
     tool = function.__module__.rpartition(".")[2]  # each tool is named for its module: `python -m my_exp export`
     parser = ArgumentParser(
         prog=f"{program()} {tool}", description=(function.__doc__ or "").partition("\n")[0], exit_on_error=False,
@@ -22,6 +24,6 @@ def function_cli(function: Callable, args: list[str] | None, **given):
     try:
         config = parser.instantiate_classes(parser.parse_args(args))
     except ArgumentError as error:
-        raise condensed(error, parser) from None
+        raise UsageError(condensed(error, parser)) from None
     config.pop("config", None)
     return function(**given, **config)

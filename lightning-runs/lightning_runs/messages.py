@@ -1,0 +1,78 @@
+"""jsonargparse's errors as one line: the option, what it takes, what it got; the closest real option for a misspelt one.
+jsonargparse checks every value itself (types, ranges, class paths) and says where; only its layout (a Union's every
+member over ten lines) is condensed here."""
+
+import difflib
+import importlib
+import re
+
+from jsonargparse import ArgumentParser
+
+from lightning_runs.console import program
+from lightning_runs.private import option_strings, subcommand_parser
+
+_KEY = re.compile(r'Parser key "(?P<key>[\w.]+)":')
+_EXPECTED = re.compile(r"Expected a (?:<class '(?:[\w.]+\.)?(?P<type>\w+)'>|typing\.Literal\[(?P<choices>[^\]]*)\])")
+_GIVEN = re.compile(r"Given value: (?:NestedArg\(key='[^']*', val='?)?(?P<value>.*?)'?\)?$", flags=re.MULTILINE)
+_UNKNOWN = re.compile(r"[Uu]nrecognized arguments: (?P<argument>\S+)")
+_NOT_ACCEPTED = re.compile(r"class_path '(?P<path>[\w.]+)':\s*Option '(?P<name>\w+)' is not accepted")
+_PROBLEM = re.compile(r"Problem with given class_path '(?P<path>[\w.]+)':\s*\n\s*(?P<reason>(?!Parser key)\S[^\n]*)")
+_DENIED = re.compile(r"Importing '(?P<path>[\w.]+)' is not allowed")
+_NOISE = ("Does not validate against", "Subtypes:", "Errors:", "Given value", "- Expected a <class 'NoneType'>")
+
+
+def condensed(error: Exception, parser) -> str:
+    message = str(error)
+    if unknown := _UNKNOWN.search(message):
+        return _unknown(unknown["argument"].split("=")[0], _options(parser, message), parser)
+    keys = [match["key"] for match in _KEY.finditer(message)]
+    if denied := _DENIED.search(message):  # jsonargparse's import path denylist, which RunsCLI enforces
+        return f"--{'.'.join(keys)}: {denied['path']} may not be imported from a value (it runs code)"
+    if rejected := _NOT_ACCEPTED.search(message):  # an argument the chosen class does not take (--model.lrr)
+        group = ".".join(keys)
+        options = [f"--{group}.{name}" for name in class_arguments(rejected["path"])]
+        return _unknown(f"--{group}.{rejected['name']}", options)
+    expected = [m["type"] or f"one of {m['choices']}" for m in _EXPECTED.finditer(message) if m["type"] != "NoneType"]
+    given = _GIVEN.search(message)
+    if problem := _PROBLEM.search(message):  # the chosen class's own failure, not every type the option takes
+        reason = f"{problem['path']}: {problem['reason'].strip()}"
+    elif expected and given:
+        reason = f"expected {' or '.join(dict.fromkeys(expected))}, got {given['value']}"
+    else:
+        inner = _KEY.sub("", message[message.rfind('Parser key "') :] if keys else message)
+        lines = [line.strip(" -") for line in inner.splitlines() if line.strip()]
+        reason = next((line for line in lines if not line.startswith(_NOISE)), lines[0] if lines else message)
+    where = f"--{'.'.join(dict.fromkeys(keys))}: " if keys else ""
+    return f"{where}{reason}"
+
+
+def _unknown(option: str, options: list[str], parser=None) -> str:
+    close = difflib.get_close_matches(option, options, n=1, cutoff=0.6)
+    tool = parser is not None and getattr(parser, "_subcommands_action", None) is None  # a tool's own parser
+    usage = f"{parser.prog} --help" if tool else f"{program()} <subcommand> --help"
+    hint = f"did you mean {close[0]}?" if close else f"{usage} lists the options"
+    return f"unknown option {option}: {hint}"
+
+
+def class_arguments(class_path: str) -> list[str]:
+    """The arguments a class takes, as jsonargparse reads its signature (imported already by the parse)."""
+    module, _, name = class_path.rpartition(".")
+    parser = ArgumentParser()
+    try:
+        parser.add_class_arguments(getattr(importlib.import_module(module), name), fail_untyped=False)
+    except (ImportError, AttributeError, ValueError):
+        return []
+    return [option[2:] for option in option_strings(parser) if option.startswith("--") and option != "--help"]
+
+
+def _options(parser, message: str) -> list[str]:
+    """The options of the subcommand the error came from, and the default classes' arguments their groups take."""
+    if parser is None:
+        return []
+    found = option_strings(parser)
+    for name in ("fit", "validate", "test", "predict"):
+        try:
+            found += option_strings(subcommand_parser(parser, name))
+        except (AttributeError, KeyError):
+            break
+    return [option for option in found if option.startswith("--")]
