@@ -63,9 +63,9 @@ class PredictionWriter(BasePredictionWriter):
         self._batches.append({name: _writable(t.detach()).cpu() for name, t in named.items()})
 
     def on_predict_epoch_end(self, trainer, pl_module) -> None:
-        refused = torch.tensor([[float(self._refused is not None)]], device=pl_module.device)
-        if torch.cat(gather_rows(refused)).any():
-            raise self._refused or UsageError("predict_step's outputs were refused on another rank (its line above)")
+        refused = torch.cat(gather_rows(torch.tensor([[float(self._refused is not None)]], device=pl_module.device)))
+        if refused.any():  # every rank raises the first refusing rank's line, which rank zero says
+            raise UsageError(trainer.strategy.broadcast(str(self._refused), src=int(refused.flatten().nonzero()[0])))
         if len(trainer.num_predict_batches) > 1:
             raise UsageError(
                 "PredictionWriter writes the predictions of one DataLoader; predict_dataloader gave several"
