@@ -125,4 +125,7 @@ def _shard_networks(module) -> None:
         for block in network.children():  # one all-gather a block: only one block's full weights at a time
             if next(block.parameters(), None) is not None:
                 fully_shard(block, mesh=mesh)
-        fully_shard(network, mesh=mesh)
+        # Resharded after every forward, as the blocks are: a root left unsharded after an evaluation's forward (no
+        # backward follows) could not be freed for the next checkpoint's state_dict on a CPU ("Trying to resize
+        # storage that is not resizable", torch 2.14): a network that is one Linear crashed at its first save.
+        fully_shard(network, mesh=mesh, reshard_after_forward=True)
