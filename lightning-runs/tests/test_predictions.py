@@ -12,12 +12,12 @@ import lightning as L
 import numpy as np
 import pytest
 import torch
-from tiny_runs import assert_kept, refusal, run, snapshot
+from tiny_runs import QUIET, assert_kept, command, refusal, run, snapshot
 from tiny_stops import SignalAt
 from torch import nn
 
 from lightning_runs.predictions import prediction_writer
-from tiny_tasks import TinyClassifier, TinyDataModule
+from tiny_tasks import TinyClassifier
 
 HERE = "test_predictions"  # the class paths of the modules below
 BATCHES = ["--data.batch_size=8", "--data.n=264"]  # 33 points to predict in 5 batches, the last one short
@@ -93,6 +93,11 @@ class ReturnsStrings(TinyClassifier):
 class Ragged(TinyClassifier):
     def predict_step(self, batch, batch_idx):
         return self(batch[0])[:, : 1 + batch_idx % 2]  # (N, 1), then (N, 2)
+
+
+class TwiceOnRankOne(TinyClassifier):
+    def predict_step(self, batch, batch_idx):
+        return torch.cat([self(batch[0])] * (2 if self.global_rank == 1 else 1))
 
 
 class Generator(L.LightningModule):
@@ -290,3 +295,31 @@ def test_a_sigterm_between_the_array_and_the_csv_writes_both_and_says_so(monkeyp
     said = f"Wrote 33 predictions to {run_dir / 'predictions-1.csv'} and {run_dir / 'predictions-1.npy'}"
     assert said in capsys.readouterr().out.splitlines()
     assert written(run_dir / "predictions-1.csv")[1]["index"] == INDEX
+
+
+DDP = ["--trainer.strategy=ddp", "--trainer.devices=2"]
+
+
+@pytest.mark.slow
+def test_two_ddp_ranks_write_one_file_in_input_order_like_one_process():
+    """Lightning's launcher starts the second rank by running the command again: a process of its own, not pytest.
+    Lightning's own predict sampler gives rank r the points r, r + 2, ...: 17 and 16 rows, interleaved back."""
+    ddp = command("predict", *QUIET, *BATCHES, f"--model={HERE}.Regression", *DDP, VERSION_0)
+    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    single = predict("Regression")  # version_1
+    header, columns = written(Path("runs/tiny/version_0/predictions.csv"))
+    assert header == ["index", "output"] and columns["index"] == INDEX
+    torch.testing.assert_close(
+        floats(columns["output"]), floats(written(folder(single) / "predictions.csv")[1]["output"])
+    )
+
+
+@pytest.mark.slow
+def test_a_refusal_on_one_rank_is_said_once_in_its_words_and_nothing_is_written():
+    refused = command("predict", *QUIET, *BATCHES, f"--model={HERE}.TwiceOnRankOne", *DDP)
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    assert errors == [
+        "error: predict_step returned 16 rows of its output for a batch of 8 inputs; return one row per input"
+    ]
+    assert not list(Path().rglob("predictions*")) and not list(Path().glob("runs/*/version_*"))
