@@ -12,7 +12,7 @@ import lightning as L
 import numpy as np
 import pytest
 import torch
-from tiny_runs import QUIET, assert_kept, command, refusal, run, snapshot
+from tiny_runs import QUIET, assert_kept, command, every_other_daily, refusal, run, snapshot
 from tiny_stops import SignalAt
 from torch import nn
 
@@ -22,7 +22,8 @@ from tiny_tasks import TinyClassifier
 HERE = "test_predictions"  # the class paths of the modules below
 BATCHES = ["--data.batch_size=8", "--data.n=264"]  # 33 points to predict in 5 batches, the last one short
 INDEX = [str(i) for i in range(33)]
-VERSION_0 = "--trainer.logger.init_args.version=0"  # into runs/tiny/version_0 each time, as predicts of its checkpoints
+ONE_BATCH = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=1", "--trainer.limit_val_batches=1"]
+LAST = ["--ckpt_path=last", *BATCHES]  # the newest run's last.ckpt, its module the checkpoint's class
 
 
 class Regression(TinyClassifier):
@@ -247,23 +248,33 @@ def test_a_filename_that_is_not_a_csv_file_name_is_refused_before_a_run_folder_e
     assert not Path("runs").exists() or not list(Path("runs").rglob("*.*"))
 
 
-@pytest.mark.parametrize("model", ["Masks", "LargeAndSmall", "Regression"])
+def fitted(model: str) -> Path:
+    """A run of `model` trained on one batch: predicts of its checkpoint write into its folder, runs/tiny/version_0."""
+    run("fit", f"--model={HERE}.{model}", *BATCHES, *ONE_BATCH)
+    return Path("runs/tiny/version_0")
+
+
+@pytest.mark.parametrize("model", every_other_daily(["Masks", "LargeAndSmall", "Regression"]))
 def test_a_second_predict_into_the_same_run_writes_a_pair_of_its_own_and_keeps_the_first(model):
-    predict(model, VERSION_0)
+    run_dir = fitted(model)
+    run("predict", *LAST)
     before = snapshot()
-    cli = predict(model, VERSION_0)
+    run("predict", *LAST)
     new = {Path(path).name for path in assert_kept(before, snapshot()) if "predictions" in path}
     firsts = {Path(path).name for path in before if "predictions" in path}
     assert new == {name.replace("predictions", "predictions-1") for name in firsts} and len(new) == len(firsts)
-    assert folder(cli) == Path("runs/tiny/version_0")
+    assert (run_dir / "predictions-1.csv").is_file(), "into the run of the checkpoint"
 
 
 def test_an_array_left_without_its_csv_is_not_paired_with_a_new_csv():
-    cli = predict("Masks", VERSION_0)
-    (folder(cli) / "predictions.csv").unlink()  # someone's array stays: a new predictions.csv would look like its pair
-    again = predict("Regression", VERSION_0)
-    assert folder(again) == folder(cli)
-    assert sorted(path.name for path in folder(cli).glob("predictions*")) == ["predictions-1.csv", "predictions.npy"]
+    run_dir = fitted("Masks")
+    (run_dir / "predictions.npz").write_bytes(b"an earlier predict's arrays, its CSV deleted")
+    run("predict", *LAST)  # a CSV and an .npy: predictions.csv would look like the .npz's pair
+    assert sorted(path.name for path in run_dir.glob("predictions*")) == [
+        "predictions-1.csv",
+        "predictions-1.npy",
+        "predictions.npz",
+    ]
 
 
 def test_a_sigterm_while_predicting_writes_nothing_and_leaves_no_run_folder(capsys):
@@ -277,7 +288,7 @@ def test_a_sigterm_while_predicting_writes_nothing_and_leaves_no_run_folder(caps
 def test_a_sigterm_between_the_array_and_the_csv_writes_both_and_says_so(monkeypatch, capsys):
     """The files are written once every row is known; a SIGTERM then waits for the pair, which is said. Into a run
     that exists, as a predict of its checkpoint writes."""
-    predict("Regression", VERSION_0)
+    run_dir = fitted("Masks")
     writes = []
 
     def write_then_sigterm(path, content):
@@ -289,12 +300,11 @@ def test_a_sigterm_between_the_array_and_the_csv_writes_both_and_says_so(monkeyp
     prediction_writer_write = prediction_writer.write_atomically
     monkeypatch.setattr(prediction_writer, "write_atomically", write_then_sigterm)
     with pytest.raises(SystemExit) as stop:
-        predict("Masks", VERSION_0)
-    assert stop.value.code == 128 + signal.SIGTERM and writes == ["predictions-1.npy", "predictions-1.csv"]
-    run_dir = Path("runs/tiny/version_0")
-    said = f"Wrote 33 predictions to {run_dir / 'predictions-1.csv'} and {run_dir / 'predictions-1.npy'}"
+        run("predict", *LAST)
+    assert stop.value.code == 128 + signal.SIGTERM and writes == ["predictions.npy", "predictions.csv"]
+    said = f"Wrote 33 predictions to {run_dir / 'predictions.csv'} and {run_dir / 'predictions.npy'}"
     assert said in capsys.readouterr().out.splitlines()
-    assert written(run_dir / "predictions-1.csv")[1]["index"] == INDEX
+    assert written(run_dir / "predictions.csv")[1]["index"] == INDEX
 
 
 DDP = ["--trainer.strategy=ddp", "--trainer.devices=2"]
@@ -304,7 +314,7 @@ DDP = ["--trainer.strategy=ddp", "--trainer.devices=2"]
 def test_two_ddp_ranks_write_one_file_in_input_order_like_one_process():
     """Lightning's launcher starts the second rank by running the command again: a process of its own, not pytest.
     Lightning's own predict sampler gives rank r the points r, r + 2, ...: 17 and 16 rows, interleaved back."""
-    ddp = command("predict", *QUIET, *BATCHES, f"--model={HERE}.Regression", *DDP, VERSION_0)
+    ddp = command("predict", *QUIET, *BATCHES, f"--model={HERE}.Regression", *DDP)
     assert ddp.returncode == 0, ddp.stderr[-3000:]
     single = predict("Regression")  # version_1
     header, columns = written(Path("runs/tiny/version_0/predictions.csv"))
