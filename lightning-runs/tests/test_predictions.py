@@ -226,13 +226,15 @@ def test_a_generator_drawing_its_own_latents_is_written_one_row_per_input():
 
 @pytest.mark.parametrize(
     ("model", "said"),
-    [
-        ("Twice", "predict_step returned 16 rows of its output for a batch of 8 inputs; return one row per input"),
-        ("AThird", "predict_step returned 3 rows of its output for a batch of 8 inputs; return one row per input"),
-        ("ReturnsNone", "predict_step returned NoneType: PredictionWriter takes a tensor with one row per input"),
-        ("ReturnsStrings", "predict_step returned list: PredictionWriter takes a tensor with one row per input"),
-        ("Ragged", "predict_step returned outputs of other names or shapes in batch 1"),
-    ],
+    every_other_daily(
+        [
+            ("Twice", "predict_step returned 16 rows of its output for a batch of 8 inputs; return one row per input"),
+            ("AThird", "predict_step returned 3 rows of its output for a batch of 8 inputs; return one row per input"),
+            ("ReturnsNone", "predict_step returned NoneType: PredictionWriter takes a tensor with one row per input"),
+            ("ReturnsStrings", "predict_step returned list: PredictionWriter takes a tensor with one row per input"),
+            ("Ragged", "predict_step returned outputs of other names or shapes in batch 1"),
+        ]
+    ),
 )
 def test_an_output_that_is_not_one_row_per_input_is_one_line_and_no_file(model, said, capsys):
     error = refusal(capsys, lambda: predict(model))
@@ -241,7 +243,9 @@ def test_an_output_that_is_not_one_row_per_input_is_one_line_and_no_file(model, 
     assert not list(Path().glob("runs/*/version_*")), "no run folder where nothing was written"
 
 
-@pytest.mark.parametrize("filename", ["preds.npy", "preds.npz", "preds", "", "sub/preds.csv", ".csv"])
+@pytest.mark.parametrize(
+    "filename", every_other_daily(["preds.npy", "preds.npz", "preds", "", "sub/preds.csv", ".csv"])
+)
 def test_a_filename_that_is_not_a_csv_file_name_is_refused_before_a_run_folder_exists(filename, capsys):
     error = refusal(capsys, lambda: predict("Masks", f"--prediction_writer.filename={filename}"))
     assert error == f"error: PredictionWriter: filename {filename!r} must be a file name ending in .csv", error
