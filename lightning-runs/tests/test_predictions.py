@@ -289,10 +289,9 @@ def test_a_sigterm_while_predicting_writes_nothing_and_leaves_no_run_folder(caps
     assert not list(Path().rglob("predictions*")) and not list(Path().glob("runs/*/version_*"))
 
 
-def test_a_sigterm_between_the_array_and_the_csv_writes_both_and_says_so(monkeypatch, capsys):
-    """The files are written once every row is known; a SIGTERM then waits for the pair, which is said. Into a run
-    that exists, as a predict of its checkpoint writes."""
-    run_dir = fitted("Masks")
+def test_a_sigterm_between_the_array_and_the_csv_writes_both_says_so_and_keeps_them(monkeypatch, capsys):
+    """The files are written once every row is known; a SIGTERM then waits for the pair, which is said and kept, in
+    the new run folder of a predict (a stop before any output leaves none)."""
     writes = []
 
     def write_then_sigterm(path, content):
@@ -304,10 +303,12 @@ def test_a_sigterm_between_the_array_and_the_csv_writes_both_and_says_so(monkeyp
     prediction_writer_write = prediction_writer.write_atomically
     monkeypatch.setattr(prediction_writer, "write_atomically", write_then_sigterm)
     with pytest.raises(SystemExit) as stop:
-        run("predict", *LAST)
+        predict("Masks")
     assert stop.value.code == 128 + signal.SIGTERM and writes == ["predictions.npy", "predictions.csv"]
+    run_dir = Path("runs/tiny/version_0")
     said = f"Wrote 33 predictions to {run_dir / 'predictions.csv'} and {run_dir / 'predictions.npy'}"
-    assert said in capsys.readouterr().out.splitlines()
+    out, err = capsys.readouterr()
+    assert said in out.splitlines() and "stopped by SIGTERM once the predictions were written" in err
     assert written(run_dir / "predictions.csv")[1]["index"] == INDEX
 
 

@@ -12,6 +12,7 @@ beside an earlier predictions.csv), once every row is known.
 
 import csv
 import io
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from lightning.pytorch.utilities.data import extract_batch_size
 from lightning_runs.atomic import write_atomically
 from lightning_runs.console import say
 from lightning_runs.distributed import gather_rows
-from lightning_runs.errors import UsageError
+from lightning_runs.errors import Stopped, Terminated, UsageError
 from lightning_runs.faults.checkpoint_on_signal import sigterm_held
 from lightning_runs.run_folders import run_folder
 
@@ -84,12 +85,15 @@ class PredictionWriter(BasePredictionWriter):
         text = io.StringIO(newline="")
         rows = len(next(iter(outputs.values())))
         csv.writer(text).writerows([["index", *columns], *zip(range(rows), *columns.values(), strict=True)])
-        with sigterm_held():  # both files or neither, and said once written, even where a SIGTERM comes meanwhile
-            if arrays:
-                save = (lambda f: np.save(f, arrays[""])) if suffix == ".npy" else (lambda f: np.savez(f, **arrays))
-                write_atomically(written[1], save)
-            write_atomically(written[0], text.getvalue())
-            self._said = f"Wrote {rows} predictions to {' and '.join(map(str, written))}"
+        try:
+            with sigterm_held():  # both files or neither, and said once written, even where a SIGTERM comes meanwhile
+                if arrays:
+                    save = (lambda f: np.save(f, arrays[""])) if suffix == ".npy" else (lambda f: np.savez(f, **arrays))
+                    write_atomically(written[1], save)
+                write_atomically(written[0], text.getvalue())
+                self._said = f"Wrote {rows} predictions to {' and '.join(map(str, written))}"
+        except Terminated:  # a stop once its output is whole: kept, as a fit's checkpoint is
+            raise Stopped(signal.SIGTERM, "stopped by SIGTERM once the predictions were written") from None
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
         if getattr(self, "_said", None):  # after the progress bar has closed its line
