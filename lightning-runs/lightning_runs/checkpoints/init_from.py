@@ -8,7 +8,7 @@ optimizer, schedule, step count and run folder are the new run's own. Named part
 from pathlib import Path
 
 import torch
-from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.callbacks import BaseFinetuning, Callback
 
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.console import say
@@ -65,10 +65,9 @@ class InitFrom(Callback):
         unknown = [name for name in self.freeze if name not in modules]
         if unknown:
             raise UsageError(f"--freeze {unknown[0]}: {type(pl_module).__name__} has no such part (a submodule's name)")
-        parameters = [p for name in self.freeze for p in modules[name].parameters()]
-        for parameter in parameters:
-            parameter.requires_grad_(False)
-        return sum(p.numel() for p in parameters)
+        # Lightning's own freeze: parameters untrained, and batch norms' running statistics kept as loaded.
+        BaseFinetuning.freeze([modules[name] for name in self.freeze], train_bn=False)
+        return sum(p.numel() for name in self.freeze for p in modules[name].parameters())
 
     def state_dict(self) -> dict:
         return {"path": str(self.path), "loaded": len(self.loaded), "left": self.left, "freeze": self.freeze}
