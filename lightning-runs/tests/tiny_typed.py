@@ -89,5 +89,7 @@ class TypedPoints(TinyDataModule):
         num_classes: PositiveInt = 3,
         batch_size: PositiveInt = 32,
         seed: int = 0,
+        folds: int | None = None,
+        fold: int = 0,
     ) -> None:
-        super().__init__(n, features, num_classes, batch_size, seed)
+        super().__init__(n, features, num_classes, batch_size, seed, folds, fold)
