@@ -142,9 +142,11 @@ class _BackgroundErrors:
 
 
 def _launched_other_rank() -> bool:
-    """A rank other than zero of a job torchrun or srun started: its refusal is rank zero's, said once there."""
+    """A rank other than zero of a job torchrun or srun started, or of Lightning's own launch (its children have a
+    LOCAL_RANK, another node's first process a NODE_RANK): its refusal is rank zero's, said once there."""
     rank = os.environ.get("RANK") if "TORCHELASTIC_RUN_ID" in os.environ else os.environ.get("SLURM_PROCID")
-    return rank not in (None, "0")
+    lightnings = os.environ.get("LOCAL_RANK", "0") != "0" or os.environ.get("NODE_RANK", "0") != "0"
+    return rank not in (None, "0") or lightnings
 
 
 def _exit(message: str, code: int) -> None:

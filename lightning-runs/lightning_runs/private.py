@@ -15,7 +15,10 @@ Also relied on, where no wrapper can stand (each in tests/test_private_apis.py):
 - that a fit looks `train_dataloader` up on the instance after restoring callbacks (checkpoints/random_state.py).
 """
 
+import logging
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def steps_between_saves(callback) -> int:
@@ -90,6 +93,30 @@ def print_config_if_requested(parser, config) -> None:
     from jsonargparse._actions import _ActionPrintConfig
 
     _ActionPrintConfig.print_config_if_requested(parser, config)
+
+
+@contextmanager
+def guards_added() -> Iterator[list]:
+    """Yields a list that fills with (guard, frame) for each guard torch.export adds while tracing (`Eq(s0, 2)`: a size
+    made a constant), the frame (traceback.FrameSummary, or None) the user's line that added it. Read from torch's own
+    INFO record of it (symbolic_shapes' "[guard added]", whose SLoc argument holds the frame): no public API says which
+    line of a forward fixed a dynamic size. torch 2.14."""
+    logger, found = logging.getLogger("torch.fx.experimental.symbolic_shapes"), []
+
+    class Guards(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "[guard added]" in str(record.msg) and len(record.args or ()) >= 3:
+                frame = getattr(record.args[2], "framework_loc", None)
+                found.append((str(record.args[1]), frame if hasattr(frame, "lineno") else None))
+
+    saved = logger.handlers, logger.level, logger.propagate
+    logger.handlers, logger.propagate = [Guards()], False  # torch's own handler would print them
+    logger.setLevel(logging.INFO)
+    try:
+        yield found
+    finally:
+        logger.handlers, logger.propagate = saved[0], saved[2]
+        logger.setLevel(saved[1])
 
 
 def option_nargs(parser) -> dict:

@@ -1,6 +1,7 @@
 """Tiny tasks for the export tests (test_export_any_module.py): plain LightningModules written as Lightning's docs
-write them, each with an export question of its own, and `fitted`, which trains one for an epoch under LightningCLI
-with the model and the data chosen by class path (`subclass_mode_model`), as a project's `fit` saves it."""
+write them, each declaring its `example_input_array` and each with an export question of its own, and `fitted`, which
+trains one for an epoch under LightningCLI with the model and the data chosen by class path (`subclass_mode_model`),
+as a project's `fit` saves it."""
 
 from pathlib import Path
 
@@ -23,7 +24,7 @@ QUIET = {
 
 
 class Samples(L.LightningDataModule):
-    """`n` random samples of `shape` and the sum of each as its target; a train and a predict loader only."""
+    """`n` random samples of `shape` and the sum of each as its target; a train loader only."""
 
     def __init__(self, shape: tuple[int, ...] = (3,), n: int = 64, batch_size: int = 16) -> None:
         super().__init__()
@@ -36,9 +37,6 @@ class Samples(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         return DataLoader(TensorDataset(self.samples, self.targets), batch_size=self.hparams.batch_size, shuffle=True)
 
-    def predict_dataloader(self) -> DataLoader:
-        return DataLoader(TensorDataset(self.samples), batch_size=self.hparams.batch_size)
-
 
 class MLP(nn.Module):
     def __init__(self, features: int = 3, hidden: int = 8) -> None:
@@ -50,11 +48,14 @@ class MLP(nn.Module):
 
 
 class Fitted(L.LightningModule):
-    """Fitted to the samples' sums: the training the modules below share."""
+    """Fitted to the samples' sums: the training the modules below share; `inputs` is what forward takes of a batch."""
+
+    def inputs(self, x: torch.Tensor):
+        return (x,)
 
     def training_step(self, batch, batch_idx):
         x, y = batch
-        out = self(x)
+        out = self(*self.inputs(x))
         out = out["value"] if isinstance(out, dict) else out[0] if isinstance(out, tuple) else out
         return F.mse_loss(out, y)
 
@@ -63,12 +64,13 @@ class Fitted(L.LightningModule):
 
 
 class Regressor(Fitted):
-    """No example_input_array: export takes its example from a batch of the data. The network is an argument."""
+    """The network is an argument, chosen by class path."""
 
     def __init__(self, network: nn.Module | None = None) -> None:
         super().__init__()
         self.save_hyperparameters()
         self.network = network or MLP()
+        self.example_input_array = torch.zeros(2, 3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.network(x)
@@ -80,6 +82,61 @@ class InjectedRegressor(Regressor):
     def __init__(self, network: nn.Module | None = None) -> None:
         super().__init__(network)
         self.save_hyperparameters(ignore=["network"])
+
+
+class NoExample(Regressor):
+    """Declares no example_input_array: export has nothing to trace it with."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.example_input_array = None
+
+
+class TwoInputs(Fitted):
+    """forward(x, y), its example a tuple: two positional inputs, (N, 3) and (N, 2)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.x, self.y = nn.Linear(3, 4), nn.Linear(2, 4)
+        self.example_input_array = (torch.zeros(2, 3), torch.zeros(2, 2))
+
+    def inputs(self, x: torch.Tensor):
+        return x, x[:, :2]
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return (self.x(x) * self.y(y)).sum(dim=1)  # (N,)
+
+
+class KeywordInputs(Fitted):
+    """forward(x, scale), its example a dict: keyword inputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.layer = nn.Linear(3, 1)
+        self.example_input_array = {"x": torch.zeros(2, 3), "scale": torch.ones(2, 1)}
+
+    def inputs(self, x: torch.Tensor):
+        return x, torch.ones(len(x), 1)
+
+    def forward(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        return (self.layer(x) * scale).squeeze(-1)
+
+
+class VAE(Fitted):
+    """A variational autoencoder whose forward samples its latent, in eval mode too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.encoder, self.decoder = nn.Linear(3, 4), nn.Linear(2, 1)
+        self.example_input_array = torch.zeros(2, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean, log_var = self.encoder(x).chunk(2, dim=1)
+        z = mean + torch.randn_like(mean) * (0.5 * log_var).exp()  # (N, 2)
+        return self.decoder(z).squeeze(-1)
 
 
 class SignalCNN(Fitted):

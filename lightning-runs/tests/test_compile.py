@@ -1,26 +1,23 @@
-"""`--compile.enabled true` compiles any LightningModule's networks in place: its checkpoints are an eager run's
-(the same keys), so compiled and eager runs resume from each other's, and a compiled run resumes exactly."""
+"""`--compile.enabled true` compiles any LightningModule's networks in place (speed/compile.py): its checkpoints are an
+eager run's (the same keys), so compiled and eager runs resume from each other's, and a compiled run resumes exactly.
+Compiled after Lightning's model summary, which runs forward under a dispatch mode a fullgraph compilation breaks on."""
 
 from pathlib import Path
 
 import pytest
 import torch
+from lightning.pytorch.callbacks import ModelSummary
+from tiny_runs import refusal, run
 from tiny_stops import CrashAt
 from torch import nn
 from torchmetrics.classification import MulticlassAccuracy
 
-from lightning_runs.contract.parts import networks
-from lightning_runs.errors import main
-from tiny_tasks import TinyClassifier, cli_main
+from lightning_runs.speed.compile import networks
+from tiny_tasks import TinyClassifier
 
 STEPS = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=3"]
 COMPILED = ["--compile.enabled=true"]
 LAST = Path("runs/tiny/version_0/checkpoints/last.ckpt")
-
-
-def run(subcommand: str, *args: str, callbacks=()):
-    quiet = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
-    return main(lambda: cli_main([subcommand, *quiet, *args], callbacks=callbacks))
 
 
 class Blocks(nn.Module):
@@ -37,13 +34,22 @@ def test_the_networks_compiled_are_the_submodules_with_parameters_not_containers
     assert [name for name, _ in networks(TinyClassifier())] == ["layer"]
 
 
-def test_a_module_with_nothing_to_compile_is_refused_in_one_line_before_its_run_folder_exists(capsys):
-    with pytest.raises(SystemExit) as stop:
-        run("fit", *STEPS, *COMPILED, "--model", "tiny_tasks.WeightsOnItself")
-    err = capsys.readouterr().err
-    assert stop.value.code == 2 and "Traceback" not in err, err[-2000:]
-    assert err.strip().splitlines()[-1].startswith("error: --compile.enabled true: WeightsOnItself has no submodule")
-    assert not any(Path("runs").glob("*/version_*")), "no run folder where nothing ran"
+def test_a_module_with_nothing_to_compile_is_one_line_and_leaves_no_run_folder(capsys):
+    error = refusal(capsys, lambda: run("fit", *STEPS, *COMPILED, "--model", "tiny_tasks.WeightsOnItself"))
+    assert error == (
+        "error: Compile: WeightsOnItself has no submodule with parameters to compile; put its network in a submodule,"
+        " or leave compiling off"
+    )
+    assert not list(Path("runs").glob("*/version_*")), "no run folder where nothing ran"
+
+
+@pytest.mark.slow
+def test_fullgraph_compiles_the_default_tiny_model_after_lightnings_model_summary():
+    """A fullgraph compilation at setup broke on the summary's forward: a 223-line traceback, a run folder left."""
+    cli = run("fit", *STEPS, *COMPILED, "--compile.fullgraph=true", "--trainer.enable_model_summary=true")
+    assert any(isinstance(c, ModelSummary) for c in cli.trainer.callbacks), "the model summary ran"
+    (compiled,) = [c for c in cli.trainer.callbacks if type(c).__name__ == "Compile"]
+    assert compiled.compiled == ["layer"] and cli.trainer.global_step == 9
 
 
 def fit(home: Path, *args: str, callbacks=()) -> dict:

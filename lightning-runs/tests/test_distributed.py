@@ -1,4 +1,4 @@
-"""Gathering rows of unequal count from every rank: what the predictions and the misclassified figures rely on."""
+"""Gathering rows of unequal count from every rank: what the prediction writer relies on under DDP."""
 
 import json
 import os

@@ -1,5 +1,5 @@
 """A fit logs the histograms of its weights (and, when asked, of their gradients) at its first and its last epoch
-and every N epochs between (pictures/callbacks.py's Histograms, --histograms.*)."""
+and every N epochs between (pictures/histograms.py, --histograms.*)."""
 
 from pathlib import Path
 

@@ -11,8 +11,17 @@ class TinyShards(TinyBatches):
     """Its defaults make shards of unequal size: 270 points leave 33 for validation and 33 for testing, 17 and 16 a
     rank, which batches of 16 cut into 2 and 1: one rank has an extra batch."""
 
-    def __init__(self, n: int = 270, features: int = 4, num_classes: int = 3, batch_size: int = 16, seed: int = 0):
-        super().__init__(n=n, features=features, num_classes=num_classes, batch_size=batch_size, seed=seed)
+    def __init__(
+        self,
+        n: int = 270,
+        features: int = 4,
+        num_classes: int = 3,
+        batch_size: int = 16,
+        seed: int = 0,
+        folds: int | None = None,
+        fold: int = 0,
+    ):
+        super().__init__(n, features, num_classes, batch_size, seed, folds, fold)
 
     def _shard(self, *tensors) -> TensorBatches:
         rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer else (0, 1)

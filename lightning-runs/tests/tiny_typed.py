@@ -56,7 +56,9 @@ class TypedClassifier(TinyClassifier):
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         samples, labels = batch
-        return F.cross_entropy(self(samples), labels, label_smoothing=self.hparams.label_smoothing)
+        loss = F.cross_entropy(self(samples), labels, label_smoothing=self.hparams.label_smoothing)
+        self.log("train/loss", loss)
+        return loss
 
     def _evaluate(self, batch, stage: str) -> torch.Tensor:
         samples, labels = batch
@@ -87,5 +89,7 @@ class TypedPoints(TinyDataModule):
         num_classes: PositiveInt = 3,
         batch_size: PositiveInt = 32,
         seed: int = 0,
+        folds: int | None = None,
+        fold: int = 0,
     ) -> None:
-        super().__init__(n, features, num_classes, batch_size, seed)
+        super().__init__(n, features, num_classes, batch_size, seed, folds, fold)

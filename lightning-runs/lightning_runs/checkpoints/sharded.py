@@ -7,7 +7,6 @@ previous checkpoint whole. Each rank's shard carries the save's identity (a rand
 `meta.pt` holds too: a shard copied from another save, or a missing one, is refused before anything reads weights.
 """
 
-import contextlib
 import ctypes
 import errno
 import io
@@ -68,8 +67,8 @@ def save_sharded(strategy, checkpoint: dict, path: Path) -> None:
 
 
 def _rank_zeros(state_dict: dict) -> None:
-    """Rank zero's copy of each tensor that is not sharded (BatchNorm's running statistics): torch.distributed.checkpoint
-    writes one rank's copy, not always rank zero's, and each rank's follows its own data (parallel/fsdp.py)."""
+    """Rank zero's copy of each tensor that is not sharded (BatchNorm's running statistics): torch's distributed
+    checkpoint writes one rank's copy, not always rank zero's, and each rank's follows its data (parallel/fsdp.py)."""
     from torch.distributed.tensor import DTensor
 
     if torch.distributed.is_initialized():
@@ -118,14 +117,18 @@ def _remove(path: Path) -> None:
 
 
 def check_whole(path: Path) -> dict:
-    """`meta.pt` of the sharded checkpoint at `path`, once every rank's shard is there and of the same save; else
-    UsageError (a missing shard file: torch's CheckpointException, which the entry point says in one line)."""
-    from torch.distributed.checkpoint import load
+    """`meta.pt` of the sharded checkpoint at `path`, once every shard file its index names is there and every rank's
+    shard is of the same save; else UsageError naming what is missing or stray."""
+    from torch.distributed.checkpoint import FileSystemReader, load
 
-    meta = torch.load(Path(path) / METADATA, map_location="cpu", weights_only=True)
+    path, meta = Path(path), torch.load(Path(path) / METADATA, map_location="cpu", weights_only=True)
     identity = meta.get(IDENTITY)
     if not isinstance(identity, torch.Tensor):
         raise UsageError(f"{path}: a sharded checkpoint without the identity of its save; give one this library saved")
+    files = {item.relative_path for item in FileSystemReader(path).read_metadata().storage_data.values()}
+    missing = sorted(name for name in files if not (path / name).is_file())
+    if missing:
+        raise UsageError(f"{path}: its shard {missing[0]} is missing; give the folder as its fit saved it")
     shards = {f"{IDENTITY}_{rank}": torch.zeros_like(identity) for rank in range(int(identity[2]))}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "torch.distributed is disabled ...": one process, as meant
@@ -133,8 +136,8 @@ def check_whole(path: Path) -> dict:
     stray = [key.rpartition("_")[2] for key, value in shards.items() if not torch.equal(value, identity)]
     if stray:
         raise UsageError(
-            f"{path}: the shard of rank {stray[0]} comes from another save than meta.pt (step"
-            f" {int(shards[f'{IDENTITY}_{stray[0]}'][1])}, not {int(identity[1])}); give the folder as its fit saved it"
+            f"{path}: the shard of rank {stray[0]} comes from another save than its meta.pt; give the folder as its"
+            " fit saved it, every shard from that save"
         )
     return meta
 
@@ -156,17 +159,6 @@ def consolidated(path: Path) -> dict:
     checkpoint["state_dict"] = shards["state_dict"]
     checkpoint["optimizer_states"] = [_by_index(shards[key]) for _, key in optimizers]
     return checkpoint
-
-
-def one_file(path: Path) -> contextlib.AbstractContextManager:
-    """`path`, or a sharded checkpoint consolidated into one file in memory: for what reads a file itself
-    (`load_from_checkpoint`)."""
-    if not is_sharded(path):
-        return contextlib.nullcontext(path)
-    buffer = io.BytesIO()
-    torch.save(consolidated(path), buffer)
-    buffer.seek(0)
-    return contextlib.closing(buffer)
 
 
 def _by_index(state: dict) -> dict:

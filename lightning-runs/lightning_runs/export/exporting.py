@@ -7,13 +7,15 @@ fixes the batch size), or what the file did at another size. Nothing is written 
 import importlib.util
 import inspect
 import io
+import re
 import warnings
+from pathlib import Path
 
 import torch
 from torch.export import Dim
 
 from lightning_runs.errors import UsageError, first_line
-from lightning_runs.private import lightning_modules_traceable
+from lightning_runs.private import guards_added, lightning_modules_traceable
 
 ONNX_NEEDS = ("onnx", "onnxscript", "onnxruntime")  # the `export` extra
 TOLERANCE = {"atol": 1e-4, "rtol": 1e-4, "equal_nan": True}  # float32 arithmetic reordered by another runtime
@@ -51,12 +53,20 @@ def resized(inputs, size: int):
     return rows + noise.to(rows.dtype)
 
 
-def flat_outputs(output) -> list[torch.Tensor]:
+def named_outputs(output, name: str = "") -> list[tuple[str, torch.Tensor]]:
+    """The tensors forward returns, named as the exported file names them: `output` alone, a dict's keys, `output_i`
+    of a tuple (nested: `key_i`)."""
     if isinstance(output, torch.Tensor):
-        return [output]
+        return [(name or "output", output)]
     if isinstance(output, dict | list | tuple):
-        return [t for value in (output.values() if isinstance(output, dict) else output) for t in flat_outputs(value)]
+        items = output.items() if isinstance(output, dict) else enumerate(output, start=0)
+        named = [(str(key) if isinstance(output, dict) or name else f"output_{key}", value) for key, value in items]
+        return [pair for key, value in named for pair in named_outputs(value, f"{name}_{key}" if name else key)]
     raise UsageError(f"forward returned a {type(output).__name__}: export takes tensors, or tuples or dicts of them")
+
+
+def input_names(args: tuple, kwargs: dict) -> list[str]:
+    return [f"input_{i}" for i in range(len(args))] + list(kwargs)
 
 
 def exported(model: torch.nn.Module, format: str) -> bytes:
@@ -68,8 +78,9 @@ def exported(model: torch.nn.Module, format: str) -> bytes:
     if size < 2:  # from a batch of 1 the exporters take the batch size for a constant
         args, kwargs = resized(args, 2), resized(kwargs, 2)
     name = type(model).__name__
-    first, second = (flat_outputs(_eager(model, args, kwargs)) for _ in range(2))
-    differs = max(((a.float() - b.float()).abs().max().item() for a, b in zip(first, second, strict=True)), default=0)
+    first, second = (named_outputs(_eager(model, args, kwargs)) for _ in range(2))
+    gaps = [(a.float() - b.float()).abs().max().item() for (_, a), (_, b) in zip(first, second, strict=True)]
+    differs = max(gaps, default=0)
     if differs > 0:
         raise UsageError(
             f"{name}'s forward gave outputs {differs:.3g} apart on the same inputs: it samples, and an export of it"
@@ -78,21 +89,32 @@ def exported(model: torch.nn.Module, format: str) -> bytes:
     batch, bound = Dim("batch", min=1), inspect.signature(model.forward).bind(*args, **kwargs).arguments
     dynamic = {key: {0: batch} if isinstance(value, torch.Tensor) else None for key, value in bound.items()}
     try:
-        program = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic)
-        content = _serialized(model, program, args, kwargs, format)
-    except Exception as error:  # the exporter's refusal names the line that fixes the batch size, or what it lacks
-        raise UsageError(f"{name} cannot be exported with a free batch size ({type(error).__name__}: {first_line(error)})") from None
-    for size in (1, size + 3):
-        inputs, named = resized(args, size), resized(kwargs, size)
+        with guards_added() as guards:
+            program = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic)
+        content = _serialized(model, program, args, kwargs, format, [output for output, _ in first])
+    except Exception as error:  # the exporter's refusal, and the line of forward that made the batch size a constant
+        reason = f"{type(error).__name__}: {first_line(error)}"
+        raise UsageError(f"{name} cannot be exported with a free batch size{_pinned(guards)} ({reason})") from None
+    for checked in (1, size + 3):
+        inputs, named = resized(args, checked), resized(kwargs, checked)
         try:
-            actual, expected = flat_outputs(_run(content, format, inputs, named)), flat_outputs(_eager(model, inputs, named))
+            actual = [t for _, t in named_outputs(_run(content, format, inputs, named))]
+            expected = [t for _, t in named_outputs(_eager(model, inputs, named))]
             if len(actual) != len(expected):
                 raise AssertionError(f"{len(actual)} outputs, not {len(expected)}")
             for got, want in zip(actual, expected, strict=True):
                 torch.testing.assert_close(got, want, **TOLERANCE)
         except Exception as error:
-            raise UsageError(f"{name}'s {format} file, run at a batch of {size}: {first_line(error)}") from None
+            reason = first_line(error)  # TorchScript's interpreter says what failed last, after the code that raised it
+            reason = str(error).strip().splitlines()[-1] if "TorchScript interpreter" in reason else reason
+            raise UsageError(f"{name}'s {format} file, run at a batch of {checked}: {reason}") from None
     return content
+
+
+def _pinned(guards: list) -> str:
+    """Where forward made a dynamic size a constant (`Eq(s0, 2)`), as the line that did it."""
+    frame = next((f for guard, f in guards if f is not None and re.fullmatch(r"Eq\(s\d+, \d+\)", guard)), None)
+    return f": `{frame.line}` ({Path(frame.filename).name}:{frame.lineno}) makes it a constant" if frame else ""
 
 
 def _eager(model, args: tuple, kwargs: dict):
@@ -100,14 +122,16 @@ def _eager(model, args: tuple, kwargs: dict):
         with torch.no_grad():
             return model(*args, **kwargs)
     except Exception as error:
-        raise UsageError(f"{type(model).__name__}'s forward failed on its example_input_array ({first_line(error)})") from None
+        raise UsageError(
+            f"{type(model).__name__}'s forward failed on its example_input_array ({first_line(error)})"
+        ) from None
 
 
-def _serialized(model, program, args: tuple, kwargs: dict, format: str) -> bytes:
+def _serialized(model, program, args: tuple, kwargs: dict, format: str, outputs: list[str]) -> bytes:
     buffer = io.BytesIO()  # serialized first: written whole
     if format == "onnx":  # from the program: given the module, torch.onnx would fix the batch size it found fixed
-        names = [f"input_{i}" for i in range(len(args))] + list(kwargs)
-        buffer.write(torch.onnx.export(program, input_names=names, verbose=False).model_proto.SerializeToString())
+        onnx = torch.onnx.export(program, input_names=input_names(args, kwargs), output_names=outputs, verbose=False)
+        buffer.write(onnx.model_proto.SerializeToString())
     elif format == "pt2":
         torch.export.save(program, buffer)
     else:  # traced from the module: a trace of the captured graph would fix the size of every reshape
@@ -121,7 +145,7 @@ def _run(content: bytes, format: str, args: tuple, kwargs: dict):
         import onnxruntime
 
         session = onnxruntime.InferenceSession(content, providers=["CPUExecutionProvider"])
-        feed = {f"input_{i}": a.numpy() for i, a in enumerate(args)} | {k: v.numpy() for k, v in kwargs.items()}
+        feed = dict(zip(input_names(args, kwargs), (t.numpy() for t in [*args, *kwargs.values()]), strict=True))
         return [torch.from_numpy(array) for array in session.run(None, feed)]
     if format == "torchscript":
         with warnings.catch_warnings():  # the check's own load: the user chose the format, warned at the trace

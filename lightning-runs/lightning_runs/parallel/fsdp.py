@@ -3,8 +3,8 @@ LightningModule, on GPUs or on CPUs (gloo).
 
 Lightning's own FSDPStrategy (FSDP1) refuses a CPU; its ModelParallelStrategy runs FSDP2 anywhere but asks the
 module to shard itself in `configure_model`. This one does it for a module that does not: each block of each of its
-networks (speed/compile.py: networks), then the network, over every process (data parallel, no tensor parallelism). A module
-with its own `configure_model` shards itself, as Lightning documents.
+networks (speed/compile.py: networks), then the network, over every process (data parallel, no tensor parallelism).
+A module with its own `configure_model` shards itself, as Lightning documents.
 
 Checkpoints are one file, the full state gathered on rank zero (`save_distributed_checkpoint=False`), or with
 `save_distributed_checkpoint: true` a folder of the same name (`checkpoints/last.ckpt/`), one shard per process and
@@ -28,8 +28,8 @@ from torch.distributed.tensor import DTensor
 
 from lightning_runs.checkpoints.checkpoint_io import refuse_non_finite
 from lightning_runs.checkpoints.sharded import save_sharded
-from lightning_runs.speed.compile import networks
 from lightning_runs.errors import Diverged, UsageError
+from lightning_runs.speed.compile import networks
 
 
 class FSDP(ModelParallelStrategy):
@@ -125,4 +125,7 @@ def _shard_networks(module) -> None:
         for block in network.children():  # one all-gather a block: only one block's full weights at a time
             if next(block.parameters(), None) is not None:
                 fully_shard(block, mesh=mesh)
-        fully_shard(network, mesh=mesh)
+        # Resharded after every forward, as the blocks are: a root left unsharded after an evaluation's forward (no
+        # backward follows) could not be freed for the next checkpoint's state_dict on a CPU ("Trying to resize
+        # storage that is not resizable", torch 2.14): a network that is one Linear crashed at its first save.
+        fully_shard(network, mesh=mesh, reshard_after_forward=True)

@@ -20,7 +20,7 @@ from lightning_runs.pictures.writers import picture_writers
 
 
 class Figures(Callback):
-    """`every_n_epochs`: a fit's figures every N epochs and at its last (validate and test: always); 0 turns them off."""
+    """`every_n_epochs`: a fit's figures every N epochs and at its last (validate, test: always); 0 turns them off."""
 
     # Every 20 epochs: about 0.2 s a time (two matplotlib figures), under 3% of the template's 50-epoch fit.
     def __init__(self, every_n_epochs: NonNegativeInt = 20) -> None:

@@ -24,7 +24,9 @@ class Histograms(Callback):
     def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
         # Kept here, the epoch's last step's: Lightning frees the gradients before validation.
         if self.gradients and self.every_n_epochs and trainer.is_last_batch:
-            self._gradients = {n: p.grad.detach().clone() for n, p in pl_module.named_parameters() if p.grad is not None}
+            self._gradients = {
+                n: p.grad.detach().clone() for n, p in pl_module.named_parameters() if p.grad is not None
+            }
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         epoch = trainer.current_epoch

@@ -1,5 +1,5 @@
-"""Pictures for whichever logger a run has, in the form it shows them: TensorBoard's Images and Histograms tabs, MLflow's
-images with a step (no histograms), W&B images and histograms in the run's history. Rank zero only."""
+"""Pictures for whichever logger a run has, in the form it shows them: TensorBoard's Images and Histograms tabs,
+MLflow's images with a step (no histograms), W&B images and histograms in the run's history. Rank zero only."""
 
 import numpy as np
 import torch

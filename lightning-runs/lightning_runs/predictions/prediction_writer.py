@@ -12,6 +12,7 @@ beside an earlier predictions.csv), once every row is known.
 
 import csv
 import io
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -23,10 +24,12 @@ from lightning.pytorch.utilities.data import extract_batch_size
 from lightning_runs.atomic import write_atomically
 from lightning_runs.console import say
 from lightning_runs.distributed import gather_rows
-from lightning_runs.errors import UsageError
+from lightning_runs.errors import Stopped, Terminated, UsageError
+from lightning_runs.faults.checkpoint_on_signal import sigterm_held
 from lightning_runs.run_folders import run_folder
 
 MAX_COLUMNS = 16  # a CSV row stays readable; more values a sample are data for a program: exact in .npy/.npz
+SIBLINGS = (".csv", ".npy", ".npz")
 
 
 class PredictionWriter(BasePredictionWriter):
@@ -61,11 +64,13 @@ class PredictionWriter(BasePredictionWriter):
         self._batches.append({name: _writable(t.detach()).cpu() for name, t in named.items()})
 
     def on_predict_epoch_end(self, trainer, pl_module) -> None:
-        refused = torch.tensor([[float(self._refused is not None)]], device=pl_module.device)
-        if torch.cat(gather_rows(refused)).any():
-            raise self._refused or UsageError("predict_step's outputs were refused on another rank (its line above)")
+        refused = torch.cat(gather_rows(torch.tensor([[float(self._refused is not None)]], device=pl_module.device)))
+        if refused.any():  # every rank raises the first refusing rank's line, which rank zero says
+            raise UsageError(trainer.strategy.broadcast(str(self._refused), src=int(refused.flatten().nonzero()[0])))
         if len(trainer.num_predict_batches) > 1:
-            raise UsageError("PredictionWriter writes the predictions of one DataLoader; predict_dataloader gave several")
+            raise UsageError(
+                "PredictionWriter writes the predictions of one DataLoader; predict_dataloader gave several"
+            )
         outputs = {name: _in_input_order(torch.cat([b[name] for b in self._batches]), pl_module.device)
                    for name in (self._batches[0] if self._batches else {})}  # fmt: skip
         if not trainer.is_global_zero or not outputs:
@@ -74,22 +79,29 @@ class PredictionWriter(BasePredictionWriter):
         folder = run_folder(trainer) or Path(trainer.default_root_dir)
         suffix = ".npy" if list(arrays) == [""] else ".npz"
         stem, n = Path(self.filename).stem, 0
-        while (folder / f"{stem}.csv").exists() or (folder / f"{stem}{suffix}").exists():
+        while any((folder / f"{stem}{s}").exists() for s in SIBLINGS):  # no pair of an earlier predict, nor half of one
             n, stem = n + 1, f"{Path(self.filename).stem}-{n + 1}"
         written = [folder / f"{stem}.csv"] + ([folder / f"{stem}{suffix}"] if arrays else [])
-        if arrays:
-            save = (lambda f: np.save(f, arrays[""])) if suffix == ".npy" else (lambda f: np.savez(f, **arrays))
-            write_atomically(written[1], save)
         text = io.StringIO(newline="")
         rows = len(next(iter(outputs.values())))
         csv.writer(text).writerows([["index", *columns], *zip(range(rows), *columns.values(), strict=True)])
-        write_atomically(written[0], text.getvalue())
-        self._said = f"Wrote {rows} predictions to {' and '.join(map(str, written))}"
+        try:
+            with sigterm_held():  # both files or neither, and said once written, even where a SIGTERM comes meanwhile
+                if arrays:
+                    save = (lambda f: np.save(f, arrays[""])) if suffix == ".npy" else (lambda f: np.savez(f, **arrays))
+                    write_atomically(written[1], save)
+                write_atomically(written[0], text.getvalue())
+                self._said = f"Wrote {rows} predictions to {' and '.join(map(str, written))}"
+        except Terminated:  # a stop once its output is whole: kept, as a fit's checkpoint is
+            raise Stopped(signal.SIGTERM, "stopped by SIGTERM once the predictions were written") from None
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
         if getattr(self, "_said", None):  # after the progress bar has closed its line
             say(self._said)
             self._said = None
+
+    def on_exception(self, trainer, pl_module, exception) -> None:
+        self.teardown(trainer, pl_module, "predict")  # a stop after the files were written still says so
 
 
 def _named(output) -> dict[str, torch.Tensor]:

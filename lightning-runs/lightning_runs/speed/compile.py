@@ -46,6 +46,11 @@ class Compile(Callback):
         self.compiled: list[str] = []
 
     def setup(self, trainer, pl_module, stage: str) -> None:
+        if self.enabled and not networks(pl_module):  # before the sanity check: nothing has run
+            raise UsageError(
+                f"Compile: {type(pl_module).__name__} has no submodule with parameters to compile; put its network in"
+                " a submodule, or leave compiling off"
+            )
         if stage != "fit":
             self._compile(pl_module)
 
@@ -58,11 +63,6 @@ class Compile(Callback):
         if not self.enabled or self.compiled:
             return
         found = networks(pl_module)
-        if not found:
-            raise UsageError(
-                f"Compile: {type(pl_module).__name__} has no submodule with parameters to compile; put its network in"
-                " a submodule, or leave compiling off"
-            )
         for _, network in found:
             network.compile(mode=self.mode, fullgraph=self.fullgraph, dynamic=self.dynamic)
         self.compiled = [name for name, _ in found]
