@@ -65,3 +65,15 @@ def test_a_crash_keeps_every_scalar_logged_before_it():
     run_dir = Path("runs/tiny/version_0")
     assert [step for step, _ in scalars(run_dir, "train/loss")] == list(range(10))
     assert [step for step, _ in scalars(run_dir, "lr-Adam")] == list(range(10))
+
+
+def test_a_refused_predict_of_a_runs_checkpoint_adds_nothing_to_the_run(capsys):
+    from tiny_runs import refusal, snapshot
+
+    # A predict_step of twice the rows, refused once the first batch is predicted: after the run's config and
+    # events file for the predict were written.
+    run("fit", "--trainer.max_epochs=1", "--model=test_predictions.Twice")
+    before = snapshot()
+    line = refusal(capsys, lambda: run("predict", "--ckpt_path=runs/tiny/version_0/checkpoints/best.ckpt"))
+    assert "return one row per input" in line
+    assert snapshot() == before  # no config.predict.yaml, events file or summary change left behind

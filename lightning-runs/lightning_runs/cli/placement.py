@@ -38,12 +38,14 @@ FOLDER_LOGGERS = (TensorBoardLogger, CSVLogger, RunFolder)
 @dataclass
 class Claim:
     """The run folder a command writes into, locked for it; `created`: made by this command, which removes it again
-    where the command is refused before saving any checkpoint."""
+    where the command is refused before saving any checkpoint; `before`: an existing run's files as the command
+    found them, and a refused command removes what it added (a config.predict.yaml, an events file)."""
 
     folder: Path
     lock: int
     created: bool
     kept: Path  # the nearest folder above it that existed before: the empty ones between are this command's
+    before: set[Path]
 
 
 def logger_args(config):
@@ -155,7 +157,8 @@ def claim(subcommand: str, config) -> Claim | None:
                 f" {folder / CHECKPOINTS / 'last.ckpt'}, or drop --trainer.logger.init_args.version for a new folder"
             )
         folder.mkdir(parents=True, exist_ok=True)
-    return Claim(folder, lock_run(folder), created, kept)
+    before = set() if created else set(folder.rglob("*"))
+    return Claim(folder, lock_run(folder), created, kept, before)
 
 
 def release(claim: Claim | None, refused: bool) -> None:
@@ -166,6 +169,12 @@ def release(claim: Claim | None, refused: bool) -> None:
     os.close(claim.lock)
     if claim.created and refused and not any(claim.folder.rglob("*.ckpt")):
         shutil.rmtree(claim.folder, ignore_errors=True)
+    if not claim.created and refused:  # deepest first: a folder it added goes once emptied; a checkpoint never
+        added = set(claim.folder.rglob("*")) - claim.before
+        for path in sorted(added, key=lambda p: len(p.parts), reverse=True):
+            if not any(part.endswith(".ckpt") for part in path.relative_to(claim.folder).parts):
+                with contextlib.suppress(OSError):
+                    path.rmdir() if path.is_dir() else path.unlink()
     folder = claim.folder.absolute()
     while claim.created and folder != claim.kept and folder.is_relative_to(claim.kept):
         try:
