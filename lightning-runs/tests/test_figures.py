@@ -164,3 +164,8 @@ def test_a_gans_forward_is_never_called_by_the_library_through_fit_validate_and_
         evaluated = run(subcommand, f"--model={HERE}.GAN")
         assert evaluated.model.calls == evaluated.model.own > 0, subcommand
         assert list(images(f"runs/tiny/version_{version}")) == [f"{subcommand.replace('validate', 'val')}/samples"]
+    # From its checkpoint alone: the run's config builds it, though the tiny CLI's links wrote num_classes and
+    # input_shape, which it does not take, into the checkpoint's hyperparameters.
+    for subcommand in ("validate", "test"):
+        evaluated = run(subcommand, "--ckpt_path=runs/tiny/version_0/checkpoints/last.ckpt")
+        assert type(evaluated.model).__name__ == "GAN" and evaluated.model.calls == evaluated.model.own > 0

@@ -8,6 +8,7 @@ DataModule chosen by class path (`--model my.Module`, `--data my.Data`), and pla
 `add_arguments_to_parser`, as LightningCLI's documentation does.
 """
 
+import copy
 import os
 import sys
 from collections.abc import Sequence
@@ -139,6 +140,10 @@ class RunsCLI(LightningCLI):
         print_config_if_requested(parser, self.config)
         subcommand = self.config.get("subcommand")
         config = self.config[subcommand]
+        # An evaluated run's model is its config.yaml's: Lightning then merges the checkpoint's hyperparameters in,
+        # and those hold what a link wrote for a class that does not take it (a GAN given num_classes), as extra
+        # keyword arguments; before_instantiate_classes puts the run's back.
+        self.run_model = copy.deepcopy(config.model) if self.evaluated_run else None
         with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
             self.claim = placement.claim(subcommand, config)
 
@@ -157,6 +162,7 @@ class RunsCLI(LightningCLI):
             self.config = parser.parse_args(self.args)
         set_quiet(self.config[subcommand].quiet)
         run = self._place(subcommand)
+        self.evaluated_run = run if subcommand != "fit" else None
         if run is not None and subcommand != "fit":  # the run's own config is the evaluation's first
             at = self.args.index(subcommand) + 1
             self.config = parser.parse_args([*self.args[:at], "--config", str(run / "config.yaml"), *self.args[at:]])
@@ -173,6 +179,10 @@ class RunsCLI(LightningCLI):
         current = yaml.safe_load(subcommand_parser(self.parser, subcommand).dump(config, skip_none=False))
         placement.resume(config, path, current)
         return None
+
+    def before_instantiate_classes(self) -> None:
+        if self.run_model is not None:
+            self.config[self.subcommand].model = self.run_model
 
     def instantiate_classes(self) -> None:
         try:
