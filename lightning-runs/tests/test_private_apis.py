@@ -314,3 +314,23 @@ def test_a_sharded_checkpoints_unsharded_part_is_named_as_lightning_names_it():
     from lightning_runs.checkpoints.sharded import METADATA
 
     assert METADATA == _METADATA_FILENAME  # Lightning's ModelParallelStrategy.load_checkpoint reads this file
+
+
+def test_torch_export_logs_each_guard_it_adds_with_the_line_that_added_it():
+    """export/exporting.py names the line of a forward that pins the batch (`n = len(x)`): torch says which guard it
+    added, and where, only in symbolic_shapes' "[guard added]" INFO record."""
+    from lightning_runs.private import guards_added
+
+    class PinsTheBatch(torch.nn.Module):
+        def forward(self, x):
+            n = len(x)  # a Python int of the batch: export makes it a constant
+            return x.reshape(n, -1)
+
+    batch = torch.export.Dim("batch", min=2)
+    with guards_added() as guards:
+        try:
+            torch.export.export(PinsTheBatch(), (torch.zeros(3, 4),), dynamic_shapes=({0: batch},))
+        except Exception:  # the pin is refused by export itself; the guard is logged before
+            pass
+    lines = [frame.line for _, frame in guards if frame is not None]
+    assert any("len(x)" in (line or "") for line in lines), guards
