@@ -1,6 +1,6 @@
 # `make help` lists the targets. `make train` and `make test` install what they need first.
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 PY := $(VENV)/bin/python
 CONFIG ?= configs/digits.yaml
 SWEEP ?= sweeps/digits.yaml
@@ -9,29 +9,53 @@ ARGS ?=
 # One pytest worker per core, each file on one worker (its module fixtures run once), one torch thread each.
 PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile
 
-# The template's own targets (its library's install, benchmarks, new-project); a copy has no template.mk.
+# The environment is uv.lock's, installed by uv (docs/development.md, Dependencies): the project and the library
+# editable and the `dev` group (every extra among it), which uv syncs by default, as `uv run` does. uv is the one on
+# PATH, else one that make installs into .uv/ with pip: a venv of its own works where `pip install --user` is refused
+# (PEP 668) and needs no change to PATH. Its version range is pyproject.toml's required-version, written once.
+UV_BOOTSTRAP := $(CURDIR)/.uv/bin/uv
+UV ?= $(or $(shell command -v uv),$(UV_BOOTSTRAP))
+UV_VERSION = $(shell sed -n 's/^required-version = "\([^"]*\)".*/\1/p' pyproject.toml)
+# What the targets that run uv wait for: nothing where uv was found.
+UV_NEEDED := $(filter $(UV_BOOTSTRAP),$(UV))
+# Exported: the scripts a make target runs (new-project, update-template, the tests' copies) use this uv too. uv
+# syncs the venv VENV names, so another Python gets a venv of its own: make test VENV=.venv-3.13 UV_PYTHON=3.13
+export UV
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+
+# The template's own targets (benchmarks, new-project); a copy has no template.mk.
 -include template.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install train evaluate-seeds test test-slow test-all lint format tensorboard runs clean sweep export schema completion
+.PHONY: help install lock upgrade train evaluate-seeds test test-slow test-all lint format tensorboard runs clean sweep export schema completion
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 	@echo "More GPUs or machines, FSDP, torch.compile, sweep workers: docs/scaling.md"
 
-# The project, editable, with its dev tools; pip takes the machinery (lightning-runs) from where pyproject.toml's
-# dependency says: in a copy, the template's git repository at the commit the copy is on (docs/updating.md). pip
-# keeps an installed lightning-runs of the same version when that commit moves (make update-template), so a copy
-# then reinstalls the library alone, at the pinned commit, whenever pyproject.toml changes.
-LIBRARY_PIN = $(shell sed -n 's/^ *"\(lightning-runs @ [^"]*\)".*/\1/p' pyproject.toml)
-$(VENV)/.installed: pyproject.toml $(LIBRARY_PYPROJECT)
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet $(LIBRARY) -e ".[dev]"
-	$(if $(LIBRARY_PIN),$(PY) -m pip install --quiet --force-reinstall --no-deps "$(LIBRARY_PIN)")
-	touch $@
+$(UV_BOOTSTRAP):
+	$(PYTHON) -m venv $(dir $(@D))
+	$(dir $@)python -m pip install --quiet "uv$(UV_VERSION)"
 
-install: $(VENV)/.installed ## create .venv and install the project, its dev tools and the library it runs on
+# A pyproject.toml changed since uv.lock was written is refused in one line (uv's own takes three and names uv).
+# Offline: a lock that matches is known so at once; one that does not sends uv resolving, which ends in one of these
+# two messages whether or not its cache holds the index it would need.
+LOCK_STALE = error: pyproject.toml changed since uv.lock was written: run make lock, then commit uv.lock
+define CHECK_LOCK
+said=$$($(UV) lock --check --offline 2>&1) || { case "$$said" in *"needs to be updated"*|*"No solution found"*) \
+	echo "$(LOCK_STALE)";; *) echo "$$said";; esac >&2; exit 2; }
+endef
+
+install: $(UV_NEEDED) ## create .venv and install exactly what uv.lock pins (uv sync --locked)
+	@$(CHECK_LOCK)
+	$(UV) sync --locked --quiet
+
+lock: $(UV_NEEDED) ## write uv.lock anew from pyproject.toml, keeping every pin still allowed
+	$(UV) lock
+
+upgrade: $(UV_NEEDED) ## move every package in uv.lock to its newest allowed release, then install
+	$(UV) lock --upgrade
+	$(UV) sync --locked --quiet
 
 train: install ## fit CONFIG (default configs/digits.yaml), then test its best checkpoint; extra flags in ARGS
 	$(PY) -m project fit --config $(CONFIG) --test_best true $(ARGS)
@@ -53,7 +77,8 @@ completion: install ## write .venv/completion.bash: `source` it, then the packag
 	$(PY) -m project completion --output $(VENV)/completion.bash
 
 # The update is the template's own: its newest scripts/update_template.py, run from a clone of it (a copy holds
-# none of the template's tooling). Only python3 and git, before any install: it works while .venv does not.
+# none of the template's tooling). Only python3, git and uv (to relock where the copy's own dependencies need it),
+# before any install: it works while .venv does not.
 define UPDATE_TEMPLATE
 import json, subprocess, sys, tempfile
 from pathlib import Path
@@ -78,7 +103,7 @@ endef
 export UPDATE_TEMPLATE
 
 .PHONY: update-template
-update-template: ## in a copy: merge in the template's changes since it was made (docs/updating.md); TEMPLATE=path/URL
+update-template: $(UV_NEEDED) ## in a copy: merge in the template's changes since it was made (docs/updating.md); TEMPLATE=path/URL
 	@$(PYTHON) -c "$$UPDATE_TEMPLATE" $(if $(TEMPLATE),--template "$(TEMPLATE)")
 
 test: install ## the everyday suite: every test not marked slow; CI adds make test-slow

@@ -1,10 +1,6 @@
 # The template's own targets, read by the Makefile beside it; `make new-project` leaves this file out of copies,
-# whose library comes from the template's git repository instead (their pyproject.toml says which version).
+# whose library comes from the template's git repository instead (their pyproject.toml says which commit).
 .PHONY: bench bench-scale bench-sweep gpu-check new-project
-
-# The library in lightning-runs/, editable, in the same pip call as the project: pip takes it from here.
-LIBRARY := -e ./lightning-runs
-LIBRARY_PYPROJECT := lightning-runs/pyproject.toml
 
 new-project: ## copy this template to DEST as package NAME, in a new git repository: DEST=../my-exp NAME=my_exp
 	$(PYTHON) scripts/new_project.py "$(DEST)" "$(NAME)"  # quoted: a DEST with a space is one folder

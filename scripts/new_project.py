@@ -40,15 +40,17 @@ TRAILER = "Template-commit:"
 # What a copy holds (the owner's side: docs/updating.md), as paths or folders of the template. Everything else stays
 # here: the library (lightning-runs/, installed by version instead), benchmarks, the template's docs and its own
 # tests (tests/template/), template.mk (the template's own make targets).
-COPIED = ("pyproject.toml", "Makefile", ".gitignore", ".pre-commit-config.yaml", ".ci/", f"{PACKAGE}/", "configs/",
-          "sweeps/", "notebooks/", "tests/", "scripts/")  # fmt: skip
+COPIED = ("pyproject.toml", "uv.lock", ".python-version", "Makefile", ".gitignore", ".pre-commit-config.yaml", ".ci/",
+          f"{PACKAGE}/", "configs/", "sweeps/", "notebooks/", "tests/", "scripts/")  # fmt: skip
 # The template's own tooling: a copy's `make update-template` runs the template's newest update_template.py.
 LEFT_OUT = ("tests/template/", "scripts/copy-README.md", "scripts/copier_task.py", "scripts/copier_checks.py", "scripts/new_project.py",
             "scripts/update_template.py")  # fmt: skip
 README = "scripts/copy-README.md"  # the copy's README.md, with <name> and <template> filled in
+LOCK = "uv.lock"  # the versions every copy installs: the template's, with the library from its git repository
 LIBRARY = "lightning-runs"  # the library's distribution, and its folder in this repository
-# The library's line in the template's pyproject.toml dependencies; a copy's names the template's commit instead.
-LIBRARY_LINE = re.compile(rf'^(\s*)"{LIBRARY}(?:[<>=!~][^"]*)?",.*$', flags=re.MULTILINE)
+# Where uv takes the library, in the template's pyproject.toml ([tool.uv.sources]): the folder beside; a copy's line
+# names the template's git repository at a commit instead.
+LIBRARY_LINE = re.compile(rf"^{LIBRARY} = \{{ path = .*$", flags=re.MULTILINE)
 
 
 def code_name(package: str) -> re.Pattern[str]:
@@ -155,28 +157,41 @@ def library_location(template: str, commit: str) -> tuple[str, str]:
     return url, f"The library comes from {remote}, {url}, which has commit {commit[:12]}."
 
 
-def library_requirement(template: str, commit: str) -> str:
-    """The library as pip installs it from the template's git repository, at `commit`: a path or any git URL."""
+def library_url(template: str, commit: str) -> str:
+    """The template's git repository as uv fetches it, a URL (never a bare path): where a copy's library comes from."""
     location = library_location(template, commit)[0]
     if "://" not in location and Path(location).is_absolute():
-        url = f"git+file://{location}"
-    elif re.match(r"^[\w.-]+@[\w.-]+:", location):  # git@host:owner/repo.git, as git writes it
-        url = "git+ssh://" + location.replace(":", "/", 1)
-    else:
-        url = location if location.startswith("git+") else f"git+{location}"
-    return f"{LIBRARY} @ {url}@{commit}#subdirectory={LIBRARY}"
+        return f"file://{location}"
+    if re.match(r"^[\w.-]+@[\w.-]+:", location):  # git@host:owner/repo.git, as git writes it
+        return "ssh://" + location.replace(":", "/", 1)
+    return location.removeprefix("git+")
+
+
+def library_source(template: str, commit: str) -> str:
+    """The copy's [tool.uv.sources] line: the library from the template's git repository at `commit`."""
+    url = library_url(template, commit)
+    return f'{LIBRARY} = {{ git = "{url}", subdirectory = "{LIBRARY}", rev = "{commit}" }}'
 
 
 def for_copy(relative: Path, text: str, template: str, commit: str) -> str:
-    """A copy's pyproject.toml: the library from the template at `commit`, and the copy's own tests only."""
+    """A copy's pyproject.toml: the library from the template at `commit`, and the copy's own tests only. Its uv.lock:
+    the template's pins, the library's source moved the same way (rename() then names the copy's own package). uv
+    accepts it as its own (`uv lock --check`); writing it needs neither uv nor the index `uv lock` would ask."""
+    if relative == Path(LOCK):
+        url, folder = (
+            f"{library_url(template, commit)}?subdirectory={LIBRARY}&rev={commit}",
+            f'editable = "{LIBRARY}" }}',
+        )
+        if text.count(f"source = {{ {folder}") != 1:
+            raise ValueError(f"{LOCK} has no package {LIBRARY} from its folder, for the copy to pin")
+        text = text.replace(f"source = {{ {folder}", f'source = {{ git = "{url}#{commit}" }}')  # the library itself
+        return text.replace(folder, f'git = "{url}" }}')  # and where the project's requirements name it
     if relative != Path("pyproject.toml"):
         return text
-    requirement = library_requirement(template, commit)
-    text, found = LIBRARY_LINE.subn(
-        lambda line: f'{line[1]}"{requirement}",  # the template\'s library: make update-template moves it', text
-    )
+    source = library_source(template, commit)
+    text, found = LIBRARY_LINE.subn(lambda _: f"{source}  # the template's: make update-template moves it", text)
     if found != 1:
-        raise ValueError(f'pyproject.toml has no dependency line "{LIBRARY}>=...", for the copy to pin')
+        raise ValueError(f"pyproject.toml has no line {LIBRARY} = {{ path = ... }} in [tool.uv.sources], to pin")
     return re.sub(r"^testpaths = .*$", 'testpaths = ["tests"]', text, flags=re.MULTILINE)
 
 

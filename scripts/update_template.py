@@ -8,7 +8,8 @@ scripts/new_project.py (so a template that changes what a copy holds changes it 
 the template's side, on top of the copy's last commit of the template (the one whose message ends
 `Template-commit: <the recorded commit>`); then `git merge` of that commit is git's three-way merge: your edits
 stay, the template's arrive, conflicts stop with markers. The library is not merged: the copy's pyproject.toml
-names it at the template's new commit, and the next `make` reinstalls it. Only the standard library and git.
+names it at the template's new commit, its uv.lock is the template's relocked for the copy (uv lock, again after the
+merge where the copy's own dependencies need it), and the next `make` installs it. The standard library, git and uv.
 
 It works on the git repository of the current directory, so a copy made before its Makefile cloned the template
 runs the template's script itself: `python3 <template>/scripts/update_template.py` (docs/updating.md).
@@ -18,12 +19,13 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from new_project import RECORD, TRAILER
+from new_project import LOCK, RECORD, TRAILER
 
 COPY = Path.cwd()  # make update-template runs here in the copy's top folder; read_copy() checks that it is one
 
@@ -82,16 +84,33 @@ def update(template: str | None = None, cloned: Path | None = None) -> str:
                 "updated to: its history was rewritten, or it is another repository"
             )
         base = last_template_commit(old)
-        theirs = commit_template(clone, Path(tmp), {**record, "template": template, "commit": new}, base)
-    said = merge(theirs, f"Update from the template at {template}: {old[:12]}..{new[:12]}")
-    library = library_line()
-    return said + (f"\nThe library is now {library}: the next make command installs it." if library else "")
+        theirs, unlocked = commit_template(clone, Path(tmp), {**record, "template": template, "commit": new}, base)
+    said = merge(theirs, f"Update from the template at {template}: {old[:12]}..{new[:12]}") + settle_lock(unlocked)
+    library = library_commit()
+    return said + (f"\nThe library is now the template's {library[:12]}: the next make installs it." if library else "")
 
 
-def library_line() -> str | None:
-    """The library's requirement in the copy's pyproject.toml, if the merge changed it."""
+def library_commit() -> str | None:
+    """The library's commit in the copy's pyproject.toml ([tool.uv.sources]), if the merge moved it."""
     changed = git("diff", "HEAD^1", "HEAD", "--", "pyproject.toml").splitlines()
-    return next((line.split('"')[1] for line in changed if line.startswith("+") and '"lightning-runs @' in line), None)
+    added = (line for line in changed if line.startswith("+lightning-runs = {") and ' rev = "' in line)
+    return next((line.split(' rev = "')[1].split('"')[0] for line in added), None)
+
+
+def settle_lock(unlocked: str | None) -> str:
+    """The merged uv.lock, relocked where the copy's own dependencies (its pyproject.toml, its lock) need it and
+    folded into the update's commit; what to tell the user. Without uv, the copy's make install says what is due."""
+    uv = os.environ.get("UV") or shutil.which("uv")  # the Makefile exports the uv it installed
+    if unlocked or uv is None or not (COPY / LOCK).is_file():
+        return f"\n{unlocked}" if unlocked else ""
+    if subprocess.run([uv, "lock", "--check", "--quiet"], cwd=COPY, capture_output=True).returncode == 0:
+        return ""
+    relocked = subprocess.run([uv, "lock", "--quiet"], cwd=COPY, capture_output=True, text=True)
+    if relocked.returncode != 0:
+        said = (relocked.stderr.strip().splitlines() or ["uv lock failed"])[0]
+        return f"\n{LOCK} does not match the merged pyproject.toml ({said}): run `make lock`, then commit {LOCK}"
+    git("commit", "--quiet", "--amend", "--no-edit", "--", LOCK)
+    return f"\n{LOCK} relocked for this copy's own dependencies beside the template's pins (uv lock, same commit)."
 
 
 def read_copy() -> dict[str, str]:
@@ -130,12 +149,12 @@ def rules(clone: Path):
     return module
 
 
-def commit_template(clone: Path, tmp: Path, record: dict[str, str], parent: str) -> str:
+def commit_template(clone: Path, tmp: Path, record: dict[str, str], parent: str) -> tuple[str, str | None]:
     """The template's HEAD rendered as the copy has it, committed on top of `parent` without touching the copy's
-    files or branch: the template's side of the merge."""
+    files or branch: the template's side of the merge, and render's line on its lock (None: relocked)."""
     rendered, new_project = tmp / "rendered", rules(clone)
     package, template, commit = record["template_package"], record["template"], record["commit"]
-    new_project.render(clone, rendered, record["package"], package, template, commit)
+    unlocked = new_project.render(clone, rendered, record["package"], package, template, commit)
     new_project.write_record(rendered, template, commit, package, record["package"])
     # A separate index and work tree: the copy's own index, files and ignore rules stay out of it.
     git_dir = git("rev-parse", "--absolute-git-dir")
@@ -143,7 +162,7 @@ def commit_template(clone: Path, tmp: Path, record: dict[str, str], parent: str)
     git(f"--git-dir={git_dir}", f"--work-tree={rendered}", "add", "--all", "--force", cwd=rendered, env=env)
     tree = git(f"--git-dir={git_dir}", "write-tree", cwd=rendered, env=env)
     message = ["-m", f"The template at {record['commit'][:12]}", "-m", f"{TRAILER} {record['commit']}"]
-    return git("commit-tree", tree, "-p", parent, *message)
+    return git("commit-tree", tree, "-p", parent, *message), unlocked
 
 
 def merge(theirs: str, message: str) -> str:
@@ -154,6 +173,9 @@ def merge(theirs: str, message: str) -> str:
             said = " ".join(line.strip() for line in (merged.stderr or merged.stdout).splitlines())
             raise ValueError(f"git merge did not start, nothing changed: {said}")
         kept = keep_what_only_the_template_deleted()
+        if LOCK in git("diff", "--name-only", "--diff-filter=U").splitlines():  # machine-written: never hand-merged
+            git("checkout", "--theirs", "--", LOCK)  # the template's pins; settle_lock adds the copy's own back
+            git("add", "--", LOCK)
         unmerged = git("diff", "--name-only", "--diff-filter=U").splitlines()
         if unmerged:
             raise Conflict(unmerged)

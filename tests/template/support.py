@@ -195,3 +195,7 @@ def template_repository(dest: Path, history: bool = False) -> Path:
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 GIT_ENV |= {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER") for what, value in
             (("NAME", "Test"), ("EMAIL", "t@example.com"))}  # fmt: skip
+# The copies' make uses the template's uv (the Makefile exports it; else the one on PATH or in .uv/), offline: the
+# template's own install filled uv's cache with every release the lock pins, so a copy installs from there.
+UV = os.environ.get("UV") or shutil.which("uv") or str(ROOT / ".uv/bin/uv")
+GIT_ENV |= {"UV": UV, "UV_OFFLINE": "1"}

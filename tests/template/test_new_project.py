@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from new_project import CODE_NAME, PACKAGE, RECORD, TRAILER, check_name, head_commit, rename
-from support import GIT_ENV, template_repository
+from new_project import CODE_NAME, LIBRARY, PACKAGE, RECORD, TRAILER, check_name, head_commit, rename
+from support import GIT_ENV, UV, template_repository
 
 NAME = f"{PACKAGE}_copy"  # the template itself is `project`; a copy of a copy works the same way
 # The design's top level of a copy (README.md is its own, written from scripts/copy-README.md).
-TOP_LEVEL = {".ci", ".gitignore", ".pre-commit-config.yaml", ".template.json", "Makefile", "README.md", "configs",
-             "notebooks", "pyproject.toml", "scripts", "sweeps", "tests", NAME}  # fmt: skip
+TOP_LEVEL = {".ci", ".gitignore", ".pre-commit-config.yaml", ".python-version", ".template.json", "Makefile",
+             "README.md", "configs", "notebooks", "pyproject.toml", "scripts", "sweeps", "tests", "uv.lock",
+             NAME}  # fmt: skip
 SCRATCH = ["my_run.yaml", "configs/mine.yaml", "my_digits.npy"]  # a user's files, never committed in the template
 
 
@@ -151,11 +152,42 @@ def test_the_copys_files_send_their_reader_to_the_templates_docs_which_the_copy_
     assert "updating.md" in mentioned and all((template / "docs" / name).is_file() for name in mentioned)
 
 
+def library_source(url: str, commit: str) -> str:
+    """The copy's [tool.uv.sources] line for the library."""
+    return f'{LIBRARY} = {{ git = "{url}", subdirectory = "{LIBRARY}", rev = "{commit}" }}'
+
+
 def test_the_copy_depends_on_the_library_at_the_templates_commit_and_runs_only_its_own_tests(made, template):
     pyproject = (made[0] / "pyproject.toml").read_text()
-    url = f"git+file://{template}@{head_commit(template)}#subdirectory=lightning-runs"
-    assert f'"lightning-runs @ {url}",' in pyproject
+    assert library_source(f"file://{template}", head_commit(template)) in pyproject
     assert f'name = "{NAME}"' in pyproject and 'testpaths = ["tests"]' in pyproject
+
+
+def test_the_copys_lock_holds_the_templates_pins_and_uv_takes_it_as_it_is(made, template):
+    """The copy's uv.lock is written without uv or the network; `uv lock --check` (what make install runs first)
+    accepts it offline, and it pins every release the template's does."""
+    lock, theirs = (made[0] / "uv.lock").read_text(), (template / "uv.lock").read_text()
+    git_source = f"file://{template}?subdirectory={LIBRARY}&rev={head_commit(template)}#{head_commit(template)}"
+    assert f'source = {{ git = "{git_source}" }}' in lock and 'editable = "lightning-runs"' not in lock
+    assert "/opt/" not in lock and "file:///" not in theirs, "the template's lock names PyPI alone"
+    pins = re.compile(r'^name = "(.*)"\nversion = "(.*)"\nsource = \{ registry = "https://pypi.org/simple" \}$', re.M)
+    assert pins.findall(lock) == pins.findall(theirs) and len(pins.findall(lock)) > 100
+    checked = subprocess.run([UV, "lock", "--check", "--offline"], cwd=made[0], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_a_pyproject_changed_without_relocking_is_refused_in_one_line(template, tmp_path):
+    copy = tmp_path / "stale"
+    new_project(template, copy)
+    pyproject = copy / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('"torch>=2.6",', '"torch>=2.6",\n    "rich>=13",'))
+    refused = subprocess.run(["make", "--no-print-directory", "install"], cwd=copy, env=GIT_ENV, capture_output=True,
+                             text=True)  # fmt: skip
+    said = [line for line in refused.stderr.splitlines() if not re.match(r"make(\[\d+\])?: \*\*\* ", line)]
+    assert refused.returncode == 2 and said == [
+        "error: pyproject.toml changed since uv.lock was written: run make lock, then commit uv.lock"
+    ], refused.stderr
+    assert not (copy / ".venv").exists()
 
 
 def test_a_copy_of_a_clone_pins_the_remote_that_has_the_commit_and_the_local_clone_otherwise(template, tmp_path):
@@ -164,7 +196,7 @@ def test_a_copy_of_a_clone_pins_the_remote_that_has_the_commit_and_the_local_clo
     subprocess.run(["git", "clone", "--quiet", str(template), str(clone)], env=GIT_ENV, check=True)
     said = new_project(clone, tmp_path / "pushed")
     pyproject = (tmp_path / "pushed/pyproject.toml").read_text()
-    assert f'"lightning-runs @ git+file://{template}@{head_commit(clone)}#subdirectory=lightning-runs"' in pyproject
+    assert library_source(f"file://{template}", head_commit(clone)) in pyproject
     assert f"The library comes from origin, {template}, which has commit {head_commit(clone)[:12]}." in said
 
     (clone / "configs/news.yaml").write_text("# A commit of this clone only.\n")
@@ -172,7 +204,7 @@ def test_a_copy_of_a_clone_pins_the_remote_that_has_the_commit_and_the_local_clo
     subprocess.run(["git", "commit", "--quiet", "-m", "Not pushed"], cwd=clone, env=GIT_ENV, check=True)
     said = new_project(clone, tmp_path / "local")
     pyproject = (tmp_path / "local/pyproject.toml").read_text()
-    assert f'"lightning-runs @ git+file://{clone}@{head_commit(clone)}#subdirectory=lightning-runs"' in pyproject
+    assert library_source(f"file://{clone}", head_commit(clone)) in pyproject
     assert f"The library comes from the local path {clone}: no remote of it has commit" in said
 
 

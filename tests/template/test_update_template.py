@@ -6,7 +6,6 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -79,8 +78,18 @@ def change_both_sides_and_update(copy: Path, template: Path) -> subprocess.Compl
     return make(copy, "update-template")
 
 
-def library_requirement(copy: Path) -> str:
-    return next(line for line in (copy / "pyproject.toml").read_text().splitlines() if '"lightning-runs @' in line)
+def library_source(copy: Path) -> str:
+    """The copy's [tool.uv.sources] line for the library: the template's git repository at a commit."""
+    return next(
+        line for line in (copy / "pyproject.toml").read_text().splitlines() if line.startswith("lightning-runs =")
+    )
+
+
+def locked_commit(copy: Path) -> str:
+    """The library's commit in the copy's uv.lock, which make install installs."""
+    return re.search(
+        r'name = "lightning-runs"\nversion = .*\nsource = \{ git = ".*#(\w+)" \}', (copy / "uv.lock").read_text()
+    )[1]
 
 
 def test_an_update_keeps_the_copys_edit_and_brings_the_templates_fix_and_new_config(copy, template):
@@ -89,8 +98,8 @@ def test_an_update_keeps_the_copys_edit_and_brings_the_templates_fix_and_new_con
     assert "OURS = 1  # the copy's own edit" in (copy / NAME / "networks.py").read_text()
     # The fix arrives as the library's new version: the copy's dependency names the template's new commit.
     assert not (copy / "lightning-runs").exists()
-    assert f"@{head_commit(template)}#subdirectory=lightning-runs" in library_requirement(copy)
-    assert "The library is now lightning-runs @ " in updated.stdout
+    assert f'rev = "{head_commit(template)}"' in library_source(copy) and locked_commit(copy) == head_commit(template)
+    assert f"The library is now the template's {head_commit(template)[:12]}" in updated.stdout
     config = (copy / CONFIG).read_text()
     assert f"{NAME}.networks.MLP" in config and f"python -m {NAME} fit" in config
     assert not CODE_NAME.search(config)
@@ -116,30 +125,10 @@ def test_the_updated_copy_trains_with_the_new_config_and_the_template_package_un
     fit = subprocess.run([sys.executable, "-c", code, *args], cwd=copy, env=environment, capture_output=True, text=True)
     assert fit.returncode == 0, fit.stderr[-3000:]  # so the new config's class path names the copy's package
     assert git(copy, "status", "--porcelain") == ""  # runs/ is ignored
-    # What `make install` then installs, from the requirement the update wrote: the library with the template's fix.
-    requirement = library_requirement(copy).split('"')[1]
-    target = copy.parent / "installed"
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--target"]
-    installed = subprocess.run([*pip, str(target), requirement], env=ENV, capture_output=True, text=True)
-    assert installed.returncode == 0, installed.stderr[-3000:]
-    assert FIX in (target / "lightning_runs/errors.py").read_text()
-
-
-def venv_seeing_these_dependencies(copy: Path) -> Path:
-    """The copy's .venv, made before `make install` would make it, seeing this environment's packages after its own:
-    pip finds torch, Lightning and the dev tools installed (gigabytes, were they installed again) and puts the library
-    and the copy into the copy's .venv. Its python."""
-    subprocess.run([sys.executable, "-m", "venv", str(copy / ".venv")], check=True)
-    python = copy / ".venv/bin/python"
-    own = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    shared = sorted({sysconfig.get_paths()[key] for key in ("purelib", "platlib")})
-    (Path(own) / "these-dependencies.pth").write_text("".join(f"{path}\n" for path in shared))
-    return python
 
 
 def installed_library(python: Path) -> tuple[str, str]:
-    """The version and the commit (pip's direct_url.json) of the lightning-runs that `python` imports."""
+    """The version and the commit (direct_url.json, as uv and pip write it) of the lightning-runs `python` imports."""
     code = (
         "import importlib.metadata as m, json; d = m.distribution('lightning-runs'); "
         "print(d.version, json.loads(d.read_text('direct_url.json'))['vcs_info']['commit_id'])"
@@ -150,9 +139,9 @@ def installed_library(python: Path) -> tuple[str, str]:
 
 @pytest.mark.slow
 def test_make_install_after_an_update_runs_the_librarys_new_commit_though_its_version_is_the_same(copy, template):
-    """pip keeps an installed lightning-runs of the same version when the pinned commit moves (TRAPS.md, round
-    four): the copy's install reinstalls it at the commit its pyproject.toml names."""
-    python = venv_seeing_these_dependencies(copy)
+    """uv installs the commit uv.lock names (pip kept an installed lightning-runs of the same version when the pinned
+    commit moved: TRAPS.md, round four). Offline, from the cache the template's own install filled."""
+    python = copy / ".venv/bin/python"
     own = {key: value for key, value in ENV.items() if key != "PYTHONPATH"}  # the copy's .venv alone decides
     installed = make(copy, "install", env=own)
     assert installed.returncode == 0, installed.stderr[-3000:]
@@ -298,7 +287,7 @@ def test_files_of_the_copys_own_and_files_the_template_did_not_change_are_never_
     assert make(copy, "update-template").returncode == 0
     after = {path: path.read_bytes() for path in copy.rglob("*") if path.is_file() and ".git" not in path.parts}
     changed = {str(path.relative_to(copy)) for path in before if after.get(path) != before[path]}
-    assert changed == {"configs/gpu.yaml", RECORD, "pyproject.toml"}  # the note, the record, the library's version
+    assert changed == {"configs/gpu.yaml", RECORD, "pyproject.toml", "uv.lock"}  # the note, the record, the library
     assert set(after) == set(before)
 
 
@@ -323,7 +312,7 @@ def test_a_copy_made_before_the_library_was_a_dependency_takes_it_with_the_templ
     for gone in ("lightning-runs", "benchmarks", "docs", "tests/template", "template.mk"):
         assert not (old / gone).exists(), gone
     assert (old / "tests/test_workflow.py").is_file()
-    assert f"@{head_commit(template)}#subdirectory=lightning-runs" in library_requirement(old)
+    assert f'rev = "{head_commit(template)}"' in library_source(old) and locked_commit(old) == head_commit(template)
     assert "OURS = 1  # the copy's own edit" in (old / NAME / "networks.py").read_text()
     assert git(old, "status", "--porcelain") == ""
     tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_configs.py"]
