@@ -1,6 +1,6 @@
 """copier.yml's check of the package name: the one `make new-project` makes (new_project.check_name), as a Jinja
 filter copier's validator calls, so that both refuse the same names (keywords, the standard library's and installed
-top-level names, the copy's own folders). Loaded through copier-templates-extensions; --trust runs it."""
+top-level names, the copy's own folders). Loaded through copier-template-extensions; --trust runs it."""
 
 import sys
 from pathlib import Path

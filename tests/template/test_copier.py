@@ -13,7 +13,7 @@ import pytest
 from new_project import head_commit
 from support import GIT_ENV, template_repository
 
-# The venv's (the dev group installs copier and copier-templates-extensions), else COPIER=<its command> or PATH's.
+# The venv's (the dev group installs copier and copier-template-extensions), else COPIER=<its command> or PATH's.
 VENV_COPIER = Path(sys.executable).parent / "copier"
 COPIER = os.environ.get("COPIER") or (str(VENV_COPIER) if VENV_COPIER.exists() else shutil.which("copier"))
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not COPIER, reason="copier is not installed")]
