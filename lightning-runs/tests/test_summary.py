@@ -3,12 +3,13 @@ an evaluation add to it, and a summary.json that is corrupt or not a run's, kept
 
 import errno
 import json
+import math
 import os
 import shutil
 from pathlib import Path
 
 import pytest
-from tiny_runs import run
+from tiny_runs import run, scalars
 
 from lightning_runs.configs import config_hash, differences
 from lightning_runs.run_folders import write_json  # how RunSummary writes summary.json
@@ -99,6 +100,9 @@ def test_a_test_on_the_runs_own_data_updates_its_metrics_and_a_test_on_other_dat
     assert other["metrics"] == own["metrics"], "the other data's test/loss is in its evaluation only"
     assert other["evaluations"][1]["metrics"]["test/loss"] != own["metrics"]["test/loss"]
     assert other["evaluations"][1]["checkpoint"] == "checkpoints/best.ckpt"
+    # TensorBoard's HPARAMS entry: declared (NaN) as the fit started, then the own data's score only.
+    logged = [value for _, value in scalars("runs/tiny/version_0", "hp/test_loss")]
+    assert math.isnan(logged[0]) and logged[1:] == [pytest.approx(own["metrics"]["test/loss"])]
 
 
 @pytest.fixture(scope="module")
