@@ -19,7 +19,7 @@ from jsonargparse.typing import OpenUnitInterval, PositiveInt, restricted_number
 
 
 from lightning_runs.console import say
-from lightning_runs.data import Batch, ShardSampler, TensorBatches, on_device, split_indices
+from lightning_runs.data import Batch, ShardSampler, TensorBatches, fold_indices, on_device, split_indices
 from lightning_runs.errors import UsageError
 from project.augment import random_affine
 from project.files import load_labelled, load_samples
@@ -54,10 +54,16 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         rotation: NonNegativeFinite = 5.0,
         shift: NonNegativeFinite = 0.5,
         predict_path: Path | None = None,
+        # Cross-validation (`python -m project cv --folds K` sets both): validate on fold `fold` of `folds` of the
+        # samples outside the test split, stratified by label; val_fraction is then unused.
+        folds: PositiveInt | None = None,
+        fold: int = 0,
     ) -> None:
         super().__init__()
         if val_fraction + test_fraction >= 1:
             raise ValueError(f"val_fraction + test_fraction must be below 1, got {val_fraction + test_fraction}")
+        if folds is not None and not 0 <= fold < folds > 1:
+            raise ValueError(f"fold {fold} of {folds}: folds must be at least 2, and fold 0 to folds - 1")
         self.save_hyperparameters()
         self.splits: dict[str, Batch] | None = None  # name -> (samples, labels), set in setup()
         self.mean = self.std = None  # train-split statistics, broadcastable to one sample, set in setup()
@@ -89,7 +95,13 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         return KIND_BY_RANK.get(len(self.sample_shape))
 
     def split(self, n: int) -> dict[str, torch.Tensor]:
-        return split_indices(n, self.hparams.val_fraction, self.hparams.test_fraction, self.hparams.seed)
+        seed, folds = self.hparams.seed, self.hparams.folds
+        split = split_indices(n, self.hparams.val_fraction, self.hparams.test_fraction, seed)
+        if folds is None:
+            return split
+        rest = torch.cat([split["val"], split["train"]])  # the same test split as a run without folds
+        train, val = fold_indices(len(rest), folds, self.hparams.fold, seed, labels=self._loaded[1][rest])
+        return {"train": rest[train], "val": rest[val], "test": split["test"]}
 
     def setup(self, stage: str) -> None:
         if stage == "predict" and self.hparams.predict_path is not None:

@@ -7,6 +7,7 @@ import json
 
 # The settings that say what a run trains (flat names, flat() below): a resume must give them as its run did.
 RECIPE = ("model", "data", "seed_everything", "optimizer", "lr_scheduler", "trainer", "early_stopping", "best_checkpoint")
+RECIPE += ("init_from", "freeze")
 # Within them, what changes how a command is shown, observed or where it writes, never what it trains (a callback
 # added to watch a resumed run, a progress bar turned off).
 UNCOMPARED = ("trainer.callbacks", "trainer.logger", "trainer.enable_progress_bar", "trainer.enable_model_summary")

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from lightning.pytorch.callbacks import Callback
 from torch import nn
 
-from lightning_runs.cli import RunsCLI
+from lightning_runs.cli import RunsCLI, set_part_defaults
 from tiny_tasks import TRAINER_DEFAULTS, TinySplits, three_splits
 
 
@@ -67,11 +67,16 @@ class TinyRegressor(L.LightningModule):
 class RegressionCLI(RunsCLI):
     def add_arguments_to_parser(self, parser) -> None:
         super().add_arguments_to_parser(parser)
-        parser.set_defaults({"early_stopping.monitor": "val/loss", "early_stopping.patience": 100})
-        parser.set_defaults({"checkpoint.monitor": "val/loss", "checkpoint.mode": "min"})
+        set_part_defaults(parser, "early_stopping", monitor="val/loss", patience=100)
+        set_part_defaults(parser, "best_checkpoint", monitor="val/loss", mode="min")
 
 
 def regression_cli_main(args: list[str] | None = None, callbacks: Sequence[Callback] = ()) -> RegressionCLI:
     return RegressionCLI(
-        TinyRegressor, TinyRegressionDataModule, trainer_defaults=TRAINER_DEFAULTS, callbacks=callbacks, args=args
+        TinyRegressor,
+        TinyRegressionDataModule,
+        trainer_defaults=TRAINER_DEFAULTS,
+        callbacks=callbacks,
+        args=args,
+        name="tiny_regression",
     )

@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from torchmetrics.classification import MulticlassAccuracy
 
 from lightning_runs.cli import RunsCLI, set_part_defaults
+from lightning_runs.data import fold_indices
 
 
 class TinySplits(L.LightningDataModule):
@@ -55,7 +56,16 @@ class TinyDataModule(TinySplits):
 
     sample_kind = "table"
 
-    def __init__(self, n: int = 256, features: int = 4, num_classes: int = 3, batch_size: int = 32, seed: int = 0):
+    def __init__(
+        self,
+        n: int = 256,
+        features: int = 4,
+        num_classes: int = 3,
+        batch_size: int = 32,
+        seed: int = 0,
+        folds: int | None = None,  # cross-validation: validate on fold `fold` of `folds` of train + val (the cv tool)
+        fold: int = 0,
+    ):
         super().__init__()
         self.save_hyperparameters()
         # Known before setup(): the model is built with them.
@@ -68,6 +78,12 @@ class TinyDataModule(TinySplits):
         points = torch.randn(self.hparams.n, self.hparams.features, generator=generator)
         weights = torch.randn(self.hparams.features, self.hparams.num_classes, generator=generator)
         self.splits = three_splits(points, (points @ weights).argmax(dim=1))
+        if self.hparams.folds is not None:
+            (train, train_labels), (val, val_labels) = self.splits["train"], self.splits["val"]
+            points, labels = torch.cat([train, val]), torch.cat([train_labels, val_labels])
+            k = self.hparams.fold
+            train, val = fold_indices(len(points), self.hparams.folds, k, self.hparams.seed, labels)
+            self.splits |= {"train": (points[train], labels[train]), "val": (points[val], labels[val])}
 
     def predict_dataloader(self) -> DataLoader:
         # The test split's points without their labels, as a user's new samples would come.

@@ -1,8 +1,9 @@
 """Checkpoints: written whole (AtomicCheckpointIO, BackgroundCheckpointIO; a sharded fit's folders: sharded), read back
 as plain data or refused naming the file (read_checkpoint), the callbacks that keep last and best (LastCheckpoint,
-BestCheckpoint) and the RNG states (RandomState)."""
+BestCheckpoint) and the RNG states (RandomState), and a new run's start from another's weights (InitFrom)."""
 
 from lightning_runs.checkpoints.checkpoint_io import AtomicCheckpointIO, BackgroundCheckpointIO, read_checkpoint
+from lightning_runs.checkpoints.init_from import InitFrom
 from lightning_runs.checkpoints.last_checkpoint import BestCheckpoint, LastCheckpoint
 from lightning_runs.checkpoints.random_state import RandomState
 
@@ -10,6 +11,7 @@ __all__ = [
     "AtomicCheckpointIO",
     "BackgroundCheckpointIO",
     "BestCheckpoint",
+    "InitFrom",
     "LastCheckpoint",
     "RandomState",
     "read_checkpoint",

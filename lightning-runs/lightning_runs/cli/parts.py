@@ -60,6 +60,13 @@ def add_parts(parser: LightningArgumentParser) -> None:
         parser.set_defaults({option(cls): None if arguments is None else _default(cls, arguments)})
     parser.add_argument("--name", type=str | None, default=None, help="The run's name: runs/<name>/version_N.")
     parser.add_argument("--quiet", action=ActionYesNo, default=False, help="Only warnings, errors, results: CI logs.")
+    parser.add_argument(
+        "--init_from",
+        type=str | None,
+        default=None,
+        help="fit: a new run from this checkpoint's (or run folder's) weights.",
+    )
+    parser.add_argument("--freeze", type=list[str], default=[], help="fit: parts (submodule names) left untrained.")
     parser.add_argument("--test_best", type=bool, default=False, help="fit: then test the best checkpoint, here.")
 
 

@@ -20,6 +20,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs import TOOLS
+from lightning_runs.checkpoints import InitFrom
 from lightning_runs.cli import placement
 from lightning_runs.cli.help import RunsHelpFormatter
 from lightning_runs.messages import condensed
@@ -61,7 +62,12 @@ class RunsCLI(LightningCLI):
         self.args = list(sys.argv[1:] if args is None else args)
         if program() == PLACEHOLDER:  # a cli_main called without lightning_runs.main (a test, a notebook)
             set_program(model_class.__module__.partition(".")[0])
-        self.added, self.claim, self.tested, self.testing = [*callbacks, *callbacks_from_environment()], None, None, None
+        self.added, self.claim, self.tested, self.testing = (
+            [*callbacks, *callbacks_from_environment()],
+            None,
+            None,
+            None,
+        )
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
         # jsonargparse's own denylist (os, subprocess, eval, ...) enforced: a class_path or callable that a config, a
         # command line or a checkpoint's hyperparameters name never runs a command (only warned by default, 4.53).
@@ -69,7 +75,12 @@ class RunsCLI(LightningCLI):
         parser_kwargs = kwargs.pop("parser_kwargs", {})
         common = {"exit_on_error": False, "allow_abbrev": False, "formatter_class": RunsHelpFormatter}
         tools = ", ".join(f"{program()} {tool}" for tool in TOOLS)
-        parser_kwargs = {**common, "prog": program(), "epilog": f"tools, each with its --help: {tools}", **parser_kwargs}
+        parser_kwargs = {
+            **common,
+            "prog": program(),
+            "epilog": f"tools, each with its --help: {tools}",
+            **parser_kwargs,
+        }
         parser_kwargs |= {name: {**common, **parser_kwargs.get(name, {})} for name in self.subcommands()}
         refused = False
         with library_noise_silenced(), terminated_outside_training():
@@ -140,7 +151,9 @@ class RunsCLI(LightningCLI):
         # default is 0.01, jsonargparse #460).
         chosen = {group: config[group].class_path for group in self.defaults if config.get(group) is not None}
         if any(chosen[group] != self.defaults[group] for group in chosen):
-            subcommand_parser(parser, subcommand).set_defaults({group: {"class_path": path} for group, path in chosen.items()})
+            subcommand_parser(parser, subcommand).set_defaults(
+                {group: {"class_path": path} for group, path in chosen.items()}
+            )
             self.config = parser.parse_args(self.args)
         set_quiet(self.config[subcommand].quiet)
         run = self._place(subcommand)
@@ -170,7 +183,9 @@ class RunsCLI(LightningCLI):
     def instantiate_trainer(self, **kwargs) -> L.Trainer:
         config = self.config_init[self.subcommand]
         parts = [config[key] for key in self._parser(self.subcommand).callback_keys if config.get(key) is not None]
-        callbacks = [*parts, *self.added]
+        callbacks = [*parts, *self.added] + (
+            [InitFrom(config.init_from, config.freeze)] if config.init_from or config.freeze else []
+        )
         if config.quiet:
             kwargs |= {"enable_progress_bar": False, "enable_model_summary": False}
         listed = config.trainer.get("callbacks") or []

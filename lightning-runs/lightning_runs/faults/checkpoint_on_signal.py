@@ -15,9 +15,8 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 
 from lightning_runs.errors import Stopped, Terminated
 from lightning_runs.private import signal_launched_ranks
+from lightning_runs.processes import PYTHON_DEFAULTS
 
-# What a Python program starts with: Ctrl-C raises KeyboardInterrupt, SIGTERM ends the process.
-PYTHON_DEFAULTS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
 
 
 class CheckpointOnSignal(Callback):

@@ -1,0 +1,167 @@
+"""`python -m <package> cv --folds K`: K-fold cross-validation of a recipe (the configs and options `fit` takes).
+
+Each fold is an ordinary `python -m <package> fit` process with `--data.folds K --data.fold k`, a run of its own in
+runs/<name>/cv-<study>/fold_k; the DataModule declares both arguments and validates on fold k of its samples outside
+the test split (the template's stratify by label, lightning_runs.data.fold_indices). The table at the end gives each
+fold's best monitored score (the best checkpoint's), their mean and sample standard deviation, and with `--test` the
+test split's scores of each fold's best checkpoint; runs/<name>/cv-<study>/cv.json keeps it. Running the same command
+again continues: finished folds are kept, a stopped fold resumes from its last checkpoint.
+"""
+
+import contextlib
+import io
+import json
+import os
+import shlex
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+from jsonargparse.typing import PositiveInt
+
+from lightning_runs.console import program, say
+from lightning_runs.errors import Failed, Stopped, UsageError
+from lightning_runs.processes import run_processes, stop_signal
+from lightning_runs.run_folders import read_run_file, write_json
+from lightning_runs.tools.function_cli import function_cli
+
+
+def cv(
+    cli_main: Callable,
+    folds: int,
+    study: str = "cv",
+    configs: tuple[str, ...] = (),
+    args: tuple[str, ...] = (),
+    test: bool = False,
+    workers: PositiveInt = 1,
+    threads: PositiveInt | None = None,
+    launcher: tuple[str, ...] = (),
+) -> dict:
+    """Fit the recipe on each of `folds` folds and give the folds' scores, mean and standard deviation.
+
+    Args:
+        cli_main: the project's CLI; each fold runs it as `python -m <its package> fit`
+        folds: how many folds (at least 2): each validates on one, trains on the others
+        study: this cross-validation's name, its folder runs/<name>/cv-<study>
+        configs: the configs every fold stacks, in this order (none: the CLI's defaults)
+        args: options of `fit` for every fold, such as --model.lr=0.01
+        test: also test each fold's best checkpoint on the test split
+        workers: folds run at once (each a process of its own; its output then goes to fold_k.log)
+        threads: OMP_NUM_THREADS of each fold, so that folds sharing a machine do not oversubscribe its cores
+            (default: this environment's)
+        launcher: the command each fold's `python -m <package> fit ...` is started behind, such as
+            [torchrun, --standalone, --nproc_per_node=2, --no-python] (default: none, one process)
+    """
+    if folds < 2:
+        raise UsageError(f"--folds {folds}: cross-validation takes at least 2 folds")
+    if not study or any(c in study for c in "/\\\0") or study in (".", ".."):
+        raise UsageError(f"--study {study!r}: must be one folder name (no '/', not '..' or empty)")
+    recipe = (*(f"--config={config}" for config in configs), *args)
+    resolved = fit_config(cli_main, recipe)
+    data = resolved.get("data") or {}
+    if not {"folds", "fold"} <= set(data.get("init_args") or {}):
+        raise UsageError(
+            f"--data {data.get('class_path')}: takes no folds and fold arguments; give its __init__ `folds: int | None"
+            " = None, fold: int = 0` and validate on fold `fold` of `folds` (lightning_runs.data.fold_indices), as"
+            " docs/contract.md says"
+        )
+    best = (resolved.get("best_checkpoint") or {}).get("init_args") or {}
+    if not best.get("monitor"):
+        raise UsageError("the folds' best checkpoint monitors no metric (--best_checkpoint.monitor): cv scores by it")
+    save_dir = Path(resolved["trainer"]["logger"]["init_args"]["save_dir"]) / resolved["name"]
+    root = save_dir / f"cv-{study}"
+    runs = [root / f"fold_{k}" for k in range(folds)]
+    commands = {k: _command(k, folds, recipe, study, save_dir, runs[k], test) for k in range(folds)}
+    todo = {k: command for k, command in commands.items() if command is not None}
+    say(f"cv {study}: {folds} folds of {resolved['name']} in {root}; {folds - len(todo)} finished, {len(todo)} to run")
+    root.mkdir(parents=True, exist_ok=True)
+    package = cli_main.__module__.partition(".")[0]
+    python = [sys.executable, "-m", package] if package != "__main__" else [sys.executable, sys.argv[0]]
+    logs = [root / f"fold_{k}.log" for k in todo] if workers > 1 else None
+    for k, command in todo.items():
+        shown = shlex.join([*launcher, *program().split(), *command])
+        say(f"fold {k}: {shown}" + (f" > {root / f'fold_{k}.log'}" if logs else ""))
+    env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+    order = list(todo)
+    ended = (lambda i, code: say(f"fold {order[i]}: exit {code}")) if logs else None
+    codes, signum = run_processes([[*launcher, *python, *todo[k]] for k in order], env, workers, logs, ended)
+    signum = signum or next(filter(None, map(stop_signal, codes)), None)
+    if signum is not None:
+        raise Stopped(signum, "Interrupted: run the same command again; finished folds are kept, a stopped one resumes")
+    result = _table(runs, best["monitor"], test)
+    write_json(root / "cv.json", result)
+    failed = [k for k, code in zip(order, codes) if code != 0]
+    if failed:
+        raise Failed(
+            f"folds {', '.join(map(str, failed))} failed (their errors are above); the same command reruns them"
+        )
+    return result
+
+
+def fit_config(cli_main: Callable, recipe: tuple[str, ...]) -> dict:
+    """The fit's config as the CLI resolves it (`fit --print_config` prints it and exits before anything is built,
+    with the run's name resolved); a bad config or option is refused as the fit would refuse it."""
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            cli_main(["fit", *recipe, "--print_config"])
+    except SystemExit as exit:
+        if exit.code not in (0, None):  # a bad config or option: its error is already on stderr
+            raise
+    return yaml.safe_load(printed.getvalue()) or {}
+
+
+def _command(k, folds, recipe, study, save_dir, run, test) -> list[str] | None:
+    """The fold's next command: its fit (from step 0 or its last checkpoint), its test, or None once done."""
+    summary = _summary(run)
+    if summary.get("status") == "completed":
+        if not test or any(key.startswith("test") for key in summary.get("metrics", {})):
+            return None
+        return ["test", f"--ckpt_path={run / 'checkpoints/best.ckpt'}"]
+    place = [f"--name=cv-{study}", f"--trainer.logger.init_args.save_dir={save_dir}", f"--trainer.logger.init_args.version={run.name}"]  # fmt: skip
+    fold = [f"--data.folds={folds}", f"--data.fold={k}", *(["--test_best=true"] if test else [])]
+    return ["fit", *recipe, *fold, *place, "--ckpt_path=last"]
+
+
+def _summary(run: Path) -> dict:
+    try:
+        summary = json.loads(read_run_file(run / "summary.json"))
+    except (OSError, ValueError):  # no fit yet, or one stopped before it wrote its summary
+        return {}
+    return summary if isinstance(summary, dict) else {}
+
+
+def _table(runs: list[Path], monitor: str, test: bool) -> dict:
+    """Each fold's best score and test scores, printed as a table; their mean and standard deviation."""
+    rows = []
+    for k, run in enumerate(runs):
+        summary = _summary(run)
+        tests = {key: value for key, value in summary.get("metrics", {}).items() if test and key.startswith("test")}
+        score = (summary.get("best_checkpoint") or {}).get("score")
+        rows.append({"fold": k, "run": str(run), "status": summary.get("status"), monitor: score, **tests})
+    columns = [monitor, *sorted({key for row in rows for key in row} - {"fold", "run", "status", monitor})]
+    summary = {}
+    for column in columns:
+        values = [row[column] for row in rows if isinstance(row.get(column), (int, float))]
+        if len(values) == len(rows):
+            summary[column] = {"mean": statistics.mean(values), "std": statistics.stdev(values)}
+    width = max(len(column) for column in columns)
+    print(f"{'fold':<6}{'  '.join(f'{c:>{width}}' for c in columns)}  run")
+    for row in rows:
+        cells = "  ".join(f"{_cell(row.get(c)):>{width}}" for c in columns)
+        print(f"{row['fold']:<6}{cells}  {row['run']}")
+    if summary:
+        means = "  ".join(f"{_cell(summary[c]['mean']) if c in summary else '':>{width}}" for c in columns)
+        stds = "  ".join(f"{_cell(summary[c]['std']) if c in summary else '':>{width}}" for c in columns)
+        print(f"{'mean':<6}{means}\n{'std':<6}{stds}  (sample standard deviation over {len(rows)} folds)")
+    return {"monitor": monitor, "folds": rows, "summary": summary}
+
+
+def _cell(value) -> str:
+    return f"{value:.4f}" if isinstance(value, (int, float)) else "-"
+
+
+def main(cli_main: Callable, args: list[str] | None = None) -> dict:
+    return function_cli(cv, args, cli_main=cli_main)

@@ -1,0 +1,90 @@
+"""A new run from another's weights (--init_from, InitFrom): the matching names and shapes are loaded, a new head
+stays as initialized and is said, --freeze leaves parts untrained, and the new run's optimizer, steps and folder are
+its own; a resume of the new run continues it, not its origin."""
+
+import pytest
+import torch
+from tiny_runs import load, refusal, run
+from tiny_stops import SignalAt
+
+from lightning_runs.checkpoints import InitFrom
+
+
+def fitted(*args: str) -> str:
+    run("fit", "--trainer.max_epochs=2", *args)
+    return "runs/tiny/version_0"
+
+
+def test_matching_weights_load_and_are_said(capsys):
+    origin = fitted()
+    best = load(f"{origin}/checkpoints/best.ckpt")["state_dict"]
+    cli = run("fit", "--name=again", f"--init_from={origin}", "--trainer.max_epochs=0")
+    assert f"init from {origin}/checkpoints/best.ckpt: 2 of 2 weights loaded\n" in capsys.readouterr().out
+    assert torch.equal(cli.model.layer.weight, best["layer.weight"])
+
+
+def test_a_network_body_loads_and_frozen_parts_do_not_move(capsys):
+    from tiny_networks import cli_main
+
+    run("fit", "--model.network=tiny_networks.Hidden", "--trainer.max_epochs=2", cli=cli_main)
+    origin = "runs/tiny_networks/version_0"  # the default name: the package's
+    body = {k: v for k, v in load(f"{origin}/checkpoints/best.ckpt")["state_dict"].items() if ".hidden." in k}
+    capsys.readouterr()
+    run(
+        "fit", "--model.network=tiny_networks.Hidden", "--data.num_classes=5", "--name=five", f"--init_from={origin}",
+        "--freeze=[layer.hidden]", "--trainer.max_epochs=2", cli=cli_main,
+    )  # fmt: skip
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("init from"))
+    assert "left as initialized: layer.layer.weight (5, 8) (there (3, 8)), layer.layer.bias (5,) (there (3,))" in line
+    assert "frozen: layer.hidden (40 parameters)" in line
+    after = load("runs/five/version_0/checkpoints/last.ckpt")
+    for name, weight in body.items():
+        assert torch.equal(after["state_dict"][name], weight), f"{name} was frozen yet changed"
+    assert after["global_step"] == load(f"{origin}/checkpoints/last.ckpt")["global_step"]  # its own 2 epochs
+    assert after["hyper_parameters"]["num_classes"] == 5
+
+
+def test_a_resume_continues_the_new_run(capsys):
+    origin = fitted()
+    with pytest.raises(SystemExit):  # stopped by SIGTERM in its second epoch (8 steps an epoch)
+        run("fit", "--name=again", f"--init_from={origin}", callbacks=[SignalAt(step=10)])
+    run("fit", "--name=again", f"--init_from={origin}", "--ckpt_path=last")
+    out = capsys.readouterr().out
+    assert out.count("init from") == 1  # the resume restores the new run's own weights
+    assert load("runs/again/version_0/checkpoints/last.ckpt")["global_step"] == 3 * 6
+
+
+def test_nothing_in_common_and_unknown_parts_are_refused(capsys):
+    from tiny_networks import cli_main
+
+    origin = fitted()
+    line = refusal(capsys, lambda: run("fit", "--name=b", "--model.network=tiny_networks.Hidden",
+                                       f"--init_from={origin}", cli=cli_main))  # fmt: skip
+    assert "none of its weights fits" in line and "start from a checkpoint of a module with the same parts" in line
+    line = refusal(capsys, lambda: run("fit", "--name=c", "--freeze=[nothing]"))
+    assert line.endswith("--freeze nothing: TinyClassifier has no such part (a submodule's name)")
+    assert not any(p.name in ("b", "c") for p in __import__("pathlib").Path("runs").iterdir())
+
+
+def test_init_from_alone_in_a_plain_trainer(tmp_path):
+    import lightning as L
+
+    from tiny_networks import Hidden, WithNetwork
+    from tiny_tasks import TinyDataModule
+
+    origin = WithNetwork(Hidden)
+    L.Trainer(max_epochs=0, logger=False, enable_checkpointing=False).fit(origin, TinyDataModule())
+    torch.save({"state_dict": origin.state_dict()}, tmp_path / "origin.ckpt")
+    module = WithNetwork(Hidden)
+    part = InitFrom(str(tmp_path / "origin.ckpt"), freeze=["layer.hidden"])
+    L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, callbacks=[part]).fit(module, TinyDataModule())
+    hidden = module.layer.hidden[1][0].weight
+    assert torch.equal(hidden, origin.layer.hidden[1][0].weight)  # loaded, then frozen through a training epoch
+    assert not torch.equal(module.layer.layer.weight, origin.layer.layer.weight)  # loaded, then trained
+    assert part.left == [] and len(part.loaded) == len(origin.state_dict())
+
+
+@pytest.mark.parametrize("path", ["runs/none/version_0", "missing.ckpt"])
+def test_a_missing_origin_is_one_line(capsys, path):
+    line = refusal(capsys, lambda: run("fit", f"--init_from={path}"))
+    assert path in line
