@@ -154,11 +154,13 @@ def test_runs_monitoring_different_metrics_say_which_in_each_cell(capsys):
     write_summary("runs/a/version_0", {**GOOD, "metrics": {"test/loss": 0.4}})
     acc = {"monitor": "val_acc", "score": 0.9}  # Lightning's docs' names: its test counterpart is test_acc
     write_summary("runs/b/version_0", {**GOOD, "best_checkpoint": acc, "metrics": {"test_acc": 0.8}})
+    write_summary("runs/c/version_0", {**GOOD, "best_checkpoint": {"monitor": "val_acc", "score": None}})  # running
     titles, *rows = table(capsys)
     assert (titles["best"], titles["test"]) == ("best", "test")
     assert {row["run"]: (row["best"], row["test"]) for row in rows} == {
         "runs/a/version_0": ("0.3000 val/loss", "0.4000 test/loss"),
         "runs/b/version_0": ("0.9000 val_acc", "0.8000 test_acc"),
+        "runs/c/version_0": ("-", "-"),
     }
 
 

@@ -206,12 +206,20 @@ class BiasOptionClassifier(TinyClassifier):
 
 
 class TinyImages(TinyDataModule):
-    """TinyDataModule's points as (1, 4, 4) images: samples the library draws (a batch of inputs, the misclassified)."""
+    """TinyDataModule's points as (1, 4, 4) images: samples of more than one dimension."""
 
     sample_kind = "image"
 
-    def __init__(self, n: int = 256, num_classes: int = 3, batch_size: int = 32, seed: int = 0) -> None:
-        super().__init__(n=n, features=16, num_classes=num_classes, batch_size=batch_size, seed=seed)
+    def __init__(
+        self,
+        n: int = 256,
+        num_classes: int = 3,
+        batch_size: int = 32,
+        seed: int = 0,
+        folds: int | None = None,
+        fold: int = 0,
+    ) -> None:
+        super().__init__(n, 16, num_classes, batch_size, seed, folds, fold)
         self.hparams.features, self.sample_shape = 16, (1, 4, 4)  # saved are this class's arguments: not `features`
 
     def setup(self, stage: str) -> None:

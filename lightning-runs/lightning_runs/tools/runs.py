@@ -59,8 +59,9 @@ def list_runs(name: str | None = None, root: Path = Path(RUNS)) -> list[dict[str
     shared = monitors.pop() if len(monitors) == 1 else None  # one metric for all: named once, in the header
     rows = []
     for (_, row, monitor, _), differs in zip(found, differences([settings for *_, settings in found]), strict=True):
-        if monitor is not None and shared is None:
-            row["best"], row["test"] = f"{row['best']} {monitor}", f"{row['test']} {_counterpart(monitor)}"
+        if monitor is not None and shared is None:  # each score says its metric
+            named = {"best": monitor, "test": _counterpart(monitor)}
+            row |= {column: f"{row[column]} {metric}" for column, metric in named.items() if row[column] != "-"}
         rows.append({**row, "differs": differs})
     headers = dict(zip(COLUMNS, COLUMNS, strict=True))
     if shared is not None:
