@@ -78,7 +78,8 @@ class TinyDataModule(TinySplits):
         points = torch.randn(self.hparams.n, self.hparams.features, generator=generator)
         weights = torch.randn(self.hparams.features, self.hparams.num_classes, generator=generator)
         self.splits = three_splits(points, (points @ weights).argmax(dim=1))
-        if self.hparams.folds is not None:
+        # A subclass with arguments of its own (TinyImages, tiny_typed.TypedPoints) saves those: no folds there.
+        if self.hparams.get("folds") is not None:
             (train, train_labels), (val, val_labels) = self.splits["train"], self.splits["val"]
             points, labels = torch.cat([train, val]), torch.cat([train_labels, val_labels])
             k = self.hparams.fold
@@ -206,20 +207,12 @@ class BiasOptionClassifier(TinyClassifier):
 
 
 class TinyImages(TinyDataModule):
-    """TinyDataModule's points as (1, 4, 4) images: samples of more than one dimension."""
+    """TinyDataModule's points as (1, 4, 4) images: samples the library draws (a batch of inputs, the misclassified)."""
 
     sample_kind = "image"
 
-    def __init__(
-        self,
-        n: int = 256,
-        num_classes: int = 3,
-        batch_size: int = 32,
-        seed: int = 0,
-        folds: int | None = None,
-        fold: int = 0,
-    ) -> None:
-        super().__init__(n, 16, num_classes, batch_size, seed, folds, fold)
+    def __init__(self, n: int = 256, num_classes: int = 3, batch_size: int = 32, seed: int = 0) -> None:
+        super().__init__(n=n, features=16, num_classes=num_classes, batch_size=batch_size, seed=seed)
         self.hparams.features, self.sample_shape = 16, (1, 4, 4)  # saved are this class's arguments: not `features`
 
     def setup(self, stage: str) -> None:

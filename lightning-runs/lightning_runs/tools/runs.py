@@ -136,6 +136,8 @@ def _counterpart(monitor: str) -> str:
 def _value(value) -> str:
     if isinstance(value, str) and "." in value and value.rpartition(".")[2][:1].isupper():
         value = value.rpartition(".")[2]  # a class path shows as its class's name
+    if type(value) in (int, float):  # most settings: as JSON writes them, without its encoder's cost
+        return repr(value)
     return (value if isinstance(value, str) else json.dumps(value)).replace(" ", "")
 
 
