@@ -43,7 +43,7 @@ TRAILER = "Template-commit:"
 COPIED = ("pyproject.toml", "Makefile", ".gitignore", ".pre-commit-config.yaml", ".ci/", f"{PACKAGE}/", "configs/",
           "sweeps/", "notebooks/", "tests/", "scripts/")  # fmt: skip
 # The template's own tooling: a copy's `make update-template` runs the template's newest update_template.py.
-LEFT_OUT = ("tests/template/", "scripts/copy-README.md", "scripts/copier_task.py", "scripts/new_project.py",
+LEFT_OUT = ("tests/template/", "scripts/copy-README.md", "scripts/copier_task.py", "scripts/copier_checks.py", "scripts/new_project.py",
             "scripts/update_template.py")  # fmt: skip
 README = "scripts/copy-README.md"  # the copy's README.md, with <name> and <template> filled in
 LIBRARY = "lightning-runs"  # the library's distribution, and its folder in this repository
@@ -73,12 +73,12 @@ ALSO_IMPORTED = ("numpy", "yaml")
 CLAIM = ".new-project-claim"
 
 
-def check_name(name: str) -> None:
+def check_name(name: str, template: Path = TEMPLATE) -> None:
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", name) or keyword.iskeyword(name):
         raise ValueError(f"{name!r} is not a package name: use lower-case letters, digits and _ (my_exp)")
     if name == PACKAGE:
         raise ValueError(f"{name!r} is this template's own name; choose another")
-    if name in shadowed():
+    if name in shadowed(template):
         raise ValueError(
             f"{name!r} would shadow the package or folder of that name (the copy's `import {name}` would find its own"
             " package instead); choose another, such as my_" + name

@@ -48,6 +48,18 @@ class Server:
         self._run([str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", database])
         return self.url(database)
 
+    def password_role(self, role: str, password: str) -> None:
+        """A role that logs in over TCP with `password` only (every other role keeps trust): its line goes first in
+        pg_hba.conf, which the server reloads."""
+        import sqlalchemy
+
+        with sqlalchemy.create_engine(self.url("postgres")).connect() as connection:
+            connection.execute(sqlalchemy.text(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'"))
+            connection.commit()
+            hba = self.home / "data/pg_hba.conf"
+            hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n{hba.read_text()}")
+            connection.execute(sqlalchemy.text("SELECT pg_reload_conf()"))
+
     def stop(self) -> None:
         self._as_owner("pg_ctl", "-D", str(self.home / "data"), "-m", "fast", "-w", "stop")
         shutil.rmtree(self.home, ignore_errors=True)

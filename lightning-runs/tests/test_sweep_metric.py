@@ -1,7 +1,7 @@
-"""What a sweep scores its trials by (sweeps/scoring.py): the metric and direction given, or the trials' best
-checkpoint's; never a direction guessed for another metric, never a study scored one way and then another, and a
-model that does not log what the sweep scores stops the worker after its first trial's sanity check, not every trial
-trained to its end. (Each trial's own check: test_trial.py.)"""
+"""What a sweep scores its trials by: `--metric` and `--direction` given, or else the monitor and mode of the trials'
+best checkpoint in their resolved config; never a direction guessed for another metric, never a study scored one way
+and then another, and a model that does not log what the sweep scores stops the worker after its first trial's sanity
+check, not every trial trained to its end. (Each trial's own check: test_trial.py.)"""
 
 import json
 from pathlib import Path
@@ -19,18 +19,24 @@ from test_sweep_tool import (
 )
 from tiny_runs import refusal
 
-from lightning_runs.sweeps.scoring import scoring
 from lightning_runs.tools import sweep as sweep_tool
+from lightning_runs.tools.sweep import scored_by
 from tiny_tasks import cli_main
 
 
 def test_without_a_metric_a_sweep_scores_the_best_checkpoints_and_without_a_direction_takes_its_mode():
     resolved = sweep_tool._resolved(cli_main, (), ())
-    assert (scoring(resolved, None, None).metric, scoring(resolved, None, None).direction) == ("val/loss", "minimize")
+    assert scored_by(resolved, None, None) == ("val/loss", "minimize")
     told = sweep_tool._resolved(cli_main, (), ("--best_checkpoint.monitor=val/acc", "--best_checkpoint.mode=max"))
-    assert scoring(told, "val/acc", None).direction == "maximize", "the metric given is the one it monitors"
-    assert scoring(told, None, None).checkpoint == ("val/acc", "max"), "what each fit confirms it watches"
-    assert scoring(told, "val/loss", "minimize").checkpoint is None, "given: the checkpoint may watch what it likes"
+    assert scored_by(told, None, None) == ("val/acc", "maximize")
+    assert scored_by(told, "val/acc", None) == ("val/acc", "maximize"), "the metric given is the one it monitors"
+    assert scored_by(told, "val/loss", "minimize") == ("val/loss", "minimize"), "given: the checkpoint's are not asked"
+
+
+def test_without_a_best_checkpoint_a_sweep_needs_its_metric_before_any_trial(capsys):
+    error = refusal(capsys, lambda: sweep("--study=unwatched", "--args", json.dumps(["--best_checkpoint=null"])))
+    assert error == "error: the trials' best checkpoint monitors no metric (--best_checkpoint.monitor): give --metric"
+    assert not Path("runs/sweeps").exists(), "nothing opened, nothing run"
 
 
 def test_a_metric_other_than_the_best_checkpoints_needs_its_direction_before_any_trial(capsys):
@@ -72,19 +78,20 @@ def journal(name: str) -> optuna.storages.JournalStorage:
 
 @pytest.mark.slow
 def test_a_model_that_does_not_log_the_sweeps_metric_stops_the_worker_at_its_first_trial_and_leaves_nothing(capfd):
-    # UnderscoreNames logs val_loss: the recipe's default monitor, val/loss, is followed there in each fit.
-    model = [*json.loads(TINY[1]), "--model=tiny_tasks.UnderscoreNames"]
-    command = ["--config", study_config(), *TINY[2:], "--args", json.dumps(model), *NO_PRUNING, "--study=underscores"]
+    # TinyClassifier logs val/loss and val/acc (what its recipe's monitors watch), no val/f1.
+    command = ["--config", study_config(), *TINY[2:], "--args", TINY[1], *NO_PRUNING, "--study=f1"]
     with pytest.raises(SystemExit) as exit_:
-        sweep_tool.main(cli_main, [*command, "--n_trials=3"])
-    err = capfd.readouterr().err  # the trial's process's too
+        sweep_tool.main(cli_main, [*command, "--n_trials=3", "--metric=val/f1", "--direction=maximize"])
+    out, err = capfd.readouterr()  # the trial's process's too
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert exit_.value.code == 2 and "Traceback" not in err, err[-3000:]
     assert errors == [
-        "error: the sweep scores val/loss (min), which tiny_tasks.UnderscoreNames does not log (its validation"
-        " metrics: val_acc, val_loss): give --metric val_loss --direction minimize"
+        "error: the sweep scores val/f1, which TinyClassifier does not log in validation (it logs: val/acc,"
+        " val/loss); give --metric <one of them> and its --direction"
     ]
-    assert err.count("Trial ") <= 1 and not list(Path("runs/sweeps").glob("underscores/*")), "one trial, no run left"
-    # The study held that refused trial alone: gone, so the command the line asks for starts it anew.
-    study = sweep_tool.main(cli_main, [*command, "--n_trials=1", "--metric=val_loss", "--direction=minimize"])
-    assert [t.state for t in study.trials] == [TrialState.COMPLETE] and study.user_attrs["metric"] == "val_loss"
+    started = [line for line in out.splitlines() if line.startswith("Trial ")]
+    assert len(started) == 1 and not list(Path("runs/sweeps").glob("f1/*")), "one trial, no run left"
+    # The study held that refused trial alone: gone, so a command scoring another way may begin it anew.
+    study = sweep_tool.main(cli_main, [*command, "--n_trials=1"])
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] and study.user_attrs["metric"] == "val/loss"
+    assert study.direction == optuna.study.StudyDirection.MINIMIZE

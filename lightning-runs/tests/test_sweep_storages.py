@@ -1,13 +1,17 @@
 """Many sweep workers on one study, on the storages Optuna recommends for them: the default journal file for the
-workers of one machine, a real PostgreSQL server that the tests start (postgres_server.py) for workers on many; a study
-begun in SQLite continues there. Each worker is `python -m tiny_tasks sweep` as a process of its own, with tiny trials
-(test_sweep_tool.py's)."""
+workers of one machine, a real PostgreSQL server that the tests start (postgres_server.py) for workers on many, as
+`postgresql://` (psycopg2, the `postgres` extra); a study begun in SQLite continues there. A storage that cannot be
+opened is one line saying what it is (exit 2), and only a study that cannot be read says to move it away; a journal a
+killed worker left with a partial last line is repaired, its finished trials kept. Each worker is
+`python -m tiny_tasks sweep` as a process of its own, with tiny trials (test_sweep_tool.py's)."""
 
 import collections
 import itertools
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -25,8 +29,11 @@ from test_sweep_tool import (
     trials_see_this_checkout,  # noqa: F401 - the module's autouse fixture
     wait_for,
 )
+from tiny_runs import refusal
 
 from lightning_runs.sweeps.turns import Turn
+from lightning_runs.tools import sweep as sweep_tool
+from tiny_tasks import cli_main
 
 HEARTBEAT = ["--heartbeat_interval=1", "--grace_period=3"]  # a dead worker is noticed 3 s on, not 30
 
@@ -55,18 +62,28 @@ def test_on_postgresql_a_workers_turn_is_a_server_lock_that_excludes_a_worker_of
     other_study.give()
 
 
+def plain(url: str) -> str:
+    """The URL as a user writes it, `postgresql://` (SQLAlchemy 2.1 reads it as psycopg 3, which the sweep does not)."""
+    return url.replace("postgresql+psycopg2://", "postgresql://")
+
+
 @pytest.fixture(params=["journal", "postgresql"])
 def storage(request) -> list[str]:
     """The workers' --storage: none, the default journal file runs/sweeps/<study>.journal, or a database of its own on
-    the tests' PostgreSQL server."""
-    return [] if request.param == "journal" else ["--storage", request.getfixturevalue("postgres_url")]
+    the tests' PostgreSQL server, written `postgresql://`."""
+    return [] if request.param == "journal" else ["--storage", plain(request.getfixturevalue("postgres_url"))]
+
+
+def opened(*args: str) -> optuna.Study:
+    """A sweep that opens its study and runs no trial (it holds its trials, or is refused): a space of one value, so
+    that the trials' config is parsed once before the storage is opened, not at each end of a range."""
+    return sweep_tool.main(cli_main, ["--space", json.dumps({"model.lr": {"choices": [0.05]}}), *args])
 
 
 def load(name: str, storage: list[str]) -> optuna.Study:
     journal = optuna.storages.journal.JournalFileBackend(f"runs/sweeps/{name}.journal")
-    return optuna.load_study(
-        study_name=name, storage=storage[1] if storage else optuna.storages.JournalStorage(journal)
-    )
+    url = storage[1].replace("postgresql://", "postgresql+psycopg2://") if storage else None
+    return optuna.load_study(study_name=name, storage=url or optuna.storages.JournalStorage(journal))
 
 
 def taken(outputs: list[tuple[str, str]]) -> collections.Counter:
@@ -131,8 +148,104 @@ def test_a_study_begun_in_sqlite_continues_there_and_the_worker_says_sqlite_serv
     database = Path("runs/sweeps/old.db").resolve()
     begun = optuna.create_study(storage=f"sqlite:///{database}", study_name="old", direction="minimize")
     begun.add_trial(optuna.create_trial(value=0.9, params={}, distributions={}))
-    study = sweep("--study=old", "--n_trials=1")
+    study = opened("--study=old", "--n_trials=1")
     assert len(study.trials) == 1 and not Path("runs/sweeps/old.journal").exists()
     out, err = capsys.readouterr()
     assert f"Study 'old' in {database}: 1 of 1 trials finished" in out
     assert "is SQLite, which Optuna advises against for several workers at once" in err
+
+
+def test_postgresql_urls_as_users_write_them_open_the_study_with_the_postgres_extras_driver(postgres_url, capsys):
+    begun = optuna.create_study(storage=postgres_url, study_name="plain", direction="minimize")
+    begun.add_trial(optuna.create_trial(value=0.9, params={}, distributions={}))
+    study = opened("--study=plain", "--n_trials=1", "--storage", plain(postgres_url))
+    assert len(study.trials) == 1, "finished: nothing more to run"
+    assert "Study 'plain' in postgresql+psycopg2://postgres@127.0.0.1:" in capsys.readouterr().out
+
+
+def storage_refusal(capsys, url: str) -> str:
+    """The one line a sweep on the storage `url` is refused with, before any trial and without a study written."""
+    error = refusal(capsys, lambda: opened("--study=s", "--storage", url))
+    assert "move it away" not in error, "the study is not what is wrong"
+    assert not Path("runs/sweeps/s").exists()
+    return error
+
+
+def test_a_database_server_that_cannot_be_reached_or_entered_says_which_in_one_line(postgres_server, capsys):
+    """Each failure in the driver's own words, after the URL (its password hidden)."""
+    port, database = postgres_server.port, postgres_server.createdb("entered")
+    unreachable = storage_refusal(capsys, "postgresql://postgres@127.0.0.1:1/optuna")
+    assert unreachable == (
+        "error: postgresql+psycopg2://postgres@127.0.0.1:1/optuna: cannot open it: connection to server at"
+        ' "127.0.0.1", port 1 failed: Connection refused'
+    )
+    no_database = storage_refusal(capsys, f"postgresql://postgres@127.0.0.1:{port}/missing")
+    assert no_database.endswith('failed: FATAL:  database "missing" does not exist')
+    postgres_server.password_role("sweeper", "right")
+    wrong = storage_refusal(capsys, plain(database).replace("postgres@", "sweeper:wrong@"))
+    assert wrong.startswith(f"error: postgresql+psycopg2://sweeper:***@127.0.0.1:{port}/entered: cannot open it:")
+    assert wrong.endswith('failed: FATAL:  password authentication failed for user "sweeper"')
+
+
+@pytest.mark.parametrize(
+    "url,said",
+    [
+        ("postgresql+foo://h/d", "can open (Can't load plugin: sqlalchemy.dialects:postgresql.foo); give postgresql://"),
+        ("://", "not a storage this sweep can open (Could not parse SQLAlchemy URL from given URL string)"),
+        ("mysql://u@h/d", "driver is not installed (no module MySQLdb): install the package that provides MySQLdb"),
+        ("postgresql+psycopg://u@h/d", "(no module psycopg): pip install 'lightning-runs[postgres]' (psycopg2, which"),
+    ],
+    ids=["unknown_driver", "no_url", "missing_driver", "psycopg_3"],
+)  # fmt: skip
+def test_a_storage_url_no_installed_driver_opens_is_one_line_naming_what_to_give_or_install(url, said, capsys):
+    assert said in storage_refusal(capsys, url)
+
+
+def test_postgresql_without_its_driver_names_the_package_to_install(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "psycopg2", None)  # as where it was never installed: import fails
+    error = storage_refusal(capsys, "postgresql://u@127.0.0.1:1/d")
+    assert error == (
+        "error: postgresql+psycopg2://u@127.0.0.1:1/d: its database driver is not installed (no module psycopg2): pip"
+        " install 'lightning-runs[postgres]' (psycopg2, which postgresql:// loads)"
+    )
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    """A folder on a read-only filesystem (a tmpfs mounted `ro`, where this user may mount one)."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"no read-only filesystem to test on: mount said {mounted.stderr.decode().strip()!r}")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_journal_that_cannot_be_written_where_it_is_given_says_why_in_one_line(read_only_folder, capsys):
+    Path("runs").mkdir()
+    for given, said in [
+        ("runs", "is a folder; give a file"),
+        ("nowhere/s.journal", "no such file or folder; check the path"),
+        (f"{read_only_folder}/s.journal", "read-only file system; give a path on a writable one"),
+    ]:
+        assert storage_refusal(capsys, given) == f"error: {Path(given).resolve()}: {said}"
+
+
+def test_a_journal_whose_last_record_a_killed_worker_left_partial_is_repaired_and_keeps_its_trials(capsys):
+    Path("runs/sweeps").mkdir(parents=True)
+    journal = Path("runs/sweeps/cut.journal")
+    begun = optuna.create_study(
+        storage=optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal))),
+        study_name="cut",
+        direction="minimize",
+    )
+    for value in (0.5, 0.4):
+        begun.add_trial(optuna.create_trial(value=value, params={}, distributions={}))
+    whole = journal.read_bytes()
+    journal.write_bytes(whole + whole.splitlines(keepends=True)[-1][:25])  # a record cut off mid-write
+    study = opened("--study=cut", "--n_trials=2")
+    out, err = capsys.readouterr()
+    assert err.count("its last record was cut short (a worker stopped mid-write); removed it") == 1, err
+    assert journal.read_bytes().startswith(whole) and "Study 'cut' in" in out and "2 of 2 trials finished" in out
+    assert [t.value for t in study.trials] == [0.5, 0.4], "its finished trials, readable"

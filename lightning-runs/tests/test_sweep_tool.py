@@ -1,12 +1,11 @@
-"""`python -m <package> sweep`: trials as normal runs, each its own process, a resumable study in runs/sweeps/ that
-many workers share, failures, stopped workers and pruning recorded; trials scored as their best checkpoint is chosen.
-On the tiny task, whose trials are `python -m tiny_tasks fit` (tiny_tasks.py's __main__)."""
+"""`python -m <package> sweep`: trials as normal runs of the study's name (runs/sweeps/<study>/version_N), each its own
+process, a resumable study in runs/sweeps/ that many workers share, failures, stopped workers and pruning recorded;
+trials scored as their best checkpoint is chosen. On the tiny task, whose trials are `python -m tiny_tasks fit`
+(tiny_tasks.py's __main__)."""
 
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import optuna
@@ -14,12 +13,11 @@ import pytest
 import torch
 import yaml
 from optuna.trial import TrialState
-from tiny_runs import assert_kept, refusal, snapshot, wait_for
+from tiny_runs import assert_kept, process_environment, refusal, snapshot, start, wait_for
 
 from lightning_runs.tools import sweep as sweep_tool
 from tiny_tasks import cli_main
 
-TESTS, LIBRARY = Path(__file__).parent, Path(__file__).parents[1]
 # 192 training points: 6 batches of 32 at most, so that 5 a trial are 5 steps an epoch.
 SPACE = {"model.lr": {"low": 1e-3, "high": 0.1, "log": True}, "data.batch_size": {"low": 16, "high": 32}}
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
@@ -27,16 +25,6 @@ QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=
 TRIALS = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=5", *QUIET]
 TINY = ["--args", json.dumps(TRIALS), "--pruning_startup_trials=1", "--pruning_warmup_epochs=0"]
 NO_PRUNING = ["--pruning_startup_trials=5"]
-LAUNCHER_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
-
-
-def environment() -> dict[str, str]:
-    """This environment without any launcher's variables (the tests may themselves run under SLURM or torchrun), with
-    this checkout's library and tiny_tasks importable, and one thread a process."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TORCHELASTIC_"))}
-    clean = {k: v for k, v in clean.items() if k not in LAUNCHER_VARIABLES}
-    path = os.pathsep.join([str(TESTS), str(LIBRARY), os.environ.get("PYTHONPATH", "")])
-    return {**clean, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -45,7 +33,7 @@ def trials_see_this_checkout():
     thread each, as the workers started below as processes do."""
     with pytest.MonkeyPatch.context() as patch:
         for name in ("PYTHONPATH", "OMP_NUM_THREADS"):
-            patch.setenv(name, environment()[name])
+            patch.setenv(name, process_environment()[name])
         yield
 
 
@@ -60,10 +48,9 @@ def sweep(*args: str) -> optuna.Study:
     return sweep_tool.main(cli_main, ["--config", study_config(), *TINY, *args])
 
 
-def start_worker(*args: str) -> subprocess.Popen:
+def start_worker(*args: str):
     """`python -m tiny_tasks sweep --config space.yaml <args>` with tiny trials, as a process of its own."""
-    command = [sys.executable, "-m", "tiny_tasks", "sweep", "--config", study_config(), *TINY, *args]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment())
+    return start("sweep", "--config", study_config(), *TINY, *args)
 
 
 def open_study(name: str) -> optuna.Study:
@@ -95,7 +82,8 @@ def gone(pid: int) -> bool:
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
-    """Three trials of the space: the first refuses its batch size, the third learns far too slowly."""
+    """Three trials of the space: the first fails (a batch size its DataLoader refuses), the third learns far too
+    slowly."""
     home = tmp_path_factory.mktemp("swept")
     previous = Path.cwd()
     os.chdir(home)
@@ -114,10 +102,10 @@ def test_a_sweep_keeps_its_study_in_runs_and_runs_each_trial_as_a_normal_run(swe
     home, study = swept
     assert (home / "runs/sweeps/tiny.journal").is_file()
     assert isinstance(study.sampler, optuna.samplers.TPESampler)
-    # The refused trial left no folder behind; the two others each ran as runs/sweeps/tiny/version_N.
-    assert "run" not in study.trials[0].user_attrs
-    assert sorted(p.name for p in (home / "runs/sweeps/tiny").iterdir()) == ["version_0", "version_1"]
-    for trial in study.trials[1:]:
+    # Each trial ran as a run of the study's name, runs/sweeps/tiny/version_N, the failed one too.
+    assert [t.user_attrs["run"] for t in study.trials] == [f"runs/sweeps/tiny/version_{n}" for n in range(3)]
+    assert sorted(p.name for p in (home / "runs/sweeps/tiny").iterdir()) == ["version_0", "version_1", "version_2"]
+    for trial in study.trials:
         config = yaml.safe_load((home / trial.user_attrs["run"] / "config.yaml").read_text())
         assert config["model"]["init_args"]["lr"] == trial.params["model.lr"]
         assert config["data"]["init_args"]["batch_size"] == trial.params["data.batch_size"]
@@ -221,8 +209,8 @@ def test_a_sweep_whose_every_trial_failed_exits_1_and_the_same_command_retries_t
 @pytest.mark.parametrize(
     "name,content,said",
     [
-        ("broken.db", b"SQLite format 2\0" + bytes(range(256)) * 8, "not a readable study database (file is not a"),
-        ("broken.journal", b'{"op_code": 99, "worker_id": "w"}\n', "not a readable study journal ("),  # unknown op
+        ("broken.db", b"SQLite format 2\0" + bytes(range(256)) * 8, "not a readable study (file is not a database)"),
+        ("broken.journal", b'{"op_code": 99, "worker_id": "w"}\n', "not a readable study ("),  # an unknown operation
     ],
     ids=["database", "journal"],
 )
@@ -233,5 +221,5 @@ def test_a_corrupt_study_file_is_one_line_and_stays_as_it_was(name, content, sai
     study_config()  # the sweep's file, written before the snapshot (it is written again, the same)
     before = snapshot()
     error = refusal(capsys, lambda: sweep("--study=broken"))
-    assert f"{study if study.suffix == '.db' else study.resolve()}: {said}" in error
+    assert error.startswith(f"error: {study.resolve()}: {said}") and error.endswith("; move it away to start afresh")
     assert not assert_kept(before, snapshot())

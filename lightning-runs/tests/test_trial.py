@@ -1,5 +1,6 @@
-"""A fit started by a sweep worker reports to its trial (sweeps/trial.py): its run folder, the monitored metric
-of every validation, and a stop at the end of the epoch its pruner prunes it; any other fit imports no Optuna."""
+"""A fit started by a sweep worker reports to its trial (sweeps/trial.py): its run folder, the sweep's metric at every
+validation, and a stop at the end of the epoch its pruner prunes it; a fit whose validation does not log the sweep's
+metric is refused after its sanity check, before any epoch; any other fit imports no Optuna."""
 
 import json
 import subprocess
@@ -8,11 +9,10 @@ from pathlib import Path
 
 import optuna
 import pytest
-from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lightning_runs.errors import main
 from lightning_runs.sweeps.trial import VARIABLE
-from tiny_tasks import TinyClassifier, cli_main
+from tiny_tasks import cli_main
 
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 THREE_EPOCHS = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=2"]
@@ -23,14 +23,13 @@ STORAGE = "sqlite:///study.db"  # in the test's own folder
 
 
 def fit_as_trial(
-    monkeypatch, study: optuna.Study, pruner: dict, *args: str, metric="val/loss", direction="minimize", checkpoint=None
+    monkeypatch, study: optuna.Study, pruner: dict, *args: str, metric="val/loss"
 ) -> optuna.trial.FrozenTrial:
-    """`python -m <package> fit <args>` as a sweep worker starts it for a new trial of `study`, scored by `metric` in
-    `direction` (taken from the recipe's `checkpoint`: [monitor, mode or None], or given: None): the trial, once it
-    ended."""
+    """`python -m <package> fit <args>` as a sweep worker starts it for a new trial of `study`, scored by `metric`:
+    the trial, once it ended."""
     trial = study.ask()
     reporting = {"storage": STORAGE, "study": study.study_name, "trial_id": trial._trial_id, "metric": metric}
-    reporting |= {"direction": direction, "checkpoint": checkpoint, "pruner": pruner}
+    reporting |= {"pruner": pruner}
     monkeypatch.setenv(VARIABLE, json.dumps(reporting))
     main(lambda: cli_main(["fit", *QUIET, *THREE_EPOCHS, *args]))
     return next(t for t in study.get_trials() if t.number == trial.number)  # unfinished: read from the file
@@ -60,46 +59,27 @@ def test_a_trial_worse_than_the_median_stops_at_the_end_of_the_epoch_it_is_prune
     assert Path(trial.user_attrs["run"], "checkpoints/last.ckpt").is_file()
 
 
-class StatesAccuracy(TinyClassifier):
-    """Its own best checkpoint, by `val/acc` (max), whatever the recipe monitors."""
-
-    def configure_callbacks(self):
-        return [ModelCheckpoint(monitor="val/acc", mode="max")]
-
-
 @pytest.mark.parametrize(
-    "args,scored,said",
+    "args,metric,said",
     [
-        (  # a metric the model does not log, given
-            [], ("val/f1", "maximize", None),
-            "the sweep scores val/f1 (max), which tiny_tasks.TinyClassifier does not log (its validation metrics:"
-            " val/acc, val/loss): give --metric val/loss --direction minimize",
+        (  # a metric the model does not log
+            [], "val/f1",
+            "the sweep scores val/f1, which TinyClassifier does not log in validation (it logs: val/acc, val/loss);"
+            " give --metric <one of them> and its --direction",
         ),
-        (  # the recipe's default, which the run does not watch: it follows val_loss
-            ["--model=tiny_tasks.UnderscoreNames"], ("val/loss", "minimize", ["val/loss", "min"]),
-            "the sweep scores val/loss (min), which tiny_tasks.UnderscoreNames does not log (its validation metrics:"
-            " val_acc, val_loss): give --metric val_loss --direction minimize",
-        ),
-        (  # the recipe's default, logged, but the model's own checkpoint watches another
-            ["--model=test_trial.StatesAccuracy"], ("val/loss", "minimize", ["val/loss", "min"]),
-            "the sweep scores val/loss (min), the recipe's --best_checkpoint.monitor, but test_trial.StatesAccuracy's best"
-            " checkpoint watches val/acc (max): give --metric val/acc --direction maximize, or --metric val/loss"
-            " --direction minimize to score val/loss all the same",
-        ),
-        (  # no validation metric at all
-            ["--model=tiny_tasks.Unvalidated"], ("val/loss", "minimize", ["val/loss", "min"]),
-            "the sweep scores val/loss (min), which tiny_tasks.Unvalidated does not log (it logs no validation"
-            " metric): log one in its validation_step (self.log('val/loss', ...)) to sweep it",
+        (  # no validation metric at all (nor monitors that would refuse the fit first)
+            ["--model=tiny_tasks.Unvalidated", "--early_stopping=null", "--best_checkpoint=null"], "val/loss",
+            "the sweep scores val/loss, which Unvalidated does not log in validation (it logs: nothing); give --metric"
+            " <one of them> and its --direction",
         ),
     ],
-    ids=["given_not_logged", "default_followed_elsewhere", "model_states_another", "no_validation_metric"],
+    ids=["not_logged", "no_validation_metric"],
 )  # fmt: skip
-def test_a_trial_that_cannot_be_scored_as_its_sweep_scores_is_refused_before_training(
-    study, monkeypatch, capsys, args, scored, said
+def test_a_trial_whose_validation_does_not_log_the_sweeps_metric_is_refused_before_training(
+    study, monkeypatch, capsys, args, metric, said
 ):
-    metric, direction, checkpoint = scored
     with pytest.raises(SystemExit) as exit_:
-        fit_as_trial(monkeypatch, study, NEVER_PRUNE, *args, metric=metric, direction=direction, checkpoint=checkpoint)
+        fit_as_trial(monkeypatch, study, NEVER_PRUNE, *args, metric=metric)
     assert exit_.value.code == 2
     (trial,) = study.get_trials()
     assert trial.user_attrs["refused"] == said, "the line its worker says"
@@ -108,8 +88,8 @@ def test_a_trial_that_cannot_be_scored_as_its_sweep_scores_is_refused_before_tra
     assert "error:" not in capsys.readouterr().err, "the worker says it, once"
 
 
-def test_a_trial_scored_on_what_its_best_checkpoint_follows_runs(study, monkeypatch):
-    trial = fit_as_trial(monkeypatch, study, NEVER_PRUNE, "--model=tiny_tasks.UnderscoreNames", metric="val_loss")
+def test_a_trial_may_be_scored_on_any_metric_its_validation_logs_not_only_a_monitored_one(study, monkeypatch):
+    trial = fit_as_trial(monkeypatch, study, NEVER_PRUNE, metric="val/acc")  # the recipe's monitors watch val/loss
     assert sorted(trial.intermediate_values) == [0, 1, 2] and "refused" not in trial.user_attrs
 
 

@@ -32,7 +32,7 @@ def objective(trial):
     time.sleep(1.0)
     return trial.suggest_float("x", 0, 1)
 turn = turns.Turn("study.journal", "s", ".")
-storage.work(study, objective, n_trials=2, attempts=5, wait=0.1, journal_grace=None, turn=turn)
+storage.work(study, objective, n_trials=2, turn=turn, wait=0.1, journal_grace=None)
 """
 WORKERS = 4
 

@@ -9,9 +9,10 @@ from optuna.trial import TrialState
 
 from lightning_runs import processes
 from lightning_runs.sweeps import workers
-from lightning_runs.sweeps.storage import _retry
+from lightning_runs.sweeps.storage import retry
 
 GRACE = 30
+pytestmark = pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")  # the retry callback's
 
 
 def journal() -> optuna.storages.JournalStorage:
@@ -42,7 +43,7 @@ def dead() -> dict:
 
 def judged(study_name: str = "s") -> tuple[list[int], optuna.Study]:
     other = optuna.load_study(study_name=study_name, storage=journal())
-    return workers.fail_trials_of_dead_workers(other, GRACE, _retry()), other
+    return workers.fail_trials_of_dead_workers(other, GRACE, retry()), other
 
 
 def test_a_running_workers_trial_is_left_alone():
@@ -64,7 +65,7 @@ def test_a_dead_workers_trial_is_failed_and_its_values_queued_once(dead):
 def test_two_workers_judging_the_same_dead_trial_queue_it_once(dead):
     running_trial(**dead)
     first, second = (optuna.load_study(study_name="s", storage=journal()) for _ in range(2))
-    failed = [workers.fail_trials_of_dead_workers(study, GRACE, _retry()) for study in (first, second)]
+    failed = [workers.fail_trials_of_dead_workers(study, GRACE, retry()) for study in (first, second)]
     assert failed == [[0], []]
     assert [t.state for t in first.trials] == [TrialState.FAIL, TrialState.WAITING]
 
@@ -84,4 +85,4 @@ def test_a_trial_its_worker_never_marked_waits_out_the_grace_period():
     study.ask()  # its worker died before marking it
     assert judged()[0] == []
     other = optuna.load_study(study_name="s", storage=journal())
-    assert workers.fail_trials_of_dead_workers(other, 0, _retry()) == [0]
+    assert workers.fail_trials_of_dead_workers(other, 0, retry()) == [0]

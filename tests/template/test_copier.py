@@ -1,17 +1,21 @@
 """The spike of docs/updating.md ("Copies by Copier"): copier.yml makes the same copy as `make new-project`, and
-`copier update` merges a later template commit into an edited copy. Runs where copier is installed (`COPIER=<its
-command>`, or `copier` on PATH); skipped otherwise, as the template does not depend on it."""
+`copier update` merges a later template commit into an edited copy, and copier's package question refuses what
+make new-project refuses."""
 
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from new_project import head_commit
 from support import GIT_ENV, template_repository
 
-COPIER = os.environ.get("COPIER") or shutil.which("copier")
+# The venv's (the dev group installs copier and copier-templates-extensions), else COPIER=<its command> or PATH's.
+VENV_COPIER = Path(sys.executable).parent / "copier"
+COPIER = os.environ.get("COPIER") or (str(VENV_COPIER) if VENV_COPIER.exists() else shutil.which("copier"))
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not COPIER, reason="copier is not installed")]
 NAME = "my_exp"
 
@@ -86,3 +90,19 @@ def test_copier_update_merges_a_later_template_commit_into_an_edited_copy(tmp_pa
     assert "class_path: my_exp.networks.MLP" in (copy / "configs/new.yaml").read_text()
     assert (copy / NAME / "mine.py").read_text() == 'KIND = "project"\n'
     assert f"@{head_commit(template)}#subdirectory=lightning-runs" in (copy / "pyproject.toml").read_text()
+
+
+@pytest.mark.parametrize("package", ["class", "torch", "numpy", "os", "sys", "lightning_runs", "configs", "tests"])
+def test_copier_refuses_the_package_names_make_new_project_refuses(template, tmp_path, package):
+    from new_project import check_name
+
+    with pytest.raises(ValueError) as refused:
+        check_name(package)
+    dest = tmp_path / "copy"
+    result = subprocess.run(
+        [COPIER, "copy", "--quiet", "--trust", "--defaults", "-d", f"package={package}", "--vcs-ref",
+         head_commit(template), str(template), str(dest)], capture_output=True, text=True, env=GIT_ENV,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1].endswith(str(refused.value))  # the same line, word for word
+    assert not dest.exists()

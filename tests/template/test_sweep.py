@@ -15,8 +15,7 @@ import yaml
 from optuna.trial import TrialState
 
 import lightning_runs.tools.sweep
-from lightning_runs.sweeps.scoring import scoring
-from lightning_runs.tools.sweep import main
+from lightning_runs.tools.sweep import main, scored_by
 from project.cli import cli_main
 from support import DEFAULT, QUIET, ROOT, ddp_environment
 
@@ -46,8 +45,8 @@ def test_every_sweep_file_says_how_to_run_it_and_names_real_options(path, capsys
 
 
 def test_the_shipped_sweep_scores_trials_as_the_recipe_chooses_its_best_checkpoint():
-    scored = scoring(lightning_runs.tools.sweep._resolved(cli_main, (DEFAULT,), ()), None, None)
-    assert (scored.metric, scored.direction) == ("val/acc", "maximize")
+    resolved = lightning_runs.tools.sweep._resolved(cli_main, (DEFAULT,), ())
+    assert scored_by(resolved, None, None) == ("val/acc", "maximize")
 
 
 # Stands in for srun in a one-task step: records the command it was given, then runs it with a task's variables.

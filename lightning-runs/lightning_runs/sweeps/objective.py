@@ -1,0 +1,105 @@
+"""A sweep's objective: one trial as an ordinary `python -m <package> fit` process with the sampled values as options,
+a run of the study's name (runs/sweeps/<study>/version_N), scored by what the fit reported to the study (trial.py);
+and the signal that stopped it, which stops the worker."""
+
+import json
+import math
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+
+import optuna
+
+from lightning_runs.console import program
+from lightning_runs.errors import UsageError
+from lightning_runs.private import trial_id
+from lightning_runs.sweeps import storage, workers
+from lightning_runs.sweeps import trial as trials
+from lightning_runs.sweeps.space import suggest
+
+
+@dataclass
+class TrialFits:
+    study: optuna.Study
+    space: dict[str, optuna.distributions.BaseDistribution]
+    python: list[str]  # `python -m <package>`, or `python <script>` for a project run as a script
+    configs: tuple[str, ...]
+    args: tuple[str, ...]
+    launcher: tuple[str, ...]
+    save_dir: str
+    url: str  # the storage, as the trials' processes open it
+    metric: str
+    pruning: dict  # the MedianPruner's settings, rebuilt in the trial's process
+    seed: int  # the sampler's, offset by each trial's number
+    threads: int | None  # the trial's OMP_NUM_THREADS
+    stopped: list[int] = field(default_factory=list)  # the signal that stopped a trial, which then stops the worker
+    mine: list[int] = field(default_factory=list)  # the numbers of the trials this worker ran
+    refused: str | None = None  # why a trial's fit cannot be scored as the sweep scores, which stops the worker
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        self.mine.append(trial.number)
+        workers.mark(trial)  # on a journal file, how other workers tell whether this one still runs it
+        if trial.user_attrs.get("pruned_at_epoch") is not None:  # a retried trial inherits the user attributes
+            trial.set_user_attr("pruned_at_epoch", None)
+        # Seeded by the trial's number, unique in the study: workers that start together sample different values,
+        # and one worker's study is the same on every re-run.
+        self.study.sampler = optuna.samplers.TPESampler(seed=self.seed + trial.number)
+        code, received = trials.run_process(
+            [*self.launcher, *self.python, *self.command(trial)], self.environment(trial)
+        )
+        signum = received or trials.stop_signal(code)
+        # What the fit reported, read back from the storage (this worker's cache holds only finished trials).
+        reported = next(t for t in self.study.get_trials(deepcopy=False) if t.number == trial.number)
+        if signum is not None:  # SIGTERM or Ctrl-C: the sweep is stopped, not the trial's values bad
+            self.stopped.append(signum)
+            if not trials.fit_finished(reported):
+                trial.set_user_attr("interrupted", True)  # failed, so that it does not count
+                return math.nan
+            # The stop came after the fit's last epoch: its score counts, and the worker stops once it is stored.
+        elif code != 0:
+            if code == 2 and reported.user_attrs.get("refused"):  # the sweep's metric: every trial would refuse it
+                self.refused = reported.user_attrs["refused"]
+            else:  # a refused option (2), a divergence or an exception (1): the sweep goes on
+                print(f"Trial {trial.number} failed: its fit exited with {code} (its error is above)", file=sys.stderr)
+            return math.nan  # Optuna records a NaN score as failed, without a traceback of its own
+        if reported.user_attrs.get("pruned_at_epoch") is not None:
+            raise optuna.TrialPruned(f"pruned after epoch {reported.user_attrs['pruned_at_epoch']}")
+        values = reported.intermediate_values.values()
+        if not values:  # a fit that never validated
+            print(f"Trial {trial.number} failed: its fit reported no {self.metric}", file=sys.stderr)
+            return math.nan
+        return max(values) if self.study.direction == optuna.study.StudyDirection.MAXIMIZE else min(values)
+
+    def after_trial(self, study: optuna.Study, trial) -> None:
+        """Optuna's callback once a trial is stored: a stop signal stops the worker; so does a metric the fit does not
+        log, every trial's refusal, and a study that holds nothing else is discarded (the corrected command starts it
+        anew, with its own direction)."""
+        if self.stopped:
+            raise KeyboardInterrupt
+        if self.refused:
+            storage.discard_if_only(study, self.mine, self.url)
+            raise UsageError(self.refused)
+
+    def stop(self, signum, frame) -> None:
+        """SIGTERM between trials (during one, trial.py passes it on to the fit instead)."""
+        self.stopped.append(signum)
+        raise KeyboardInterrupt
+
+    def command(self, trial: optuna.Trial) -> list[str]:
+        """`fit` with the configs, the fixed options, the sampled values and the trial's run: `--name <study>` in the
+        sweep's folder."""
+        sampled = [f"--{option}={suggest(trial, option, values)}" for option, values in self.space.items()]
+        place = [f"--name={self.study.study_name}", f"--trainer.logger.init_args.save_dir={self.save_dir}"]
+        # The same network every trial: its summary table once per trial is noise (args may turn it back on).
+        command = ["fit", *(f"--config={config}" for config in self.configs), "--trainer.enable_model_summary=false"]
+        command += [*self.args, *sampled, *place]
+        print(f"Trial {trial.number}: {shlex.join([*self.launcher, *program().split(), *command])}", flush=True)
+        return command
+
+    def environment(self, trial: optuna.Trial) -> dict[str, str]:
+        """This worker's, with where the fit reports its metric to (trial.py) and its threads."""
+        reporting = {"storage": self.url, "study": self.study.study_name, "trial_id": trial_id(trial)}
+        reporting |= {"metric": self.metric, "pruner": self.pruning}
+        threads = {"OMP_NUM_THREADS": str(self.threads)} if self.threads else {}
+        return {**os.environ, trials.VARIABLE: json.dumps(reporting), **threads}

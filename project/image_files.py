@@ -1,0 +1,107 @@
+"""The parts of images.py that know nothing of Lightning: image files as a Dataset, the training sampler that makes
+each draw's augmentation a function of its seed, the stratified split, and the streamed statistics."""
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+from torchdata.stateful_dataloader.sampler import StatefulDistributedSampler
+from torchvision.io import ImageReadMode, decode_image
+
+
+class ImageFiles(Dataset):
+    """Images decoded from files as they are asked for: (image, label), or (image,) without labels.
+
+    A key is a position, or (position, seed) from SeededDrawSampler: the transform's random draws then come from
+    that seed alone, so a sample is augmented alike whichever worker (or none) decodes it, and a resumed epoch
+    augments as the uninterrupted one did (the workers' own RNGs restart on resume)."""
+
+    def __init__(
+        self,
+        paths: np.ndarray,  # (N,) bytes
+        labels: np.ndarray | None,  # (N,) int64
+        transform: Callable[[torch.Tensor], torch.Tensor],
+        mode: ImageReadMode = ImageReadMode.RGB,
+    ) -> None:
+        self.paths, self.labels, self.transform, self.mode = paths, labels, transform, mode
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, key: int | tuple[int, int]) -> tuple:
+        index, seed = key if isinstance(key, tuple) else (key, None)
+        path = os.fsdecode(self.paths[index])
+        try:
+            image = decode_image(path, mode=self.mode)  # (C, H, W) uint8
+        except RuntimeError:
+            raise ValueError(f"{path}: not an image decode_image reads (PNG, JPEG or WebP)") from None
+        if seed is None:
+            image = self.transform(image)
+        else:  # transforms.v2 draws from the global CPU generator: seeded here, then put back as it was (without
+            # workers it is the training process's own). ~2 us, a third of torch.random.fork_rng's cost.
+            generator = torch.random.default_generator
+            state = generator.get_state()
+            generator.manual_seed(seed)
+            try:
+                image = self.transform(image)
+            finally:
+                generator.set_state(state)
+        return (image,) if self.labels is None else (image, int(self.labels[index]))
+
+
+class SeededDrawSampler(StatefulDistributedSampler):
+    """This rank's share of a permutation seeded by (seed, epoch), as DistributedSampler draws it, each position
+    paired with the seed of its augmentation. Its state (the epoch and the samples drawn) is what StatefulDataLoader
+    saves of the order; a DistributedSampler, so Lightning's DDP keeps it rather than replacing it."""
+
+    def __init__(self, dataset: Dataset, num_replicas: int = 1, rank: int = 0, seed: int = 0) -> None:
+        # drop_last=False: pads by repeating, so every rank steps equally often.
+        super().__init__(dataset, num_replicas=num_replicas, rank=rank, shuffle=True, seed=seed)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        first = (self.seed * 1_000_003 + self.epoch) * len(self.dataset)  # a block of seeds per (seed, epoch)
+        for index in super().__iter__():
+            yield index, (first + index) % 2**63
+
+    def state_dict(self) -> dict[str, int]:
+        return {**super().state_dict(), "epoch": self.epoch}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        super().load_state_dict(state)
+        self.epoch = state["epoch"]
+
+
+def stratified_split(labels: torch.Tensor, val: float, test: float, seed: int) -> dict[str, torch.Tensor]:
+    """Indices of val, test and train (the rest): in each class, a seeded shuffle cut at round(n * val) and
+    round(n * test), so every split holds the classes in the data's proportions. Each split in file order."""
+    perm = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))
+    perm = perm[torch.sort(labels[perm], stable=True).indices]  # grouped by class, shuffled within each
+    counts = torch.bincount(labels)  # (K,)
+    first = (counts.cumsum(0) - counts).repeat_interleave(counts)  # each sorted position's class start
+    rank = torch.arange(len(labels)) - first  # position within its class
+    label = labels[perm]
+    n_val, n_test = (counts * val).round().long()[label], (counts * test).round().long()[label]
+    parts = {"val": rank < n_val, "test": (rank >= n_val) & (rank < n_val + n_test), "train": rank >= n_val + n_test}
+    return {name: perm[keep].sort().values for name, keep in parts.items()}
+
+
+def channel_statistics(batches: Iterable) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-channel mean and standard deviation, (C, 1, 1) each, of every image of (N, C, H, W) batches, in one
+    pass: float64 sums of the values and their squares (exact enough for values in [0, 1]), never more than a batch
+    in memory. A constant channel gets a standard deviation of 1, so it is centred rather than divided by zero."""
+    total = squares = None
+    count = 0
+    try:
+        for images, *_ in batches:
+            values = images.double().transpose(0, 1).flatten(1)  # (C, N * H * W)
+            sums, sum_squares = values.sum(1), values.square().sum(1)
+            total, squares = (sums, sum_squares) if total is None else (total + sums, squares + sum_squares)
+            count += values.shape[1]
+    except ValueError as error:  # a worker's: "Caught ValueError in DataLoader worker ... Original Traceback ..."
+        raise ValueError(str(error).strip().splitlines()[-1].removeprefix("ValueError: ")) from None
+    mean = total / count
+    std = ((squares - count * mean.square()) / max(count - 1, 1)).clamp_min(0).sqrt()
+    std = torch.where(std > 1e-6, std, torch.ones_like(std))  # below a 255th of a step: constant
+    return mean.float().view(-1, 1, 1), std.float().view(-1, 1, 1)

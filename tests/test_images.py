@@ -1,0 +1,225 @@
+"""Images on disk (project/images.py): the folder's classes, the stratified split, the streamed statistics,
+augmentation on the training split only, predict from a folder, bad input, and the exact mid-epoch resume with and
+without workers. Folders of generated PNGs, written in each test's own directory: nothing is downloaded."""
+
+from functools import partial
+from pathlib import Path
+
+import lightning as L
+import pytest
+import torch
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from torchvision.io import write_png
+
+from project.images import ImageFolderDataModule
+from project.model import DigitsClassifier
+from project.networks import DigitsCNN
+
+
+def write_folder(root: Path, counts=(24, 24, 24), size: int = 12, seed: int = 0) -> Path:
+    """root/class_<k>/<i>.png: noise with channel k % 3 brightened, `counts[k]` images of class k."""
+    generator = torch.Generator().manual_seed(seed)
+    for k, count in enumerate(counts):
+        (root / f"class_{k}").mkdir(parents=True)
+        for i in range(count):
+            image = torch.randint(0, 128, (3, size, size), generator=generator, dtype=torch.uint8)
+            image[k % 3] += 100
+            write_png(image, str(root / f"class_{k}" / f"{i:03d}.png"))
+    return root
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    return write_folder(tmp_path_factory.mktemp("images") / "folder")
+
+
+def prepared(root: Path, **kwargs) -> ImageFolderDataModule:
+    datamodule = ImageFolderDataModule(str(root), **{"image_size": (12, 12), "num_workers": 0, **kwargs})
+    datamodule.setup("fit")
+    return datamodule
+
+
+def test_classes_and_sample_shape_are_known_before_setup(folder):
+    datamodule = ImageFolderDataModule(str(folder), image_size=(16, 20))
+    assert (datamodule.num_classes, datamodule.classes) == (3, ["class_0", "class_1", "class_2"])
+    assert datamodule.sample_shape == (3, 16, 20) and datamodule.splits is None
+    assert ImageFolderDataModule(str(folder), channels=1).sample_shape == (1, 32, 32)
+
+
+def test_the_split_is_stratified_seeded_disjoint_and_complete(tmp_path):
+    root = write_folder(tmp_path / "uneven", counts=(40, 20, 10), size=4)
+    datamodule = ImageFolderDataModule(str(root), val_fraction=0.1, test_fraction=0.2, seed=1)
+    datamodule.setup("test")
+    labels = torch.from_numpy(datamodule._listing[1])
+    per_class = {name: torch.bincount(labels[idx], minlength=3).tolist() for name, idx in datamodule.splits.items()}
+    assert per_class == {"val": [4, 2, 1], "test": [8, 4, 2], "train": [28, 14, 7]}  # round(n * fraction) per class
+    assert sorted(torch.cat(list(datamodule.splits.values())).tolist()) == list(range(70))
+    again = ImageFolderDataModule(str(root), val_fraction=0.1, test_fraction=0.2, seed=1)
+    again.setup("test")
+    other = ImageFolderDataModule(str(root), val_fraction=0.1, test_fraction=0.2, seed=2)
+    other.setup("test")
+    assert torch.equal(again.splits["val"], datamodule.splits["val"])
+    assert not torch.equal(other.splits["val"], datamodule.splits["val"])
+
+
+def test_folds_cut_train_and_val_and_keep_the_test_split(tmp_path):
+    root = write_folder(tmp_path / "uneven", counts=(40, 20, 10), size=4)
+    plain = ImageFolderDataModule(str(root), test_fraction=0.2)
+    plain.setup("test")
+    vals = []
+    for fold in range(3):
+        datamodule = ImageFolderDataModule(str(root), test_fraction=0.2, folds=3, fold=fold)
+        datamodule.setup("test")
+        assert torch.equal(datamodule.splits["test"], plain.splits["test"])
+        labels = torch.from_numpy(datamodule._listing[1])
+        assert torch.bincount(labels[datamodule.splits["val"]], minlength=3).tolist() in (
+            [11, 5, 3],
+            [10, 6, 2],
+            [11, 5, 2],
+            [10, 5, 3],
+        )
+        vals.append(set(datamodule.splits["val"].tolist()))
+    assert set.union(*vals) == set(range(70)) - set(plain.splits["test"].tolist())
+    assert sum(map(len, vals)) == 56  # each image outside the test split validates in one fold
+
+
+def test_statistics_are_the_train_splits_per_channel_mean_and_std(folder):
+    datamodule = prepared(folder, batch_size=5)  # 5: batches of several sizes, the last one ragged
+    train = datamodule._files(datamodule.splits["train"])
+    images = torch.stack([train[i][0] for i in range(len(train))])  # (N, 3, 12, 12), in [0, 1]
+    assert datamodule.mean.shape == datamodule.std.shape == (3, 1, 1)
+    torch.testing.assert_close(datamodule.mean.flatten(), images.mean(dim=(0, 2, 3)))
+    torch.testing.assert_close(datamodule.std.flatten(), images.std(dim=(0, 2, 3)))
+
+
+def batches(loader) -> list[torch.Tensor]:
+    return [images for images, _ in loader]
+
+
+def test_augmentation_is_on_the_training_split_only_and_a_function_of_the_seed(folder):
+    datamodule = prepared(folder, batch_size=8, min_crop=0.5)
+    val = batches(datamodule.val_dataloader())
+    torch.testing.assert_close(val, batches(datamodule.val_dataloader()))
+    # Validation images are the files, resized only: here 12x12 to 12x12, so the decoded pixels / 255.
+    first_file = datamodule._files(datamodule.splits["val"][:1])
+    assert torch.equal(val[0][0], first_file[0][0])
+    train = datamodule.train_dataloader()
+    epoch_0 = batches(train)
+    train.sampler.set_epoch(1)
+    assert not torch.equal(torch.cat(epoch_0), torch.cat(batches(train)))  # another order and other crops
+    with_workers = prepared(folder, batch_size=8, min_crop=0.5, num_workers=2).train_dataloader()
+    assert all(map(torch.equal, epoch_0, batches(with_workers))), "augmented alike with or without workers"
+    unaugmented = prepared(folder, batch_size=8, min_crop=1.0, flip=False).train_dataloader()
+    first, _ = next(iter(unaugmented.sampler))  # a position in the train split
+    assert torch.equal(batches(unaugmented)[0][0], datamodule._files(datamodule.splits["train"][[first]])[0][0])
+
+
+def small_model(datamodule: ImageFolderDataModule) -> DigitsClassifier:
+    network = partial(DigitsCNN, channels=(4, 8))
+    return DigitsClassifier(network, datamodule.num_classes, datamodule.sample_shape, lr=0.05)
+
+
+def trainer(root: Path, **kwargs) -> L.Trainer:
+    options = {"accelerator": "cpu", "devices": 1, "logger": False, "enable_progress_bar": False}
+    return L.Trainer(default_root_dir=root, enable_model_summary=False, **{**options, **kwargs})
+
+
+def test_predict_reads_a_folder_of_images_in_name_order(folder, tmp_path):
+    datamodule = ImageFolderDataModule(str(folder), image_size=(12, 12), num_workers=0, batch_size=4)
+    model = small_model(datamodule)
+    to_predict = tmp_path / "new"
+    to_predict.mkdir()
+    for name in ("b.png", "a.png", "c.PNG"):  # file order is not name order
+        (to_predict / name).write_bytes((folder / "class_1" / "000.png").read_bytes())
+    (to_predict / "notes.txt").write_text("not an image")
+    datamodule.hparams.predict_path = str(to_predict)
+    outputs = trainer(tmp_path).predict(model, datamodule=datamodule)  # per batch {label: (N,), probability: (N,)}
+    probabilities = torch.cat([batch["probability"] for batch in outputs])
+    assert [Path(f).name for f in datamodule.predict_files] == ["a.png", "b.png", "c.PNG"]
+    assert probabilities.shape == (3,) and ((0 < probabilities) & (probabilities <= 1)).all()
+    datamodule.hparams.predict_path = str(tmp_path / "elsewhere")
+    with pytest.raises(ValueError, match="elsewhere: neither an image nor a folder of images"):
+        datamodule.setup("predict")
+
+
+def test_a_csv_of_path_and_label_lists_the_same_images(folder, tmp_path):
+    rows = [f"{folder}/class_{k}/{i:03d}.png,{name}" for k, name in enumerate("cab") for i in range(24)]
+    (tmp_path / "list.csv").write_text("path,label\n" + "\n".join(rows) + "\n")
+    listed = ImageFolderDataModule(str(tmp_path / "list.csv"), num_workers=0)
+    assert listed.classes == ["a", "b", "c"] and listed.num_classes == 3
+    assert listed._listing[1].tolist() == [2] * 24 + [0] * 24 + [1] * 24
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_unreadable_image_is_refused_in_one_line_naming_it(tmp_path, workers):
+    root = write_folder(tmp_path / "broken", counts=(10, 10), size=4)
+    (root / "class_1" / "005.png").write_bytes(b"not a png")
+    with pytest.raises(ValueError) as error:
+        prepared(root, batch_size=2, val_fraction=0.1, test_fraction=0.01, num_workers=workers)
+    assert str(error.value) == f"{root}/class_1/005.png: not an image decode_image reads (PNG, JPEG or WebP)"
+
+
+def test_a_root_without_class_folders_or_a_list_is_refused_in_one_line_naming_it(tmp_path):
+    (tmp_path / "flat").mkdir()
+    write_png(torch.zeros(3, 4, 4, dtype=torch.uint8), str(tmp_path / "flat" / "only.png"))
+    (tmp_path / "bad.csv").write_text("file,class\na.png,0\n")
+    for root, message in [
+        (tmp_path / "flat", "Couldn't find any class folder"),
+        (tmp_path / "missing", "no such folder or file"),
+        (tmp_path / "bad.csv", "expected a header row path,label"),
+    ]:
+        with pytest.raises(ValueError, match=message) as error:
+            ImageFolderDataModule(str(root)).num_classes  # noqa: B018 (the property reads the folder)
+        assert str(error.value).startswith(str(root)) and "\n" not in str(error.value)
+
+
+class TorchRNG(Callback):
+    """The global torch RNG in the checkpoint: dropout draws from it (Lightning does not save it)."""
+
+    def state_dict(self) -> dict:
+        return {"torch": torch.get_rng_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        torch.set_rng_state(state["torch"])
+
+
+class CrashAt(Callback):
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.global_step == self.step:
+            raise RuntimeError(f"crash at step {self.step}")
+
+
+def fit(root: Path, folder: Path, workers: int, *callbacks: Callback, ckpt_path: str | None = None):
+    L.seed_everything(0)
+    datamodule = ImageFolderDataModule(str(folder), image_size=(12, 12), batch_size=8, num_workers=workers)
+    model = small_model(datamodule)
+    run = trainer(root, max_epochs=2, callbacks=[TorchRNG(), *callbacks], num_sanity_val_steps=0)
+    run.fit(model, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=False)  # our own file, with a partial
+    return model, datamodule
+
+
+# About a second each, so not marked slow. 57 training images in batches of 8: 7 steps an epoch. Saved at step 9
+# (epoch 1's second batch) and stopped at 11; saved at step 7 (epoch 0's last batch, before its validation) and
+# stopped at 10.
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("every,crash", [(3, 11), (7, 10)], ids=["mid-epoch", "epoch-end"])
+def test_a_fit_stopped_and_resumed_ends_with_the_uninterrupted_fits_weights(folder, tmp_path, workers, every, crash):
+    expected, datamodule = fit(tmp_path / "whole", folder, workers)
+    torch.testing.assert_close(expected.input_mean, datamodule.mean.expand(3, 12, 12))  # (C, 1, 1) into the buffer
+    saves = ModelCheckpoint(tmp_path / "checkpoints", every_n_train_steps=every, save_last=True, save_top_k=-1)
+    with pytest.raises(RuntimeError, match="crash at step"):
+        fit(tmp_path / "stopped", folder, workers, saves, CrashAt(crash))
+    last = str(tmp_path / "checkpoints" / "last.ckpt")
+    checkpoint = torch.load(last, weights_only=False)  # its hyperparameters name the network's partial
+    assert checkpoint["global_step"] == crash // every * every
+    # What the DataModule adds (the loader's position) is plain data: loadable with weights_only.
+    torch.save(checkpoint["ImageFolderDataModule"], tmp_path / "position.pt")
+    assert torch.load(tmp_path / "position.pt", weights_only=True) == checkpoint["ImageFolderDataModule"]
+    resumed, _ = fit(tmp_path / "resumed", folder, workers, saves, ckpt_path=last)  # as a resumed run would
+    state, theirs = resumed.state_dict(), expected.state_dict()
+    assert state.keys() == theirs.keys()
+    different = [name for name in state if not torch.equal(state[name], theirs[name])]
+    assert not different, f"differ after the resume: {different}"
