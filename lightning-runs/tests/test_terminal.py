@@ -9,6 +9,7 @@ from pathlib import Path
 
 import lightning as L
 import pytest
+import yaml
 from tiny_runs import command, load, run
 
 from tiny_tasks import TinyClassifier, TinyDataModule
@@ -117,6 +118,16 @@ def test_a_real_fit_test_and_predict_print_none_of_the_library_noise():
     predicted = outputs["predict"].stdout
     wrote = f"Wrote {points_in_the_test_split()} predictions to runs/tiny/version_0/predictions.csv\n"
     assert re.search(rf"(^|\n){re.escape(wrote)}", predicted), predicted
+
+
+@pytest.mark.slow
+def test_a_sweep_trial_prints_no_warning_and_no_model_summary():
+    Path("space.yaml").write_text(yaml.safe_dump({"space": {"model.lr": {"low": 0.01, "high": 0.1}}}))
+    result = command("sweep", "--config=space.yaml", "--study=tiny", "--n_trials=1", "--args", json.dumps(TINY))
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    assert "Trial 0 finished" in output and "Fit completed" in output
+    assert not [noise for noise in [*NOISE, MODEL_SUMMARY] if noise in output], output
 
 
 def refused(*args: str) -> None:
