@@ -12,11 +12,18 @@ import pytest
 import yaml
 from tiny_runs import command, load, run
 
+from lightning_runs import console
 from tiny_tasks import TinyClassifier, TinyDataModule
 
 TINY = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
 RUN = Path("runs/tiny/version_0")
 TYPED = ["--model=tiny_typed.TypedClassifier", "--data=tiny_typed.TypedPoints"]  # typed and checked arguments
+
+
+@pytest.fixture(autouse=True)
+def no_program_named_yet(monkeypatch):
+    """As in a fresh process: the command a message names is the first CLI's (a test before may have run another's)."""
+    monkeypatch.setattr(console, "_program", console.PLACEHOLDER)
 
 
 def project_lines(output: str) -> list[str]:
