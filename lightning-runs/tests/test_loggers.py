@@ -15,10 +15,19 @@ import yaml
 from tiny_runs import QUIET, command, run
 
 from lightning_runs.loggers import trackers
+from tiny_tasks import BiasOptionClassifier
 
 LOGGERS = {"csv": "CSVRunLogger", "mlflow": "MLFlowRunLogger", "wandb": "WandbRunLogger"}
-# Images, so that every picture is drawn (a batch of inputs, the misclassified), and a boolean hyperparameter (bias).
-TASK = ["--data=tiny_tasks.TinyImages", "--model=tiny_tasks.BiasOptionClassifier"]
+
+
+class Drawn(BiasOptionClassifier):
+    """A classifier with a boolean hyperparameter (bias) that declares one picture: its weights as an image."""
+
+    def figures(self, stage: str) -> dict:
+        return {"weights": self.layer.weight.detach().sigmoid()} if stage != "train" else {}  # (classes, features)
+
+
+TASK = ["--data=tiny_tasks.TinyImages", "--model=test_loggers.Drawn"]
 # 3 epochs of 3 steps; pictures and histograms every 2 epochs (after step 6), and the end of fit's at step 9.
 SHORT = [
     "--trainer.max_epochs=3",
@@ -29,7 +38,7 @@ SHORT = [
 ]
 STEPS, EPOCH_ENDS = 9, [2, 5, 8]  # Lightning logs epoch metrics at the index of the epoch's last step
 CRASH = ["--trainer.callbacks+=tiny_stops.CrashAt", "--trainer.callbacks.step=6"]  # as epoch 3 begins: last at 6
-NAME = "tinyimages-biasoptionclassifier"  # the experiment a run of TASK is named for: its data and its model
+NAME = "tiny"  # the tiny task's runs: runs/tiny/version_N
 RUN = Path(f"runs/{NAME}/version_0")
 
 
@@ -136,6 +145,9 @@ def test_csv_keeps_the_hyperparameters_and_no_pictures(csv_home):
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True, reason="cli/placement.py takes Lightning's CSVLogger, which deletes a reopened metrics.csv"
+)
 def test_lightnings_own_csv_logger_keeps_the_fits_rows_when_the_run_is_tested():
     csv_logger = ["--trainer.logger=lightning.pytorch.loggers.CSVLogger", "--trainer.logger.save_dir=runs"]
     run("fit", *csv_logger, "--trainer.max_epochs=2", "--trainer.limit_train_batches=3")

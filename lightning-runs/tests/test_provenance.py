@@ -1,6 +1,7 @@
 """The commit a run records is its owner's: the repository holding the owner's package, wherever the environment
 and this library are installed (a conda or shared environment lies outside the project), else the working
-directory's. The resolved config a run saves is whole or absent whenever another run reads it."""
+directory's; dirty where a tracked file or a new module differs from it. The resolved config a run saves is whole or
+absent whenever another command reads it."""
 
 import builtins
 import json
@@ -11,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from lightning_runs.errors import main
-from lightning_runs.records.provenance import code_folders, git_state
+from lightning_runs.records.provenance import git_state
 from tiny_tasks import TRAINER_DEFAULTS, TinyCLI, TinyDataModule, cli_main
 
 # No developer's git settings (signing, hooks) in the tests' repositories, and an identity for their commits.
@@ -48,18 +49,18 @@ def test_a_run_records_the_commit_of_the_repository_holding_the_owners_package(t
     from owners_project.model import OwnersClassifier
 
     args = ["fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2", "--trainer.enable_progress_bar=false"]
-    fit = main(lambda: TinyCLI(OwnersClassifier, TinyDataModule, trainer_defaults=TRAINER_DEFAULTS, args=args))
-    summary = json.loads((Path(fit.trainer.logger.log_dir) / "summary.json").read_text())
+    main(lambda: TinyCLI(OwnersClassifier, TinyDataModule, trainer_defaults=TRAINER_DEFAULTS, args=args))
+    summary = json.loads(Path("runs/owners_project/version_0/summary.json").read_text())  # named for its package
     assert summary["git"] == {"commit": commit, "dirty": False}
     assert commit != git(Path(__file__).parent, "rev-parse", "HEAD"), "not the library's repository"
 
     (owner / "my_run.yaml").write_text("trainer: {}\n")  # a scratch config: no code that ran
-    assert git_state(*code_folders("owners_project")) == {"commit": commit, "dirty": False}
+    assert git_state("owners_project") == {"commit": commit, "dirty": False}
     (owner / "owners_project/regression.py").write_text("# a new module, not yet added\n")
-    assert git_state(*code_folders("owners_project")) == {"commit": commit, "dirty": True}
+    assert git_state("owners_project") == {"commit": commit, "dirty": True}
     (owner / "owners_project/regression.py").unlink()
     (owner / "owners_project/model.py").write_text(OWNER_MODEL + "# an uncommitted change\n")
-    assert git_state(*code_folders("owners_project")) == {"commit": commit, "dirty": True}
+    assert git_state("owners_project") == {"commit": commit, "dirty": True}
 
 
 def test_a_package_installed_outside_any_repository_records_the_working_directorys_commit(tmp_path, monkeypatch):
@@ -70,13 +71,13 @@ def test_a_package_installed_outside_any_repository_records_the_working_director
     checkout = tmp_path / "checkout"
     commit = repository(checkout, {"configs/run.yaml": "trainer: {}\n"})
     monkeypatch.chdir(checkout)
-    assert code_folders("owners_installed") == [installed / "owners_installed", checkout]
-    assert git_state(*code_folders("owners_installed")) == {"commit": commit, "dirty": False}
+    assert git_state("owners_installed") == {"commit": commit, "dirty": False}
 
 
 def test_a_runs_config_yaml_is_never_seen_half_written(monkeypatch):
-    # A run starting at the same moment reads it to choose its folder's name (folders/naming.py): an emptied or half
-    # file there sent it to another folder. Written whole beside it and renamed in, it is never opened in place.
+    # A resume of the run, or an evaluation of its checkpoint, reads it (cli/placement.py) to compare the recipe or to
+    # parse the run's config: an emptied or half file there was refused or read as another recipe. Written whole
+    # beside it and renamed in (atomic.py), it is never opened in place.
     opened = []
     real_open = builtins.open
 
@@ -86,7 +87,7 @@ def test_a_runs_config_yaml_is_never_seen_half_written(monkeypatch):
         return real_open(file, mode, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "open", spying_open)
-    fit = main(lambda: cli_main(["fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]))
-    saved = Path(fit.trainer.logger.log_dir) / "config.yaml"
+    main(lambda: cli_main(["fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]))
+    saved = Path("runs/tiny/version_0/config.yaml")
     assert yaml.safe_load(saved.read_text())["data"]["class_path"] == "tiny_tasks.TinyDataModule"
     assert opened == [], "config.yaml was opened for writing in place"

@@ -1,8 +1,8 @@
-"""What a user finds in the folder of a short real run: TensorBoard tags at the right steps, pictures, the HPARAMS
-entry, the config, and a summary.json that agrees with the checkpoints and the events. The run: the tiny task's
-points as images (TinyImages: every picture is drawn), its classifier with a boolean hyperparameter (BiasOption)."""
+"""What a user finds in the folder of a short real run: TensorBoard tags at the right steps, histograms, the HPARAMS
+entry, and a summary.json that agrees with the config, the checkpoints and the events. The run: the tiny task's points
+as images (TinyImages), its classifier with a boolean hyperparameter (BiasOption). The pictures a module declares:
+test_figures.py."""
 
-import io
 import json
 import subprocess
 from pathlib import Path
@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from matplotlib.image import imread
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import metadata as hparams_metadata
@@ -18,22 +17,19 @@ from tiny_runs import load, run, scalars
 
 pytestmark = pytest.mark.slow  # each test reads the short run
 
-# 5 epochs of 5 steps, pictures and histograms every 2 epochs (so epoch 5 is logged as the end of fit, not as one of
-# every 2), gradient histograms on, a throughput window of 3 steps; then `test` on its best checkpoint, which logs into
-# the same run folder.
+# 5 epochs of 5 steps, histograms every 2 epochs (so epoch 5 is logged as the end of fit, not as one of every 2),
+# gradient histograms on; then `test` on its best checkpoint, which logs into the same run folder.
 SHORT_RUN = [
     "--data=tiny_tasks.TinyImages",
     "--model=tiny_tasks.BiasOptionClassifier",
     "--trainer.max_epochs=5",
     "--trainer.limit_train_batches=5",
-    "--figures.every_n_epochs=2",
     "--histograms.every_n_epochs=2",
     "--histograms.gradients=true",
-    "--throughput.window=3",
 ]
 STEPS = 25
 EPOCH_ENDS = [4, 9, 14, 19, 24]  # where Lightning logs epoch metrics: the index of each epoch's last step
-PICTURE_STEPS = [10, 20, 25]  # every 2 epochs (global step after epochs 2 and 4), then the end of fit
+RUN = Path("runs/tiny/version_0")
 
 
 @pytest.fixture(scope="module")
@@ -43,13 +39,9 @@ def short_run(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(home)
         fit = run("fit", *SHORT_RUN)
-        test = run("test", *SHORT_RUN[:2], "--ckpt_path", "best")
-    (run_dir,) = home.glob("runs/*/version_0")
-    return run_dir, fit, test
-
-
-def decode(image_event):
-    return imread(io.BytesIO(image_event.encoded_image_string), format="png")  # (H, W, channels)
+        test = run("test", "--ckpt_path", "best")  # the run's own config: its data and model
+    assert [p.name for p in (home / RUN).parent.iterdir()] == [RUN.name]
+    return home / RUN, fit, test
 
 
 def steps(points) -> list[int]:
@@ -75,14 +67,14 @@ def test_loss_gradient_norm_and_the_lr_are_logged_every_step(events, tag):
 
 
 def test_gradient_norm_is_the_norm_of_all_gradients(events):
-    assert all(0 < point.value < 100 for point in events.Scalars("train/grad_norm"))
-
-
-def test_throughput_is_logged_once_per_window_once_the_window_is_full(events):
-    points = events.Scalars("train/samples_per_sec")
-    # a window of 3 steps needs 4 timestamps: the first rate is at the 6th step, then every 3rd
-    assert steps(points) == list(range(5, STEPS, 3))
-    assert all(point.value > 0 for point in points)
+    # The gradient histograms hold each parameter's gradients of an epoch's last step, with their sum of squares.
+    norms = {point.step: point.value for point in events.Scalars("train/grad_norm")}
+    gradients = [tag for tag in events.Tags()["histograms"] if tag.startswith("gradients/")]
+    for step in (5, 10, 20, 25):  # written after the epoch whose last step is step - 1
+        squares = sum(
+            h.histogram_value.sum_squares for tag in gradients for h in events.Histograms(tag) if h.step == step
+        )
+        assert norms[step - 1] == pytest.approx(squares**0.5, rel=1e-5), step
 
 
 @pytest.mark.parametrize("tag", ["val/acc", "val/loss"])
@@ -92,36 +84,6 @@ def test_epoch_metrics_are_logged_once_per_epoch(events, tag):
 
 def test_test_metrics_are_logged_once(events):
     assert len(events.Scalars("test/acc")) == len(events.Scalars("test/loss")) == 1
-
-
-def test_input_samples_are_logged_once_and_decode(events):
-    (grid,) = events.Images("train/inputs")
-    image = decode(grid)
-    assert grid.step == 0 and image.shape == (grid.height, grid.width, 3) and grid.width > 100
-
-
-@pytest.mark.parametrize("tag", ["val/confusion_matrix", "val/misclassified"])
-def test_validation_pictures_come_every_n_epochs_and_at_the_end(events, tag):
-    pictures = events.Images(tag)
-    assert steps(pictures) == PICTURE_STEPS
-    for picture in pictures:
-        image = decode(picture)
-        assert image.shape[:2] == (picture.height, picture.width) and image.std() > 0
-
-
-@pytest.mark.parametrize("tag", ["test/confusion_matrix", "test/misclassified"])
-def test_test_pictures_are_logged_with_the_test_metrics(events, tag):
-    assert steps(events.Images(tag)) == steps(events.Scalars("test/acc"))
-
-
-def test_confusion_matrix_counts_every_validation_sample(short_run):
-    fit = short_run[1]
-    figures = next(c for c in fit.trainer.callbacks if type(c).__name__ == "Figures")
-    samples = len(fit.datamodule.splits["val"][1])
-    assert int(figures.matrices["val"].sum()) == samples
-    right = figures.matrices["val"].diagonal()  # per class: the tiny classifier's val/acc is their mean (macro)
-    per_class = right / figures.matrices["val"].sum(dim=1)
-    assert per_class.mean().item() == pytest.approx(fit.trainer.callback_metrics["val/acc"].item())
 
 
 def test_weight_and_gradient_histograms_only_at_the_chosen_epochs(events, short_run):
@@ -166,17 +128,11 @@ def test_hparams_tab_has_the_trainer_settings_and_booleans_as_booleans(events):
     assert not [key for key in shown if key.startswith("_")], "no LightningCLI keys (_instantiator)"
 
 
-def test_resolved_config_is_in_tensorboard_as_text(events):
-    (text,) = events.Tensors("config/text_summary")
-    assert "    lr: 0.05" in text.tensor_proto.string_val[0].decode()
-
-
 def test_summary_describes_the_run(summary, short_run):
     run_dir = short_run[0]
     assert summary["status"] == "completed" and summary["error"] is None
     assert summary["config"] == yaml.safe_load((run_dir / "config.yaml").read_text())
     assert len(summary["config_hash"]) == 64
-    assert summary["seeds"] == {"seed_everything": 0, "data.seed": 0}
     # The repository holding the task's module (tiny_tasks.py): records/provenance.py; test_provenance.py for others.
     here = str(Path(__file__).parent)
     commit = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True)

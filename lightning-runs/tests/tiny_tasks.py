@@ -78,7 +78,8 @@ class TinyDataModule(TinySplits):
         points = torch.randn(self.hparams.n, self.hparams.features, generator=generator)
         weights = torch.randn(self.hparams.features, self.hparams.num_classes, generator=generator)
         self.splits = three_splits(points, (points @ weights).argmax(dim=1))
-        if self.hparams.folds is not None:
+        # A subclass with arguments of its own (TinyImages, tiny_typed.TypedPoints) saves those: no folds there.
+        if self.hparams.get("folds") is not None:
             (train, train_labels), (val, val_labels) = self.splits["train"], self.splits["val"]
             points, labels = torch.cat([train, val]), torch.cat([train_labels, val_labels])
             k = self.hparams.fold

@@ -1,5 +1,6 @@
 """The MLflow store beside the runs, `<save_dir>/mlflow.db`: created and migrated by one process at a time, and
-opened before the run folder is claimed, so that a store nobody can open is one line with no run folder left.
+opened as the logger is built, before the run folder holds a file, so that a store nobody can open is one line with no
+run folder left.
 
 MLflow creates its tables and runs its schema migrations when a client first opens an SQLite file. Two fits started
 together on a fresh runs/ both migrated it: the second failed half way ("duplicate column name: step") with a

@@ -12,12 +12,12 @@ from lightning.pytorch.loggers.mlflow import _MLFLOW_AVAILABLE
 from lightning.pytorch.loggers.wandb import _WANDB_AVAILABLE
 from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 
-from lightning_runs.errors import UsageError
 from lightning_runs.console import is_quiet
-from lightning_runs.run_folders import RUNS
+from lightning_runs.errors import UsageError
 from lightning_runs.loggers.mlflow_store import creation_lock, local_database, open_client, retire_empty_default
 from lightning_runs.loggers.run_folder import INSTALL, RunFolder, numbers
 from lightning_runs.records.hparams import parameters
+from lightning_runs.run_folders import RUNS
 
 
 class MLFlowRunLogger(RunFolder, MLFlowLogger):
@@ -61,6 +61,9 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
         self._database = local_database(save_dir, tracking_uri)
         self._tracking_uri = tracking_uri or f"sqlite:///{self._database}"
         self._own_store = tracking_uri is None  # a server's experiments are its users', not this run's to tidy
+        if rank_zero_only.rank == 0:  # a store that cannot be opened is one line before the run folder holds a file
+            with creation_lock(self._database):
+                open_client(self._tracking_uri, self._database)
 
     @property
     @rank_zero_experiment

@@ -1,7 +1,9 @@
-"""A run's parameters for every logger: the trainer settings that change what a fit computes (Lightning logs the module's
-and the data's hyperparameters, never these: a 2- and a 50-epoch run looked alike), and TensorBoard's HPARAMS entry
-with the scores the runs are compared by: `hp/best_<monitor>` and its test counterpart (`val/acc` -> `hp/test_acc`)."""
+"""A run's parameters for every logger: the trainer settings that change what a fit computes (Lightning logs the
+module's and the data's hyperparameters, never these: a 2- and a 50-epoch run looked alike), and TensorBoard's HPARAMS
+entry with the scores the runs are compared by: `hp/best_<monitor>` and its test counterpart (`val/acc` ->
+`hp/test_acc`)."""
 
+import json
 import math
 
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
@@ -26,8 +28,11 @@ def score_tags(monitor: str | None) -> list[str]:
 
 
 def parameters(params) -> dict:
-    """A run's parameters without LightningCLI's own keys (`_instantiator`, `_class_path`): no settings of the run."""
-    return {k: v for k, v in _convert_params(params).items() if not k.startswith("_")}
+    """A run's parameters without LightningCLI's own keys (`_instantiator`, `_class_path`), as plain values: a tuple
+    (an input shape) is a list, which every logger and `yaml.safe_load` of hparams.yaml read; anything else not JSON,
+    its text."""
+    plain = json.loads(json.dumps(_convert_params(params), default=str))
+    return {k: v for k, v in plain.items() if not k.startswith("_")}
 
 
 def log_parameters(trainer, pl_module) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 from lightning.pytorch.cli import SaveConfigCallback
+from lightning.pytorch.loggers import MLFlowLogger
 
 from lightning_runs.atomic import write_atomically
 from lightning_runs.run_folders import free_path, run_folder
@@ -20,7 +21,8 @@ PACKAGES = ("torch", "torchvision", "lightning", "torchmetrics", "numpy", "jsona
 class SaveConfigInRun(SaveConfigCallback):
     """LightningCLI's config saving, into the run folder of whichever logger the run has (Lightning's saves into
     `Trainer.log_dir`: runs/ itself for an MLflow or W&B logger, Lightning #19441), whole or absent, and never over an
-    earlier command's: a resume or an evaluation in the run saves `config.<subcommand>[-N].yaml` beside it."""
+    earlier command's: a resume or an evaluation in the run saves `config.<subcommand>[-N].yaml` beside it. An MLflow
+    run gets each as an artifact too: on a tracking server, the only copy of the recipe its users can open."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs, save_to_log_dir=False)
@@ -32,6 +34,9 @@ class SaveConfigInRun(SaveConfigCallback):
             path = free_path(folder / f"{path.stem}.{trainer.state.fn.value}{path.suffix}")
         self.saved = path
         write_atomically(path, self.parser.dump(self.config, skip_none=False))
+        for logger in trainer.loggers:
+            if isinstance(logger, MLFlowLogger):
+                logger.experiment.log_artifact(logger.run_id, str(path))
 
 
 def saved_config_path(trainer) -> Path | None:

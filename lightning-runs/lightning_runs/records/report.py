@@ -1,5 +1,5 @@
-"""The block `fit` ends with: where the run went, how it ended, what it scored and saved, what to run next. Its facts are
-RunSummary's record, the one summary.json holds."""
+"""The block `fit` ends with: where the run went, how it ended, what it scored and saved, what to run next. Its facts
+are RunSummary's record, the one summary.json holds."""
 
 from pathlib import Path
 
@@ -42,5 +42,6 @@ def report_fit(trainer, tested: dict | None = None) -> None:
     elif isinstance(trainer.logger, MLFlowLogger):
         uri = trainer.logger.experiment.tracking_uri
         nexts.append(f"mlflow ui --backend-store-uri {uri}" if uri.startswith("sqlite:") else f"open {uri}")
-    lines += [f"  {'next' if i == 0 else '':12} {command}" for i, command in enumerate(nexts[int(bool(tested and testable)):])]
+    nexts = nexts[1:] if tested and testable else nexts  # tested already: no test command to suggest
+    lines += [f"  {'next' if i == 0 else '':12} {command}" for i, command in enumerate(nexts)]
     say("\n".join(lines))

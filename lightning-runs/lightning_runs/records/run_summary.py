@@ -25,7 +25,7 @@ from lightning_runs.faults.checkpoint_on_signal import ran_to_its_end
 from lightning_runs.processes import this_process
 from lightning_runs.records import provenance
 from lightning_runs.records.hparams import log_parameters, log_scores
-from lightning_runs.run_folders import free_path, run_folder, write_json
+from lightning_runs.run_folders import free_path, read_run_file, run_folder, write_json
 
 
 class RunSummary(Callback):
@@ -121,7 +121,8 @@ class RunSummary(Callback):
             "global_step": trainer.global_step,
             "samples_per_sec": self._samples / wall if wall else None,  # validation and checkpoints included
             "resumed_from": _relative(trainer.ckpt_path, trainer),
-            "best_checkpoint": best and {
+            "best_checkpoint": best
+            and {
                 "path": _relative(best.best_model_path, trainer),
                 "monitor": best.monitor,
                 "mode": best.mode,
@@ -140,9 +141,16 @@ class RunSummary(Callback):
         metrics = {k: _number(v) for k, v in sorted(trainer.callback_metrics.items()) if not k.startswith("train")}
         data = (self._facts.get("config") or {}).get("data")
         summary["evaluations"].append(
-            {"subcommand": stage, "status": status, "error": error, "checkpoint": _relative(trainer.ckpt_path, trainer),
-             "checkpoint_step": self._loaded.get("global_step"), "finished": _iso(time.time()), "data": data,
-             "metrics": metrics}  # fmt: skip
+            {
+                "subcommand": stage,
+                "status": status,
+                "error": error,
+                "checkpoint": _relative(trainer.ckpt_path, trainer),
+                "checkpoint_step": self._loaded.get("global_step"),
+                "finished": _iso(time.time()),
+                "data": data,
+                "metrics": metrics,
+            }
         )
         fitted = (summary.get("config") or {}).get("data")
         if stage == "test" and status == "completed" and _same_data(fitted, data):
@@ -162,10 +170,10 @@ class RunSummary(Callback):
         if path is None or not path.is_file():
             return None
         try:
-            summary = json.loads(path.read_text())
+            summary = json.loads(read_run_file(path))
             if isinstance(summary.get("evaluations"), list) and isinstance(summary.get("metrics"), dict):
                 return summary
-        except (ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):  # a device, a folder, too large, too deep
             pass
         kept = free_path(path.with_name(f"{path.stem}.unreadable{path.suffix}"))
         path.rename(kept)

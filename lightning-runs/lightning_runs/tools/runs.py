@@ -1,14 +1,17 @@
 """`python -m <package> runs [--name NAME]`: one line per run, newest first, from the summary.json every run keeps.
 
-`best` is the score of the run's best checkpoint on the metric it monitors (named in the header when every run
-monitors the same one, else in each cell), `test` the tests' scores of its own data; `differs` the settings of its
-config (summary.json keeps it) that are not the same in every listed run; `(dirty)` after a commit: tracked files
-differed from it. A `running` run whose fit process is gone from this machine is `killed`. A summary that cannot be
-read is one line on stderr; every other run is still listed. Nothing here imports torch: it answers in a moment.
+`best` is the score of the run's best checkpoint on the metric it monitors, `test` that metric's test counterpart
+(`val/loss` -> `test/loss`) from the run's metrics: named in the header when every run monitors the same metric, else
+in each cell. `differs`: the settings of its recipe (configs.py) that are not the same in every listed run; `(dirty)`
+after a commit: tracked files differed from it. A `running` run whose fit process is gone from this machine is
+`killed`. A summary that cannot be read, or whose fields the table reads have the wrong type, is one line on stderr;
+every other run is still listed. Linear in the number and size of the summaries; nothing here imports torch.
 """
 
 import json
+import math
 import sys
+from collections import Counter
 from pathlib import Path
 
 from jsonargparse import auto_cli
@@ -19,6 +22,21 @@ from lightning_runs.processes import is_dead
 from lightning_runs.run_folders import RUNS, VERSION, read_run_file
 
 COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "differs")
+# The fields the table reads and the types it shows (a score is text where it was not finite: RunSummary's "nan").
+NUMBER, TEXT, OBJECT = (int, float, type(None)), (str, type(None)), (dict, type(None))
+FIELDS = {
+    "started": TEXT,
+    "wall_time_s": NUMBER,
+    "config_hash": TEXT,
+    "config": OBJECT,
+    "process": OBJECT,
+    "git": OBJECT,
+    "git.commit": TEXT,
+    "metrics": OBJECT,
+    "best_checkpoint": OBJECT,
+    "best_checkpoint.monitor": TEXT,
+    "best_checkpoint.score": (*NUMBER, str),
+}
 
 
 def list_runs(name: str | None = None, root: Path = Path(RUNS)) -> list[dict[str, str]]:
@@ -33,22 +51,75 @@ def list_runs(name: str | None = None, root: Path = Path(RUNS)) -> list[dict[str
         if name is not None and path.parent.parent.name != name:
             continue
         try:
-            summary = json.loads(read_run_file(path))
-            if not isinstance(summary, dict):
-                raise ValueError("not a JSON object")
-            version = int(match[1]) if (match := VERSION.fullmatch(path.parent.name)) else -1
-            found.append(((str(summary.get("started") or ""), version), summary, path.parent))
-        except (OSError, ValueError, RecursionError) as error:  # one bad file never hides the others
-            print(f"skipped {_shown(path)}: {type(error).__name__}: {_shown(error)}", file=sys.stderr)
-    found.sort(key=lambda item: item[0], reverse=True)
-    monitors = {_get(summary, "best_checkpoint", "monitor") for _, summary, _ in found} - {None}
-    shared = monitors.pop() if len(monitors) == 1 else None
-    rows = [_row(run, summary, shared) for _, summary, run in found]
-    for row, differs in zip(rows, differences([summary.get("config") for _, summary, _ in found]), strict=True):
-        row["differs"] = differs
-    headers = {column: column for column in COLUMNS} | ({"best": f"best {shared}"} if shared else {})
-    print(_table(rows, headers) if rows else f"no runs in {root}/" + (f" named {name}" if name else ""))
+            found.append(_read(path))
+        except Exception as error:  # anything in one file is that file's: it never hides the other runs
+            print(_shown(f"skipped {path}: {_reason(error, path)}"), file=sys.stderr)
+    found.sort(key=lambda run: run[0], reverse=True)
+    monitors = {monitor for _, _, monitor, _ in found} - {None}
+    shared = monitors.pop() if len(monitors) == 1 else None  # one metric for all: named once, in the header
+    rows = []
+    for (_, row, monitor, _), differs in zip(found, differences([settings for *_, settings in found]), strict=True):
+        if monitor is not None and shared is None:  # each score says its metric
+            named = {"best": monitor, "test": _counterpart(monitor)}
+            row |= {column: f"{row[column]} {metric}" for column, metric in named.items() if row[column] != "-"}
+        rows.append({**row, "differs": differs})
+    headers = dict(zip(COLUMNS, COLUMNS, strict=True))
+    if shared is not None:
+        headers |= {"best": f"best {shared}", "test": _counterpart(shared)}
+    print(_table(rows, headers) if rows else f"no runs in {_shown(root)}/" + (f" named {_shown(name)}" if name else ""))
     return rows
+
+
+def _read(path: Path) -> tuple:
+    """(sort key, row, monitor, recipe settings shown) of one summary, or the error that makes it unreadable."""
+    summary = json.loads(read_run_file(path))
+    if not isinstance(summary, dict):
+        raise ValueError(f"not a run summary (a JSON {type(summary).__name__}, not an object)")
+    for field, kinds in FIELDS.items():
+        value = _get(summary, *field.split("."))
+        if not isinstance(value, kinds):
+            raise TypeError(f"its {field} has the wrong type ({type(value).__name__})")
+        if isinstance(value, float) and not math.isfinite(value) and kinds is NUMBER:
+            raise ValueError(f"its {field} is not a finite number ({value})")
+    status, process = str(summary.get("status", "-")), summary.get("process")
+    if status == "running" and process is not None and is_dead(process):
+        status = "killed"
+    monitor, test = _get(summary, "best_checkpoint", "monitor"), None
+    if monitor is not None:
+        test = (summary.get("metrics") or {}).get(_counterpart(monitor))
+    git = summary.get("git") or {}
+    row = {
+        "run": str(path.parent),
+        "status": status,
+        "epochs": str(summary.get("epochs", "-")),
+        "best": _score(_get(summary, "best_checkpoint", "score")),
+        "test": _score(test),
+        "wall": "-" if summary.get("wall_time_s") is None else duration(summary["wall_time_s"]),
+        "config": (summary.get("config_hash") or "-")[:8],
+        "commit": (git.get("commit") or "-")[:7] + (" (dirty)" if git.get("dirty") else ""),
+    }
+    settings = None if summary.get("config") is None else {k: _value(v) for k, v in recipe(summary["config"]).items()}
+    # Start times have whole seconds: of two runs started in the same second, the higher version is newer.
+    version = int(match[1]) if (match := VERSION.fullmatch(path.parent.name)) else -1
+    return (summary.get("started") or "", version), row, monitor, settings
+
+
+def differences(settings: list[dict[str, str] | None]) -> list[str]:
+    """For each run, its settings that are not the same in every listed run with a config, each by the shortest end of
+    its name no other such setting shares (`lr=0.003 max_epochs=20`). Linear in the settings."""
+    known = [s for s in settings if s is not None]
+    keys = dict.fromkeys(key for setting in known for key in setting)
+    # A setting a run lacks (another DataModule's argument) counts as null there.
+    differing = [key for key in keys if len({setting.get(key, "null") for setting in known}) > 1]
+    ends = Counter(end for key in differing for end in _ends(key))
+    short = {key: next((end for end in _ends(key) if ends[end] == 1), key) for key in differing}
+    return ["-" if s is None else " ".join(f"{short[k]}={s[k]}" for k in differing if k in s) or "-" for s in settings]
+
+
+def _ends(key: str) -> list[str]:
+    """`model.network.lr` -> `lr`, `network.lr`, `model.network.lr`."""
+    parts = key.split(".")
+    return [".".join(parts[-n:]) for n in range(1, len(parts) + 1)]
 
 
 def _get(summary: dict, *keys):
@@ -57,68 +128,45 @@ def _get(summary: dict, *keys):
     return summary
 
 
-def _row(run: Path, summary: dict, shared: str | None) -> dict[str, str]:
-    status = str(summary.get("status", "-"))
-    process = summary.get("process")
-    if status == "running" and isinstance(process, dict) and is_dead(process):
-        status = "killed"
-    monitor = _get(summary, "best_checkpoint", "monitor")
-    tests = {k: v for k, v in (summary.get("metrics") or {}).items() if str(k).startswith("test")}
-    commit = str(_get(summary, "git", "commit") or "-")[:7] + (" (dirty)" if _get(summary, "git", "dirty") else "")
-    return {
-        "run": _shown(run),
-        "status": _shown(status),
-        "epochs": _shown(summary.get("epochs", "-")),
-        "best": _score(_get(summary, "best_checkpoint", "score")) + (f" {monitor}" if monitor and not shared else ""),
-        "test": " ".join(f"{_score(v)} {k}" for k, v in sorted(tests.items())[:2]) or "-",
-        "wall": duration(summary.get("wall_time_s")) if summary.get("wall_time_s") is not None else "-",
-        "config": _shown(summary.get("config_hash") or "-")[:8],
-        "commit": _shown(commit),
-    }
-
-
-def differences(configs: list) -> list[str]:
-    """For each run, its settings that are not the same in every listed run with a config, each by the shortest end of
-    its name no other such setting shares (`lr=0.003 max_epochs=20`). Linear in the settings."""
-    settings = [{k: _value(v) for k, v in recipe(c).items()} if isinstance(c, dict) else None for c in configs]
-    known = [s for s in settings if s is not None]
-    keys = dict.fromkeys(key for setting in known for key in setting)
-    # A setting a run lacks (another DataModule's argument) counts as null there.
-    differing = [key for key in keys if len({setting.get(key, "null") for setting in known}) > 1]
-    ends: dict[str, int] = {}
-    for key in differing:
-        parts = key.split(".")
-        for n in range(1, len(parts) + 1):
-            ends[".".join(parts[-n:])] = ends.get(".".join(parts[-n:]), 0) + 1
-    short = {key: next(e for n in range(1, len(key.split(".")) + 1) if ends[e := ".".join(key.split(".")[-n:])] == 1)
-             for key in differing}  # fmt: skip
-    return [
-        " ".join(f"{short[k]}={s[k]}" for k in differing if k in s) or "-" if s is not None else "-" for s in settings
-    ]
+def _counterpart(monitor: str) -> str:
+    """The test metric of a validation metric (`val/loss` -> `test/loss`), as records/hparams.py names it."""
+    return "test" + monitor[3:] if monitor.startswith("val") else "test"
 
 
 def _value(value) -> str:
     if isinstance(value, str) and "." in value and value.rpartition(".")[2][:1].isupper():
         value = value.rpartition(".")[2]  # a class path shows as its class's name
-    return _shown(json.dumps(value) if not isinstance(value, str) else value).replace(" ", "")
+    if type(value) in (int, float):  # most settings: as JSON writes them, without its encoder's cost
+        return repr(value)
+    return (value if isinstance(value, str) else json.dumps(value)).replace(" ", "")
 
 
 def _score(value) -> str:
-    return f"{value:.4f}" if isinstance(value, int | float) and value == value else "-"
+    """`0.9944`; a score that was not finite as RunSummary wrote it (`nan`); `-` where there is none."""
+    return f"{value:.4f}" if isinstance(value, int | float) else value if isinstance(value, str) else "-"
+
+
+def _reason(error: Exception, path: Path) -> str:
+    if isinstance(error, RecursionError):
+        return "nested too deeply to read"
+    if isinstance(error, json.JSONDecodeError):
+        return f"not JSON ({error})"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    said = str(error).removeprefix(f"{path} is ")  # run_folders.read_run_file's refusals: "<path> is not ..."
+    return said if isinstance(error, OSError | TypeError | ValueError) else f"{type(error).__name__}: {said}"
 
 
 def _shown(value) -> str:
-    """Control characters escaped: a newline in a name would split the table's line."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
+    """Control characters escaped: a newline or a terminal escape in a name would split or repaint the table."""
+    text = str(value)
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _table(rows: list[dict[str, str]], headers: dict[str, str]) -> str:
-    widths = {column: max(len(headers[column]), *(len(row[column]) for row in rows)) for column in COLUMNS}
-    lines = [
-        [headers[c].ljust(widths[c]) for c in COLUMNS],
-        *([row[c].ljust(widths[c]) for c in COLUMNS] for row in rows),
-    ]
-    return "\n".join("  ".join(line).rstrip() for line in lines)
+    lines = [[_shown(headers[c]) for c in COLUMNS], *([_shown(row[c]) for c in COLUMNS] for row in rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines)
 
 
 def main(cli_main, args: list[str] | None = None) -> list[dict[str, str]]:
