@@ -79,6 +79,12 @@ def say(message: str) -> None:
         print(message, flush=True)
 
 
+def note(message: str) -> None:
+    """A hint (how to declare what the library found missing): one of `say`'s lines, left out under --quiet."""
+    if not is_quiet():
+        say(message)
+
+
 def duration(seconds: float | None) -> str:
     """`9.8 s`, `3m 41s`, `2h 05m`."""
     if not isinstance(seconds, int | float) or seconds != seconds:

@@ -15,7 +15,10 @@ _KEY = re.compile(r'Parser key "(?P<key>[\w.]+)":')
 _EXPECTED = re.compile(r"Expected a (?:<class '(?:[\w.]+\.)?(?P<type>\w+)'>|typing\.Literal\[(?P<choices>[^\]]*)\])")
 _GIVEN = re.compile(r"Given value: (?:NestedArg\(key='[^']*', val='?)?(?P<value>.*?)'?\)?$", flags=re.MULTILINE)
 _UNKNOWN = re.compile(r"[Uu]nrecognized arguments: (?P<argument>\S+)")
-_NOT_ACCEPTED = re.compile(r"class_path '(?P<path>[\w.]+)':\s*Option '(?P<name>\w+)' is not accepted")
+_NOT_ACCEPTED = re.compile(
+    r"class_path '(?P<path>[\w.]+)':\s*Option '(?P<name>\w+)' is not accepted"  # --model.lrr
+    r"|Option '(?P<inner>\w+)' is not accepted\. Got value: Namespace\(class_path='(?P<inner_path>[\w.]+)'"  # a factory's
+)
 _PROBLEM = re.compile(r"Problem with given class_path '(?P<path>[\w.]+)':\s*\n\s*(?P<reason>(?!Parser key)\S[^\n]*)")
 _DENIED = re.compile(r"Importing '(?P<path>[\w.]+)' is not allowed")
 _NOISE = ("Does not validate against", "Subtypes:", "Errors:", "Given value", "- Expected a <class 'NoneType'>")
@@ -30,8 +33,9 @@ def condensed(error: Exception, parser) -> str:
         return f"--{'.'.join(keys)}: {denied['path']} may not be imported from a value (it runs code)"
     if rejected := _NOT_ACCEPTED.search(message):  # an argument the chosen class does not take (--model.lrr)
         group = ".".join(keys)
-        options = [f"--{group}.{name}" for name in class_arguments(rejected["path"])]
-        return _unknown(f"--{group}.{rejected['name']}", options)
+        path, name = rejected["path"] or rejected["inner_path"], rejected["name"] or rejected["inner"]
+        options = [f"--{group}.{argument}" for argument in class_arguments(path)]
+        return _unknown(f"--{group}.{name}", options)
     expected = [m["type"] or f"one of {m['choices']}" for m in _EXPECTED.finditer(message) if m["type"] != "NoneType"]
     given = _GIVEN.search(message)
     if problem := _PROBLEM.search(message):  # the chosen class's own failure, not every type the option takes
@@ -72,7 +76,12 @@ def _options(parser, message: str) -> list[str]:
     found = option_strings(parser)
     for name in ("fit", "validate", "test", "predict"):
         try:
-            found += option_strings(subcommand_parser(parser, name))
+            subcommand = subcommand_parser(parser, name)
         except (AttributeError, KeyError):
             break
+        found += option_strings(subcommand)
+        defaults = subcommand.get_defaults()
+        for group in ("model", "data"):  # subclass mode: their arguments are no options until a class is parsed
+            path = getattr(defaults.get(group), "class_path", None)
+            found += [f"--{group}.{argument}" for argument in class_arguments(path)] if path else []
     return [option for option in found if option.startswith("--")]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+from lightning.pytorch.loggers import TensorBoardLogger
 
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.checkpoints.sharded import check_whole, is_checkpoint, is_sharded
@@ -28,11 +28,13 @@ from lightning_runs.configs import differences
 from lightning_runs.console import say
 from lightning_runs.distributed import launched_as_rank_zero
 from lightning_runs.errors import UsageError
+from lightning_runs.loggers.csv_run_logger import CSVRunLogger
 from lightning_runs.loggers.run_folder import RunFolder
 from lightning_runs.run_folders import CHECKPOINTS, RUNS, claim_version, lock_run, newest_with, read_run_file, run_dir, run_of_checkpoint
 
-# The loggers that write into `<save_dir>/<name>/version_N`, the folder every run's files go in.
-FOLDER_LOGGERS = (TensorBoardLogger, CSVLogger, RunFolder)
+# The loggers that write into `<save_dir>/<name>/version_N`, the folder every run's files go in, and keep it whole
+# when a resume or a test reopens it (Lightning's CSVLogger deletes the run's metrics.csv then; CSVRunLogger appends).
+FOLDER_LOGGERS = (TensorBoardLogger, CSVRunLogger, RunFolder)
 
 
 @dataclass
@@ -58,8 +60,9 @@ def logger_args(config):
     found = _imported(getattr(logger, "class_path", None)) if isinstance(logger, Namespace) else None
     if not (isinstance(found, type) and issubclass(found, FOLDER_LOGGERS)):
         raise UsageError(
-            f"--trainer.logger {logger}: a run writes into runs/<name>/version_N through one logger that keeps that"
-            " folder (TensorBoard's, lightning_runs.loggers'); give one of those"
+            f"--trainer.logger {getattr(logger, 'class_path', logger)}: a run writes into runs/<name>/version_N through"
+            " one logger that keeps that folder whole across resumes and tests: TensorBoardLogger or one of"
+            " lightning_runs.loggers (CSVRunLogger for CSV files)"
         )
     config.trainer.logger = logger
     return logger.init_args

@@ -15,7 +15,7 @@ a module without `figures` gets none, said in one line.
 from jsonargparse.typing import NonNegativeInt
 from lightning.pytorch.callbacks import Callback
 
-from lightning_runs.console import say
+from lightning_runs.console import note
 from lightning_runs.pictures.writers import picture_writers
 
 
@@ -43,7 +43,7 @@ class Figures(Callback):
         if not callable(getattr(pl_module, "figures", None)):
             if not self._said:
                 self._said = True
-                say(
+                note(
                     f"figures: {type(pl_module).__name__} declares none; give it figures(stage) returning"
                     " {name: Figure or image} (python -m pydoc lightning_runs.pictures.figures)"
                 )
