@@ -91,3 +91,36 @@ def test_a_runs_config_yaml_is_never_seen_half_written(monkeypatch):
     saved = Path("runs/tiny/version_0/config.yaml")
     assert yaml.safe_load(saved.read_text())["data"]["class_path"] == "tiny_tasks.TinyDataModule"
     assert opened == [], "config.yaml was opened for writing in place"
+
+
+def test_a_run_records_the_lock_its_environment_came_from_and_what_differs(tmp_path, monkeypatch):
+    """summary.json's `environment`: the nearest uv.lock above the owner's package, its hash, and each installed release
+    it names at another version; the runs table marks such a run."""
+    import hashlib
+    import importlib.metadata
+    import sys
+
+    from lightning_runs.records.provenance import environment
+    from lightning_runs.tools.runs import list_runs
+
+    numpy = importlib.metadata.version("numpy")
+    package = tmp_path / "repo" / "mine"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    lock = tmp_path / "repo" / "uv.lock"
+    entries = [("numpy", numpy), ("torch", importlib.metadata.version("torch")), ("not-installed-here", "1.0")]
+    lock.write_text("version = 1\n" + "".join(f'[[package]]\nname = "{n}"\nversion = "{v}"\n' for n, v in entries))
+    monkeypatch.syspath_prepend(str(tmp_path / "repo"))
+    sys.modules.pop("mine", None)
+    same = environment("mine")
+    assert same == {"lock": str(lock), "lock_sha256": hashlib.sha256(lock.read_bytes()).hexdigest(), "differs": []}
+    lock.write_text(lock.read_text().replace(f'"{numpy}"', '"0.0.1"'))
+    assert environment("mine")["differs"] == [f"numpy {numpy} (lock: 0.0.1)"]
+
+    for version, differs in enumerate(([], [f"numpy {numpy} (lock: 0.0.1)"])):
+        run = tmp_path / "runs" / "tiny" / f"version_{version}"
+        run.mkdir(parents=True)
+        summary = {"status": "completed", "environment": {"lock_sha256": "abcdef123456", "differs": differs}}
+        (run / "summary.json").write_text(json.dumps(summary))
+    rows = list_runs(root=tmp_path / "runs")
+    assert [row["env"] for row in rows] == ["abcdef1 (differs)", "abcdef1"]

@@ -1,8 +1,10 @@
 """Where a run came from: its saved config, git commit, package versions and device."""
 
+import hashlib
 import importlib.metadata
 import importlib.util
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -45,12 +47,44 @@ def saved_config_path(trainer) -> Path | None:
     return getattr(callback, "saved", None)
 
 
+def _folders(module: str) -> list[Path]:
+    """Where the owner's code is (`__main__`: the script), then the working directory."""
+    spec = importlib.util.find_spec(module) if module != "__main__" else None
+    location = getattr(sys.modules.get("__main__"), "__file__", None) if spec is None else spec.origin
+    return ([Path(location).resolve().parent] if location else []) + [Path.cwd()]
+
+
+def environment(module: str) -> dict:
+    """The lock the environment was installed from, the nearest uv.lock above the owner's code: its hash, and each
+    installed release it names at another version (none: the environment is the lock's). Packages the lock holds for
+    other platforms or extras, not installed here, are no difference."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: no TOML reader in the standard library
+        return {"lock": None, "differs": None}
+    lock = next((f / "uv.lock" for d in _folders(module) for f in (d, *d.parents) if (f / "uv.lock").is_file()), None)
+    if lock is None:
+        return {"lock": None, "differs": None}
+    text = lock.read_bytes()
+    pinned: dict[str, set[str]] = {}
+    for package in tomllib.loads(text.decode()).get("package", []):
+        pinned.setdefault(_canonical(package["name"]), set()).add(str(package.get("version")).partition("+")[0])
+    differs = set()
+    for dist in importlib.metadata.distributions():
+        name, version = _canonical(dist.metadata["Name"] or ""), dist.version.partition("+")[0]
+        if name in pinned and version not in pinned[name]:
+            differs.add(f"{name} {version} (lock: {', '.join(sorted(pinned[name]))})")
+    return {"lock": f"{lock}", "lock_sha256": hashlib.sha256(text).hexdigest(), "differs": sorted(differs)}
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()  # PEP 503
+
+
 def git_state(module: str) -> dict:
     """The commit of the code that ran: the repository holding the owner's package (`__main__`: the script), else the
     working directory's; dirty where a tracked file, or a Python file not yet added, differs from it."""
-    spec = importlib.util.find_spec(module) if module != "__main__" else None
-    location = getattr(sys.modules.get("__main__"), "__file__", None) if spec is None else spec.origin
-    for folder in ([Path(location).resolve().parent] if location else []) + [Path.cwd()]:
+    for folder in _folders(module):
         git = ["git", "-C", str(folder)]
         try:
             commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)

@@ -44,6 +44,7 @@ class RunSummary(Callback):
             "config": config,
             "config_hash": config_hash(config),
             "git": provenance.git_state(type(pl_module).__module__.partition(".")[0]),
+            "environment": provenance.environment(type(pl_module).__module__.partition(".")[0]),
             "versions": provenance.versions(),
             "device": provenance.device(trainer),
         }

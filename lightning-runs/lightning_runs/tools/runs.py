@@ -3,7 +3,8 @@
 `best` is the score of the run's best checkpoint on the metric it monitors, `test` that metric's test counterpart
 (`val/loss` -> `test/loss`) from the run's metrics: named in the header when every run monitors the same metric, else
 in each cell. `differs`: the settings of its recipe (configs.py) that are not the same in every listed run; `(dirty)`
-after a commit: tracked files differed from it. A `running` run whose fit process is gone from this machine is
+after a commit: tracked files differed from it; `env`: the uv.lock the environment was installed from (its hash), and
+`(differs)` where installed releases were not the lock's. A `running` run whose fit process is gone from this machine is
 `killed`. A summary that cannot be read, or whose fields the table reads have the wrong type, is one line on stderr;
 every other run is still listed. Linear in the number and size of the summaries; nothing here imports torch.
 """
@@ -21,7 +22,7 @@ from lightning_runs.console import duration, program
 from lightning_runs.processes import is_dead
 from lightning_runs.run_folders import RUNS, VERSION, read_run_file
 
-COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "differs")
+COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "env", "differs")
 # The fields the table reads and the types it shows (a score is text where it was not finite: RunSummary's "nan").
 NUMBER, TEXT, OBJECT = (int, float, type(None)), (str, type(None)), (dict, type(None))
 FIELDS = {
@@ -32,6 +33,9 @@ FIELDS = {
     "process": OBJECT,
     "git": OBJECT,
     "git.commit": TEXT,
+    "environment": OBJECT,
+    "environment.lock_sha256": TEXT,
+    "environment.differs": (list, type(None)),
     "metrics": OBJECT,
     "best_checkpoint": OBJECT,
     "best_checkpoint.monitor": TEXT,
@@ -47,7 +51,7 @@ def list_runs(name: str | None = None, root: Path = Path(RUNS)) -> list[dict[str
         root: where the runs are
     """
     found = []
-    for path in sorted(Path(root).glob("*/*/summary.json")):
+    for path in sorted(Path(root).rglob("summary.json")):  # runs/<name>/version_N; sweeps' and cv's one deeper
         if name is not None and path.parent.parent.name != name:
             continue
         try:
@@ -87,7 +91,7 @@ def _read(path: Path) -> tuple:
     monitor, test = _get(summary, "best_checkpoint", "monitor"), None
     if monitor is not None:
         test = (summary.get("metrics") or {}).get(_counterpart(monitor))
-    git = summary.get("git") or {}
+    git, environment = summary.get("git") or {}, summary.get("environment") or {}
     row = {
         "run": str(path.parent),
         "status": status,
@@ -97,6 +101,7 @@ def _read(path: Path) -> tuple:
         "wall": "-" if summary.get("wall_time_s") is None else duration(summary["wall_time_s"]),
         "config": (summary.get("config_hash") or "-")[:8],
         "commit": (git.get("commit") or "-")[:7] + (" (dirty)" if git.get("dirty") else ""),
+        "env": (environment.get("lock_sha256") or "-")[:7] + (" (differs)" if environment.get("differs") else ""),
     }
     settings = None if summary.get("config") is None else {k: _value(v) for k, v in recipe(summary["config"]).items()}
     # Start times have whole seconds: of two runs started in the same second, the higher version is newer.
