@@ -20,14 +20,15 @@ from test_sweep_tool import (
 from tiny_runs import refusal
 
 from lightning_runs.tools import sweep as sweep_tool
+from lightning_runs.tools.function_cli import fit_config
 from lightning_runs.tools.sweep import scored_by
 from tiny_tasks import cli_main
 
 
 def test_without_a_metric_a_sweep_scores_the_best_checkpoints_and_without_a_direction_takes_its_mode():
-    resolved = sweep_tool._resolved(cli_main, (), ())
+    resolved = fit_config(cli_main, ())
     assert scored_by(resolved, None, None) == ("val/loss", "minimize")
-    told = sweep_tool._resolved(cli_main, (), ("--best_checkpoint.monitor=val/acc", "--best_checkpoint.mode=max"))
+    told = fit_config(cli_main, ("--best_checkpoint.monitor=val/acc", "--best_checkpoint.mode=max"))
     assert scored_by(told, None, None) == ("val/acc", "maximize")
     assert scored_by(told, "val/acc", None) == ("val/acc", "maximize"), "the metric given is the one it monitors"
     assert scored_by(told, "val/loss", "minimize") == ("val/loss", "minimize"), "given: the checkpoint's are not asked"

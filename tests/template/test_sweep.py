@@ -14,7 +14,7 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-import lightning_runs.tools.sweep
+from lightning_runs.tools.function_cli import fit_config
 from lightning_runs.tools.sweep import main, scored_by
 from project.cli import cli_main
 from support import DEFAULT, QUIET, ROOT, ddp_environment
@@ -45,7 +45,7 @@ def test_every_sweep_file_says_how_to_run_it_and_names_real_options(path, capsys
 
 
 def test_the_shipped_sweep_scores_trials_as_the_recipe_chooses_its_best_checkpoint():
-    resolved = lightning_runs.tools.sweep._resolved(cli_main, (DEFAULT,), ())
+    resolved = fit_config(cli_main, (f"--config={DEFAULT}",))
     assert scored_by(resolved, None, None) == ("val/acc", "maximize")
 
 
