@@ -13,9 +13,10 @@ from lightning_runs.private import option_strings, subcommand_parser
 
 _KEY = re.compile(r'Parser key "(?P<key>[\w.]+)":')
 _EXPECTED = re.compile(r"Expected a (?:<class '(?:[\w.]+\.)?(?P<type>\w+)'>|typing\.Literal\[(?P<choices>[^\]]*)\])")
-_GIVEN = re.compile(r"Given value: (?P<value>.*)")
+_GIVEN = re.compile(r"Given value: (?:NestedArg\(key='[^']*', val='?)?(?P<value>.*?)'?\)?$", flags=re.MULTILINE)
 _UNKNOWN = re.compile(r"[Uu]nrecognized arguments: (?P<argument>\S+)")
 _NOT_ACCEPTED = re.compile(r"class_path '(?P<path>[\w.]+)':\s*Option '(?P<name>\w+)' is not accepted")
+_PROBLEM = re.compile(r"Problem with given class_path '(?P<path>[\w.]+)':\s*\n\s*(?P<reason>(?!Parser key)\S[^\n]*)")
 _DENIED = re.compile(r"Importing '(?P<path>[\w.]+)' is not allowed")
 _NOISE = ("Does not validate against", "Subtypes:", "Errors:", "Given value", "- Expected a <class 'NoneType'>")
 
@@ -23,7 +24,7 @@ _NOISE = ("Does not validate against", "Subtypes:", "Errors:", "Given value", "-
 def condensed(error: Exception, parser) -> str:
     message = str(error)
     if unknown := _UNKNOWN.search(message):
-        return _unknown(unknown["argument"].split("=")[0], _options(parser, message))
+        return _unknown(unknown["argument"].split("=")[0], _options(parser, message), parser)
     keys = [match["key"] for match in _KEY.finditer(message)]
     if denied := _DENIED.search(message):  # jsonargparse's import path denylist, which RunsCLI enforces
         return f"--{'.'.join(keys)}: {denied['path']} may not be imported from a value (it runs code)"
@@ -33,7 +34,9 @@ def condensed(error: Exception, parser) -> str:
         return _unknown(f"--{group}.{rejected['name']}", options)
     expected = [m["type"] or f"one of {m['choices']}" for m in _EXPECTED.finditer(message) if m["type"] != "NoneType"]
     given = _GIVEN.search(message)
-    if expected and given:
+    if problem := _PROBLEM.search(message):  # the chosen class's own failure, not every type the option takes
+        reason = f"{problem['path']}: {problem['reason'].strip()}"
+    elif expected and given:
         reason = f"expected {' or '.join(dict.fromkeys(expected))}, got {given['value']}"
     else:
         inner = _KEY.sub("", message[message.rfind('Parser key "') :] if keys else message)
@@ -43,9 +46,11 @@ def condensed(error: Exception, parser) -> str:
     return f"{where}{reason}"
 
 
-def _unknown(option: str, options: list[str]) -> str:
+def _unknown(option: str, options: list[str], parser=None) -> str:
     close = difflib.get_close_matches(option, options, n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]}?" if close else f"{program()} <subcommand> --help lists the options"
+    tool = parser is not None and getattr(parser, "_subcommands_action", None) is None  # a tool's own parser
+    usage = f"{parser.prog} --help" if tool else f"{program()} <subcommand> --help"
+    hint = f"did you mean {close[0]}?" if close else f"{usage} lists the options"
     return f"unknown option {option}: {hint}"
 
 

@@ -20,8 +20,8 @@ class SignalAt(Callback):
     `phase` validation, test or predict, as that phase's first batch begins at that global step (None: at any; the
     sanity check does not count); with `phase` fit_end, after the training loop. `batch` instead of a step: the
     training batch of the fit (counted over its epochs) as it begins, for gradient accumulation, where a step spans
-    several. A SIGKILL first waits for the background checkpoint writer: what is on disk is then everything saved
-    before this point, the hardest case to resume."""
+    several. A SIGKILL first waits for the background checkpoint writer (its teardown waits for the writes it holds):
+    what is on disk is then everything saved before this point, the hardest case to resume."""
 
     def __init__(self, step: int | None = None, signum: int = 15, phase: str = "train", batch: int | None = None):
         self.step, self.signum, self.phase, self.batch = step, signum, phase, batch
@@ -29,19 +29,18 @@ class SignalAt(Callback):
     def _at(self, trainer, phase: str, batch_idx: int) -> None:
         if self.batch is not None:
             if phase == "train" and trainer.current_epoch * trainer.num_training_batches + batch_idx == self.batch:
-                self._send()
+                self._send(trainer)
             return
         first = phase == "train" or batch_idx == 0
         if phase == self.phase and first and not trainer.sanity_checking and self.step in (None, trainer.global_step):
-            self._send()
+            self._send(trainer)
 
-    def _send(self) -> None:
+    def _send(self, trainer) -> None:
         import os
         import signal
-        import time
 
         if self.signum == signal.SIGKILL:
-            time.sleep(0.3)
+            getattr(trainer.strategy.checkpoint_io, "teardown", lambda: None)()
         os.kill(os.getpid(), self.signum)
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
@@ -49,7 +48,7 @@ class SignalAt(Callback):
 
     def on_fit_end(self, trainer, pl_module) -> None:
         if self.phase == "fit_end":
-            self._send()
+            self._send(trainer)
 
     def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
         self._at(trainer, "validation", batch_idx)

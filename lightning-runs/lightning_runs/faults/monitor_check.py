@@ -6,6 +6,8 @@ silently never saves.
     Trainer(callbacks=[MonitorCheck(), EarlyStopping(monitor="val_loss")])
 """
 
+import re
+
 from lightning.pytorch.callbacks import Callback, EarlyStopping
 
 from lightning_runs.errors import UsageError
@@ -36,15 +38,16 @@ class MonitorCheck(Callback):
         if self._checked or trainer.state.fn != "fit":
             return
         self._checked = True
-        watched = {getattr(c, "option", type(c).__name__): c.monitor for c in trainer.callbacks if _monitors(c)}
-        watched |= {"lr scheduler": c.monitor for c in trainer.lr_scheduler_configs if c.monitor}
+        watched = {type(c).__name__: c.monitor for c in trainer.callbacks if _monitors(c)}
+        watched |= {"its lr scheduler": c.monitor for c in trainer.lr_scheduler_configs if c.monitor}
         logged = sorted(trainer.callback_metrics)
         for who, metric in watched.items():
             if metric not in logged:
+                option = re.sub(r"(?<!^)(?=[A-Z])", "_", who).lower()  # as RunsCLI names the part: --early_stopping
                 raise UsageError(
                     f"{who} monitors {metric}, which {type(pl_module).__name__} does not log (it logs:"
-                    f" {', '.join(logged) or 'nothing yet'}); monitor one of those in your config, or turn it off"
-                    " (`null`)"
+                    f" {', '.join(logged) or 'nothing yet'}); monitor one of those (--{option}.monitor), or none"
+                    f" (--{option} null)"
                 )
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.loggers import MLFlowLogger, TensorBoardLogger
+from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs.console import duration, program, say
 from lightning_runs.records.run_summary import RunSummary
@@ -34,11 +35,12 @@ def report_fit(trainer, tested: dict | None = None) -> None:
         lines.append(f"  last         {here(last)}")
     for metric, value in (tested or {}).items():
         lines.append(f"  {metric:12} {float(value):.4f} of the best checkpoint")
-    nexts = [f"{program()} test --ckpt_path {here(best['path'] if best else last)}"] if (best or last) else []
+    testable = (best or last) and is_overridden("test_step", trainer.lightning_module)
+    nexts = [f"{program()} test --ckpt_path {here(best['path'] if best else last)}"] if testable else []
     if isinstance(trainer.logger, TensorBoardLogger):
         nexts.append(f"tensorboard --logdir {trainer.logger.save_dir}")
     elif isinstance(trainer.logger, MLFlowLogger):
         uri = trainer.logger.experiment.tracking_uri
         nexts.append(f"mlflow ui --backend-store-uri {uri}" if uri.startswith("sqlite:") else f"open {uri}")
-    lines += [f"  {'next' if i == 0 else '':12} {command}" for i, command in enumerate(nexts[int(bool(tested)):])]
+    lines += [f"  {'next' if i == 0 else '':12} {command}" for i, command in enumerate(nexts[int(bool(tested and testable)):])]
     say("\n".join(lines))

@@ -18,6 +18,7 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.data import extract_batch_size
 
+from lightning_runs.checkpoints.last_checkpoint import LastCheckpoint
 from lightning_runs.configs import config_hash
 from lightning_runs.errors import NO_SPACE, Stopped, Terminated
 from lightning_runs.faults.checkpoint_on_signal import ran_to_its_end
@@ -106,7 +107,9 @@ class RunSummary(Callback):
     def _fit(self, status: str, trainer, error: dict | None = None) -> dict:
         now = time.time()
         wall = None if self._started is None else now - self._started
-        best, last = _best(trainer), next((c for c in _checkpoints(trainer) if not c.monitor), None)
+        unmonitored = [c for c in _checkpoints(trainer) if not c.monitor]
+        best, last = _best(trainer), next((c for c in unmonitored if type(c) is LastCheckpoint), None)
+        last = last or next(iter(unmonitored), None)
         self.record = {
             "status": status,
             "error": error,
