@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from lightning_runs.tools import export
-from project.cli import MODEL
+from project.cli import cli_main
 from project.model import DigitsClassifier
 from support import run, working_directory
 
@@ -34,7 +34,7 @@ def run_exported(path, images: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("format", ["onnx", "torchscript", "pt2"])
 def test_the_exported_model_takes_raw_pixels_and_matches_the_checkpoint_on_the_test_split(trained, format):
     ckpt_path, images, labels = trained
-    path = export.main(MODEL, ["--ckpt_path", str(ckpt_path), "--format", format])
+    path = export.main(cli_main, ["--ckpt_path", str(ckpt_path), "--format", format])
     assert path.parent == ckpt_path.parent and path.is_file()
 
     eager = DigitsClassifier.load_from_checkpoint(ckpt_path, map_location="cpu").eval()
@@ -52,5 +52,5 @@ def test_the_exported_model_takes_raw_pixels_and_matches_the_checkpoint_on_the_t
 
 def test_an_output_path_can_be_given(trained, tmp_path):
     ckpt_path, images, _ = trained
-    path = export.main(MODEL, ["--ckpt_path", str(ckpt_path), "--output", str(tmp_path / "digits.onnx")])
+    path = export.main(cli_main, ["--ckpt_path", str(ckpt_path), "--output", str(tmp_path / "digits.onnx")])
     assert path == tmp_path / "digits.onnx" and run_exported(path, images[:3]).shape == (3, 10)
