@@ -25,7 +25,8 @@ def trained(tmp_path_factory):
 def run_exported(path, images: torch.Tensor) -> torch.Tensor:
     if path.suffix == ".onnx":
         session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        return torch.from_numpy(session.run(["outputs"], {"inputs": images.numpy()})[0])
+        (outputs,) = session.run(None, {session.get_inputs()[0].name: images.numpy()})  # one input, one output
+        return torch.from_numpy(outputs)
     model = torch.jit.load(str(path)) if path.name.endswith(".torchscript.pt") else torch.export.load(path).module()
     with torch.no_grad():
         return model(images)
