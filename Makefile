@@ -61,7 +61,7 @@ train: install ## fit CONFIG (default configs/digits.yaml), then test its best c
 	$(PY) -m project fit --config $(CONFIG) --test_best true $(ARGS)
 
 evaluate-seeds: install ## train and test CONFIG for seeds 0-4 beside SVC and logistic regression (runs/seeds.json)
-	$(PY) -m project seeds --configs '[$(CONFIG)]' $(ARGS)
+	$(PY) -m project seeds --configs '[$(CONFIG)]' --baselines classification $(ARGS)
 
 sweep: install ## run or resume the Optuna sweep SWEEP (default sweeps/digits.yaml); extra flags in ARGS
 	$(PY) -m project sweep --config $(SWEEP) $(ARGS)

@@ -103,7 +103,7 @@ def main(config_path: str) -> dict:
         logger=TensorBoardLogger("runs", name="plain_lightning"),
         callbacks=[
             ModelCheckpoint(monitor="val/acc", mode="max", filename="best", save_last=True),
-            EarlyStopping(monitor="val/loss", patience=config["early_stopping"]["patience"]),
+            EarlyStopping(monitor="val/loss", patience=config["early_stopping"]["init_args"]["patience"]),
             LearningRateMonitor(logging_interval="step"),
             clock,
         ],

@@ -42,10 +42,10 @@ srun python -m project fit --config configs/digits.yaml --config configs/gpu.yam
     --trainer.num_nodes "$SLURM_JOB_NUM_NODES" --trainer.devices "$SLURM_NTASKS_PER_NODE" \
     --trainer.logger.init_args.version "slurm-$job" --ckpt_path last "$@" || status=$?
 
-# 143: "stopped by SIGTERM, saved last.ckpt" (lightning_runs/faults.py). The requeue, rather than Lightning's own
-# SLURM auto-requeue: that one listens for SIGUSR1, writes hpc_ckpt_N.ckpt into the working directory and resumes
-# from there into a new run folder; this keeps one run folder, its atomic last.ckpt and the exact resume. Lightning's
-# handler never acts here: nothing sends SIGUSR1.
+# 143: "stopped by SIGTERM, saved last.ckpt" (lightning_runs/faults/checkpoint_on_signal.py). The requeue, rather
+# than Lightning's own SLURM auto-requeue: that one listens for SIGUSR1, writes hpc_ckpt_N.ckpt into the working
+# directory and resumes from there into a new run folder; this keeps one run folder, its atomic last.ckpt and the exact
+# resume. Lightning's handler never acts here: nothing sends SIGUSR1.
 if ((status == 143 && !cancelled)); then
     echo "slurm.sh: stopped by SIGTERM, not by scancel: requeueing job $job, which resumes run slurm-$job" >&2
     scontrol requeue "$job"

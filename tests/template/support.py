@@ -157,15 +157,14 @@ def start(*args: str) -> subprocess.Popen:
 
 
 # The short run the observability tests and the notebooks read: 5 epochs of 5 steps, pictures and histograms
-# every 2 epochs (so epoch 5 is logged as the end of fit, not as one of every 2), gradient histograms on, a
-# throughput window of 3 steps; then `test` on its best checkpoint, which logs into the same run directory.
+# every 2 epochs (so epoch 5 is logged as the end of fit, not as one of every 2), gradient histograms on; then `test`
+# on its best checkpoint, which logs into the same run directory.
 SHORT_RUN = [
     "--trainer.max_epochs=5",
     "--trainer.limit_train_batches=5",
     "--figures.every_n_epochs=2",
     "--histograms.every_n_epochs=2",
     "--histograms.gradients=true",
-    "--throughput.window=3",
 ]
 
 

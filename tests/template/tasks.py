@@ -184,7 +184,7 @@ def write_samples(path: Path, samples: np.ndarray) -> Path:
 
 @dataclass(frozen=True)
 class Task:
-    name: str  # its run folder, runs/<name>/version_N, named for its data file and network
+    name: str  # its runs' name, runs/<name>/version_N (given with --name in its options)
     options: tuple[str, ...]  # what a user types after `python -m project fit` (and test, predict)
     write_data: Callable[[], object]  # its training data into the working directory (or nothing)
     new_samples: Callable[[], np.ndarray]  # raw samples to predict, (N, *sample_shape)
@@ -195,10 +195,11 @@ class Task:
 
 
 FILE = ("--data", "project.data.FileDataModule")
+WAVES_FILE = ("--data.path", "waves.npz", "--data.kind", "signal")
 TASKS = {
     "waves": Task(
-        name="waves-signalnet",
-        options=(*FILE, "--data.path", "waves.npz", "--data.kind", "signal", "--model.network", "tasks.SignalNet"),
+        name="waves",
+        options=(*FILE, *WAVES_FILE, "--model.network", "tasks.SignalNet", "--name", "waves"),
         write_data=lambda: write_waves(Path("waves.npz")),
         new_samples=lambda: waves(n=50, seed=1)[0],
         other_samples=lambda: waves(n=5, length=32, seed=1)[0],
@@ -208,7 +209,7 @@ TASKS = {
     ),
     "blobs": Task(
         name="blobs",
-        options=("--data", "tasks.BlobsDataModule"),
+        options=("--data", "tasks.BlobsDataModule", "--name", "blobs"),
         write_data=lambda: None,  # the DataModule makes its own
         new_samples=lambda: blobs(n=40, seed=1)[0].numpy(),
         other_samples=lambda: blobs(n=5, size=8, seed=1)[0].numpy(),
@@ -217,8 +218,8 @@ TASKS = {
         learnt=0.9,  # chance 1/4
     ),
     "wine": Task(
-        name="wine-mlp",
-        options=(*FILE, "--data.path", "wine.csv", "--model.network", "project.networks.MLP"),
+        name="wine",
+        options=(*FILE, "--data.path", "wine.csv", "--model.network", "project.networks.MLP", "--name", "wine"),
         write_data=lambda: write_wine(Path("wine.csv")),
         new_samples=wine_features,
         other_samples=lambda: wine_features()[:5, :12],

@@ -19,13 +19,17 @@ from lightning_runs.errors import main
 from lightning_runs.tools import runs
 from lightning_runs.tools.seeds import evaluate_seeds
 from project.cli import cli_main, run
-from support import QUIET, CrashAt
+from support import QUIET, CrashAt, load, refusal
 
+# A regression logs no val/acc: its best checkpoint watches what it does log, given as any user gives it.
 REGRESSION = ["--model", "experiments.regression.Regressor", "--data", "experiments.regression.DiabetesData"]
+REGRESSION += ["--best_checkpoint.monitor=val/loss", "--best_checkpoint.mode=min", "--name=diabetes"]
 BORING = [
     "--model=lightning.pytorch.demos.boring_classes.BoringModel",
     "--data=lightning.pytorch.demos.boring_classes.BoringDataModule",
 ]
+# BoringModel logs no validation metric: nothing for a best checkpoint or early stopping to watch.
+UNMONITORED = ["--best_checkpoint.monitor=null", "--early_stopping=null"]
 
 
 def fit(*args, callbacks=()):
@@ -38,16 +42,13 @@ def in_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_a_regression_of_the_users_own_fits_resumes_tests_predicts_and_exports_by_class_path(in_tmp, capsys):
+def test_a_regression_of_the_users_own_fits_resumes_tests_predicts_and_exports_by_class_path(in_tmp):
     with pytest.raises(RuntimeError, match="crash at step 20"):  # a fit stopped in its third epoch (10 steps each)
         fit(*REGRESSION, "--trainer.max_epochs=12", callbacks=[CrashAt(20)])
     fitted = fit(*REGRESSION, "--trainer.max_epochs=12", "--ckpt_path=last")
     folder = Path(fitted.trainer.logger.log_dir)
-    assert folder == Path("runs/diabetesdata-regressor/version_0"), "resumed into its own run"
-    assert "Regressor logs no val/acc: --checkpoint.monitor val/loss (min)" in capsys.readouterr().out
+    assert folder == Path("runs/diabetes/version_0"), "resumed into its own run"
     assert fitted.trainer.checkpoint_callback.monitor == "val/loss"
-    note = (folder / "config.yaml").read_text().splitlines()[-1]  # the config says val/acc, as the command gave it
-    assert note.startswith("# The run watched otherwise: Regressor logs no val/acc: --checkpoint.monitor val/loss")
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["epochs"] == 12
 
@@ -62,7 +63,7 @@ def test_a_regression_of_the_users_own_fits_resumes_tests_predicts_and_exports_b
 
     main(lambda: cli_main(["predict", *QUIET, f"--ckpt_path={best}"]))
     rows = list(csv.DictReader((folder / "predictions.csv").open()))
-    assert len(rows) == len(data["test"][0]) and "probability" not in rows[0] and "value" in rows[0]
+    assert len(rows) == len(data["test"][0]) and list(rows[0]) == ["index", "output"], "the (N,) values it returns"
 
     exported = run(["export", f"--ckpt_path={best}", "--format=onnx"])
     session = onnxruntime.InferenceSession(str(exported))
@@ -71,16 +72,14 @@ def test_a_regression_of_the_users_own_fits_resumes_tests_predicts_and_exports_b
     expected = tested.model.eval()(torch.as_tensor(samples)).detach().numpy()
     np.testing.assert_allclose(outputs, expected, rtol=1e-4, atol=1e-4)
 
-    listed = runs.main([])
+    listed = runs.main(None, [])
     assert [row["run"] for row in listed] == [str(folder)]
 
 
-def test_lightnings_own_demo_classes_train_and_test_though_they_log_no_validation_metric(in_tmp, capsys):
-    fitted = fit(*BORING, "--trainer.max_epochs=2")
-    said = capsys.readouterr().out
-    assert "BoringModel logs no" in said and "best.ckpt is the newest" in said
+def test_lightnings_own_demo_classes_train_and_test_with_no_validation_metric_to_watch(in_tmp, capsys):
+    fitted = fit(*BORING, *UNMONITORED, "--trainer.max_epochs=2")
     best = Path(fitted.trainer.logger.log_dir) / "checkpoints/best.ckpt"
-    assert best.is_file()
+    assert best.is_file() and load(best)["global_step"] == fitted.trainer.global_step, "unmonitored: the newest"
     # BoringModel saves no hyperparameters, so its checkpoint names no class: its run's config.yaml does, and the
     # checkpoint alone tests, predicts and exports.
     tested = main(lambda: cli_main(["test", *QUIET, f"--ckpt_path={best}"]))
@@ -88,14 +87,13 @@ def test_lightnings_own_demo_classes_train_and_test_though_they_log_no_validatio
     predicted = main(lambda: cli_main(["predict", *QUIET, f"--ckpt_path={best}"]))
     assert type(predicted.datamodule).__name__ == "BoringDataModule"
     assert len((best.parents[1] / "predictions.csv").read_text().splitlines()) == 1 + 64
-    assert run(["export", "--ckpt_path", str(best)]).is_file()
+    line = refusal(capsys, lambda: run(["export", "--ckpt_path", str(best)]))  # nothing says what it takes
+    assert line.startswith("error: BoringModel has no example_input_array: set it in __init__")
 
 
-def test_a_monitor_the_user_names_that_the_model_does_not_log_is_refused_before_training(in_tmp, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        fit(*BORING, "--trainer.max_epochs=2", "--checkpoint.monitor=val/acc")
-    err = capsys.readouterr().err
-    assert exit_.value.code == 2 and "error: --checkpoint.monitor val/acc: BoringModel logs no val metric" in err
+def test_a_monitor_the_model_does_not_log_is_refused_before_training_naming_what_it_logs(in_tmp, capsys):
+    line = refusal(capsys, lambda: fit(*BORING, "--trainer.max_epochs=2"))  # the recipe watches val/acc, val/loss
+    assert "monitors val/" in line and "which BoringModel does not log (it logs: nothing yet)" in line
     assert not list(Path("runs").glob("*/version_*")), "no run folder left"
 
 
@@ -108,6 +106,7 @@ def test_classes_sharing_the_templates_argument_names_print_train_and_run_over_s
         "model: {class_path: experiments.regression.MLPRegressor}\n"
         "data: {class_path: experiments.regression.DiabetesData}\n"
         "trainer: {max_epochs: 2}\n"
+        "best_checkpoint: {init_args: {monitor: val/loss, mode: min}}  # it logs no val/acc\n"
     )
     printed = io.StringIO()
     with pytest.raises(SystemExit) as exit_, contextlib.redirect_stdout(printed):

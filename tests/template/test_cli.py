@@ -66,7 +66,7 @@ def test_default_callbacks_monitor_keys_the_model_logs():
 def test_a_callback_monitoring_a_key_that_is_never_logged_is_an_error_before_training(capsys):
     args = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2", "--early_stopping.monitor=val/accuracy"]
     line = refusal(capsys, lambda: run("fit", *args))  # after the sanity check: no step, no folder (edges tests)
-    assert line.startswith("error: --early_stopping.monitor val/accuracy: no such metric is logged")
+    assert line.startswith("error: EarlyStopping monitors val/accuracy, which DigitsClassifier does not log (it logs:")
 
 
 def test_an_unknown_config_key_exits_2_with_one_clear_line(capsys):
@@ -94,5 +94,5 @@ def test_the_entry_point_names_the_tools_and_runs_them(capsys):
         entry_point(["--help"])
     assert exit.value.code == 0
     help_text = " ".join(capsys.readouterr().out.split())
-    assert all(f" {tool} (" in help_text for tool in TOOLS), help_text[-400:]
+    assert all(f"python -m project {tool}" in help_text for tool in TOOLS), help_text[-400:]
     assert entry_point(["runs"]) == [] and "no runs in runs/" in capsys.readouterr().out

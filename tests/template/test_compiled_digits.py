@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from lightning_runs.tools import export
-from project.cli import MODEL
+from project.cli import cli_main
 from support import assert_same_checkpoint, load, run, working_directory
 
 ARGS = ["--compile.enabled=true", "--trainer.max_epochs=2", "--trainer.limit_train_batches=4"]
@@ -27,4 +27,4 @@ def test_a_compiled_fit_stopped_mid_epoch_resumes_bit_for_bit_then_predicts_and_
         assert_same_checkpoint(load(tmp_path / "whole" / CHECKPOINTS / "last.ckpt"), load(CHECKPOINTS / "last.ckpt"))
         run("predict", "--ckpt_path", str(CHECKPOINTS / "best.ckpt"), "--compile.enabled=true")
         assert len((CHECKPOINTS.parent / "predictions.csv").read_text().splitlines()) == 1 + 180, "the test split"
-        assert export.main(MODEL, ["--ckpt_path", str(CHECKPOINTS / "best.ckpt")]).is_file()
+        assert export.main(cli_main, ["--ckpt_path", str(CHECKPOINTS / "best.ckpt")]).is_file()

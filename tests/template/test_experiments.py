@@ -22,12 +22,13 @@ def test_a_file_of_your_own_trains_with_its_class_count_and_is_tested_from_its_c
     keep = labels < 3  # a three-class problem
     np.savez("three.npz", images=images[keep].numpy(), labels=labels[keep].numpy())
 
-    fit = run("fit", "--data", "project.data.FileDataModule", "--data.path", "three.npz", *ONE_EPOCH_TWO_BATCHES)
+    own = ["--data", "project.data.FileDataModule", "--data.path", "three.npz", "--name", "three"]
+    fit = run("fit", *own, *ONE_EPOCH_TWO_BATCHES)
     assert fit.model.hparams.num_classes == 3 and fit.model(images[:2]).shape == (2, 3)
-    best = Path("runs/three/version_0/checkpoints/best.ckpt")  # named for its data file, not runs/digits/
+    best = Path("runs/three/version_0/checkpoints/best.ckpt")  # the name given, not runs/digits/
     assert best.is_file() and not Path("runs/digits").exists()
 
-    # No --data here: the checkpoint knows its DataModule and file, so the same test split is scored.
+    # No --data here: the run's config.yaml names its DataModule and file, so the same test split is scored.
     test = run("test", "--ckpt_path", str(best))
     assert isinstance(test.datamodule, FileDataModule) and test.datamodule.hparams.path == "three.npz"
     assert len(test.datamodule.splits["test"][1]) == round(keep.sum().item() * 0.1)

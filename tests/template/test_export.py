@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from lightning_runs.tools import export
-from project.cli import MODEL
+from project.cli import cli_main
 from project.model import DigitsClassifier
 from support import run, working_directory
 
@@ -25,7 +25,8 @@ def trained(tmp_path_factory):
 def run_exported(path, images: torch.Tensor) -> torch.Tensor:
     if path.suffix == ".onnx":
         session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        return torch.from_numpy(session.run(["outputs"], {"inputs": images.numpy()})[0])
+        (outputs,) = session.run(None, {session.get_inputs()[0].name: images.numpy()})  # one input, one output
+        return torch.from_numpy(outputs)
     model = torch.jit.load(str(path)) if path.name.endswith(".torchscript.pt") else torch.export.load(path).module()
     with torch.no_grad():
         return model(images)
@@ -34,7 +35,7 @@ def run_exported(path, images: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("format", ["onnx", "torchscript", "pt2"])
 def test_the_exported_model_takes_raw_pixels_and_matches_the_checkpoint_on_the_test_split(trained, format):
     ckpt_path, images, labels = trained
-    path = export.main(MODEL, ["--ckpt_path", str(ckpt_path), "--format", format])
+    path = export.main(cli_main, ["--ckpt_path", str(ckpt_path), "--format", format])
     assert path.parent == ckpt_path.parent and path.is_file()
 
     eager = DigitsClassifier.load_from_checkpoint(ckpt_path, map_location="cpu").eval()
@@ -52,5 +53,5 @@ def test_the_exported_model_takes_raw_pixels_and_matches_the_checkpoint_on_the_t
 
 def test_an_output_path_can_be_given(trained, tmp_path):
     ckpt_path, images, _ = trained
-    path = export.main(MODEL, ["--ckpt_path", str(ckpt_path), "--output", str(tmp_path / "digits.onnx")])
+    path = export.main(cli_main, ["--ckpt_path", str(ckpt_path), "--output", str(tmp_path / "digits.onnx")])
     assert path == tmp_path / "digits.onnx" and run_exported(path, images[:3]).shape == (3, 10)

@@ -12,7 +12,7 @@ import pytest
 
 from lightning_runs.checkpoints.sharded import is_sharded
 from lightning_runs.tools import export
-from project.cli import MODEL
+from project.cli import cli_main
 from support import (
     DEFAULT,
     QUIET,
@@ -82,7 +82,7 @@ def test_its_checkpoint_tests_predicts_and_exports_from_the_checkpoint_alone(for
         assert tested.trainer.callback_metrics["test/acc"] > 0.5, "a trained model: the full weights were saved"
         run("predict", "--ckpt_path", str(reference / "best.ckpt"))
         assert len((reference.parent / "predictions.csv").read_text().splitlines()) == 1 + 180
-        assert export.main(MODEL, ["--ckpt_path", str(reference / "best.ckpt")]).is_file()
+        assert export.main(cli_main, ["--ckpt_path", str(reference / "best.ckpt")]).is_file()
         runs = run_subprocess("runs", cwd=reference.parents[3]).stdout
         assert "runs/digits/version_0  completed  3" in runs, runs
         summary = json.loads((reference.parent / "summary.json").read_text())

@@ -41,7 +41,7 @@ def test_mlflow_server_serves_the_store_on_localhost(tmp_path):
         assert served["info"]["run_name"] == "version_0" and served["info"]["status"] == "FINISHED"
         assert {m["key"] for m in served["data"]["metrics"]} >= {"train/loss", "val/acc", "test/acc"}
         listed = get(f"{api}/api/2.0/mlflow/artifacts/list?run_id={found.info.run_id}")
-        assert {"config.yaml", "images"} <= {f["path"] for f in listed["files"]}
+        assert "images" in {f["path"] for f in listed["files"]}  # which artifacts: test_loggers_mlflow.py
     finally:
         stop(server)
     assert not (tmp_path / "mlartifacts").exists() and not (tmp_path / "mlruns").exists()

@@ -246,20 +246,23 @@ def test_the_copy_trains_under_its_new_name_and_passes_its_own_tests(made):
 
 @pytest.mark.slow
 def test_the_copys_own_tests_pass_once_cli_py_trains_a_regression_of_the_owners(template, tmp_path):
-    """cli.py's MODEL and DataModule switched to a module of another task (experiments/regression.py, written as
-    Lightning's docs write one): the copy's workflow and config tests read the run, not the example."""
+    """cli.py's model and DataModule switched to a module of another task (experiments/regression.py, written as
+    Lightning's docs write one), and its best checkpoint to the loss that task logs: the copy's workflow and config
+    tests read the run, not the example."""
     copy = tmp_path / "switched"
     new_project(template, copy)
     shutil.copy(Path(__file__).parent / "experiments/regression.py", copy / NAME / "regression.py")
     cli = copy / NAME / "cli.py"
-    text = cli.read_text().replace("MODEL = DigitsClassifier", "MODEL = Regressor")
-    text = text.replace("(MODEL, DigitsDataModule,", "(MODEL, DiabetesData,")
-    cli.write_text(
-        text.replace(
-            "import lightning_runs\n", f"import lightning_runs\nfrom {NAME}.regression import DiabetesData, Regressor\n"
-        )
-    )
-    assert "MODEL = Regressor" in cli.read_text() and "(MODEL, DiabetesData," in cli.read_text()
+    switched = {
+        "DigitsClassifier, DigitsDataModule, trainer_defaults": "Regressor, DiabetesData, trainer_defaults",
+        '"best_checkpoint", monitor="val/acc", mode="max"': '"best_checkpoint", monitor="val/loss", mode="min"',
+        "import lightning_runs\n": f"import lightning_runs\nfrom {NAME}.regression import DiabetesData, Regressor\n",
+    }
+    text = cli.read_text()
+    for old, new in switched.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    cli.write_text(text)
     env = {**os.environ, "PYTHONPATH": str(copy), "OMP_NUM_THREADS": "1"}
     tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_workflow.py"]
     tested = subprocess.run([*tests, "tests/test_configs.py"], cwd=copy, capture_output=True, text=True, env=env)

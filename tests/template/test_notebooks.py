@@ -62,7 +62,7 @@ def test_run_notebook_runs_against_a_run_on_data_of_another_shape(kind, tmp_path
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 3, 300)
     samples = rng.normal(size=(300, 20)) + labels[:, None]
-    options = ["--data=project.data.FileDataModule", "--model.network=project.networks.MLP"]
+    options = ["--data=project.data.FileDataModule", "--model.network=project.networks.MLP", "--name=own"]
     with working_directory(tmp_path):
         if kind == "table":
             np.savetxt("own.csv", np.column_stack([samples * np.repeat([1e-3, 4000], 10), labels]), delimiter=",")
@@ -71,4 +71,4 @@ def test_run_notebook_runs_against_a_run_on_data_of_another_shape(kind, tmp_path
             np.savez("own.npz", samples=samples, labels=labels)
             options += ["--data.path=own.npz", "--data.kind=signal"]
         run("fit", *ONE_EPOCH_TWO_BATCHES, *options)
-    execute(ROOT / "notebooks/02_run.ipynb", f"RUN_DIR = {str(tmp_path / 'runs/own-mlp/version_0')!r}", monkeypatch)
+    execute(ROOT / "notebooks/02_run.ipynb", f"RUN_DIR = {str(tmp_path / 'runs/own/version_0')!r}", monkeypatch)

@@ -1,6 +1,6 @@
 """What the example's short run shows beside what every run shows (lightning-runs/tests/test_what_a_run_holds.py):
-its recipe's tags (an LR per parameter group, train/acc, pictures of digits), runs compared by val/acc in the HPARAMS
-tab, and the servers' ports."""
+its recipe's tags (an LR per parameter group, train/acc, its own pictures: a confusion matrix and the misclassified
+digits), runs compared by val/acc in the HPARAMS tab, and the servers' ports."""
 
 import io
 import subprocess
@@ -27,13 +27,16 @@ def steps(points) -> list[int]:
     return [point.step for point in points]
 
 
-def test_each_parameter_groups_lr_every_step_train_acc_every_epoch_and_the_input_digits_once(events):
+def test_each_parameter_groups_lr_every_step_train_acc_every_epoch_and_the_models_pictures_every_2_epochs(events):
     for tag in ("lr/decay", "lr/no_decay"):  # the groups the example names (project/schedule.py)
         assert steps(events.Scalars(tag)) == list(range(STEPS)), tag
     assert steps(events.Scalars("train/acc")) == EPOCH_ENDS
-    (grid,) = events.Images("train/inputs")
+    # DigitsClassifier.figures: after epochs 2 and 4 of every 2, and at the fit's end; then the test's.
+    for name in ("confusion_matrix", "misclassified"):
+        assert steps(events.Images(f"val/{name}")) == [10, 20, 25] and len(events.Images(f"test/{name}")) == 1
+    grid = events.Images("val/misclassified")[-1]
     image = imread(io.BytesIO(grid.encoded_image_string), format="png")  # (H, W, channels)
-    assert grid.step == 0 and image.shape == (grid.height, grid.width, 3) and grid.width > 100
+    assert image.shape[:2] == (grid.height, grid.width) and grid.width > 100
 
 
 def test_hparams_tab_compares_runs_by_best_val_acc_and_test_acc_and_shows_fused_as_a_boolean(events, short_run):

@@ -60,7 +60,7 @@ def test_sigterm_before_the_time_limit_requeues_the_job_which_resumes_its_run_ex
     resumed, calls = sbatch(home, *FIT, *signal_at(SIGNAL_AT), SLURM_RESTART_COUNT="1")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert calls == ["requeue 4242"], "no second requeue once the run finished"
-    assert f"fit from {run.relative_to(home)}/checkpoints/last.ckpt" in resumed.stdout
+    assert f"fit resumes {run.relative_to(home)} from last.ckpt (step {SIGNAL_AT + 1})" in resumed.stdout
     assert [p.name for p in (home / "runs/digits").iterdir()] == ["slurm-4242"], "one run folder for both attempts"
     assert not list(home.rglob("hpc_ckpt_*")), "no checkpoint of Lightning's own SLURM requeue"
     reference = reference_home / "runs/digits/slurm-4242"

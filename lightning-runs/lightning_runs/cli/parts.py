@@ -72,7 +72,7 @@ def add_parts(parser: LightningArgumentParser) -> None:
 
 def set_part_defaults(parser: LightningArgumentParser, key: str, **arguments) -> None:
     """A project's recipe for one part, over the library's: `set_part_defaults(parser, "best_checkpoint",
-    monitor="val/acc", mode="max")`; a part that is off by default (early_stopping) is turned on."""
+    monitor="val_loss", mode="min")`; a part that is off by default (early_stopping) is turned on."""
     cls = next(cls for cls in PARTS if option(cls) == key)
     current = parser.get_defaults().get(key)
     given = dict(current.init_args) if current is not None and current.get("init_args") else PARTS[cls] or {}
