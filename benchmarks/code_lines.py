@@ -25,7 +25,11 @@ def code_lines(path: Path) -> int:
         body = getattr(node, "body", None)
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body:
             first = body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 docstrings.update(range(first.lineno, first.end_lineno + 1))
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)
     lines = {n for t in tokens if t.type not in SKIPPED for n in range(t.start[0], t.end[0] + 1)}

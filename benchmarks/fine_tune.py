@@ -52,7 +52,9 @@ def main(args: list[str] | None = None) -> dict:
             summary = json.loads((run / "summary.json").read_text())
             results[name] = {"val_acc": val_acc_by_epoch(run), "test_acc": summary["metrics"]["test/acc"], "s": seconds}
     target = max(results["scratch"]["val_acc"])
-    print(f"5-class task: {len(second)} unseen digits; origin: {len(first)} digits of 10 classes; {options.epochs} epochs")
+    print(
+        f"5-class task: {len(second)} unseen digits; origin: {len(first)} digits of 10 classes; {options.epochs} epochs"
+    )
     print(f"{'':12}{'epoch >= scratch best':>22}{'best val/acc':>14}{'test/acc':>10}{'fit s':>8}")
     for name, result in results.items():
         reached = next((i + 1 for i, acc in enumerate(result["val_acc"]) if acc >= target), None)

@@ -5,7 +5,8 @@
 For each seed, the seed's own train+val (the project's split with that seed; the test split is never touched) is
 cut into `--folds` folds; each fold is held out once while the rest trains, with the project's network, AdamW
 groups, warmup + cosine schedule, augmentation and label smoothing. It prints the held-out errors over all seeds
-and folds, the folds' mean accuracy and its standard deviation (8,085 digits for 5 seeds x 5 folds) and the median fit time of one training, and appends both to
+and folds, the folds' mean accuracy and its standard deviation (8,085 digits for 5 seeds x 5 folds) and the median
+fit time of one training, and appends both to
 runs/recipe_cv.jsonl. The fit time is the training loop only (the same for every variant's share of start-up).
 Every option defaults to the project's own recipe (the signatures and TRAINER_DEFAULTS).
 """

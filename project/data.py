@@ -16,8 +16,6 @@ import lightning as L
 import torch
 from jsonargparse.typing import OpenUnitInterval, PositiveInt, restricted_number_type
 
-
-
 from lightning_runs.console import say
 from lightning_runs.data import Batch, ShardSampler, TensorBatches, fold_indices, on_device, split_indices
 from lightning_runs.errors import UsageError

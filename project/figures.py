@@ -25,7 +25,9 @@ class Misclassified:
         if room > 0:
             predicted = logits.argmax(dim=1)
             wrong = (predicted != labels).nonzero().flatten()[:room]
-            for kept, values in zip((self.samples, self.labels, self.predicted), (samples, labels, predicted), strict=True):
+            for kept, values in zip(
+                (self.samples, self.labels, self.predicted), (samples, labels, predicted), strict=True
+            ):
                 kept.append(values[wrong].detach().cpu())
 
     def figure(self) -> Figure | None:

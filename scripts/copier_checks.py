@@ -8,7 +8,7 @@ from pathlib import Path
 from jinja2.ext import Extension
 
 sys.path.insert(0, str(Path(__file__).parent))
-from new_project import check_name  # noqa: E402 - beside this file, in the template copier reads
+from new_project import check_name
 
 
 def refusal(name: str) -> str:

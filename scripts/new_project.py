@@ -43,8 +43,8 @@ TRAILER = "Template-commit:"
 COPIED = ("pyproject.toml", "uv.lock", ".python-version", "Makefile", ".gitignore", ".pre-commit-config.yaml", ".ci/",
           f"{PACKAGE}/", "configs/", "sweeps/", "notebooks/", "tests/", "scripts/")  # fmt: skip
 # The template's own tooling: a copy's `make update-template` runs the template's newest update_template.py.
-LEFT_OUT = ("tests/template/", "scripts/copy-README.md", "scripts/copier_task.py", "scripts/copier_checks.py", "scripts/new_project.py",
-            "scripts/update_template.py")  # fmt: skip
+LEFT_OUT = ("tests/template/", "scripts/copy-README.md", "scripts/copier_task.py", "scripts/copier_checks.py",
+            "scripts/new_project.py", "scripts/update_template.py")  # fmt: skip
 README = "scripts/copy-README.md"  # the copy's README.md, with <name> and <template> filled in
 LOCK = "uv.lock"  # the versions every copy installs: the template's, with the library from its git repository
 LIBRARY = "lightning-runs"  # the library's distribution, and its folder in this repository

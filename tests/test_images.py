@@ -136,7 +136,7 @@ def test_predict_reads_a_folder_of_images_in_name_order(folder, tmp_path):
     outputs = trainer(tmp_path).predict(model, datamodule=datamodule)  # per batch {label: (N,), probability: (N,)}
     probabilities = torch.cat([batch["probability"] for batch in outputs])
     assert [Path(f).name for f in datamodule.predict_files] == ["a.png", "b.png", "c.PNG"]
-    assert probabilities.shape == (3,) and ((0 < probabilities) & (probabilities <= 1)).all()
+    assert probabilities.shape == (3,) and ((probabilities > 0) & (probabilities <= 1)).all()
     datamodule.hparams.predict_path = str(tmp_path / "elsewhere")
     with pytest.raises(ValueError, match="elsewhere: neither an image nor a folder of images"):
         datamodule.setup("predict")

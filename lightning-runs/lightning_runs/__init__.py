@@ -16,7 +16,7 @@ READERS = ("runs",)  # tools that only read files: they answer without importing
 
 
 def reader_tool(package: str, args: list[str] | None = None) -> bool:
-    """`python -m <package> runs ...` from the package's __main__.py before it imports its cli.py: True once answered."""
+    """`python -m <package> runs ...` from the package's __main__.py, before it imports its cli.py: True if answered."""
     argv = sys.argv[1:] if args is None else list(args)
     if not argv or argv[0] not in READERS:
         return False

@@ -1,4 +1,4 @@
-"""jsonargparse's errors as one line: the option, what it takes, what it got; the closest real option for a misspelt one.
+"""jsonargparse's errors as one line: the option, what it takes, what it got; the closest real option to a misspelt one.
 jsonargparse checks every value itself (types, ranges, class paths) and says where; only its layout (a Union's every
 member over ten lines) is condensed here."""
 
@@ -17,7 +17,8 @@ _GIVEN = re.compile(r"Given value: (?:NestedArg\(key='[^']*', val='?)?(?P<value>
 _UNKNOWN = re.compile(r"[Uu]nrecognized arguments: (?P<argument>\S+)")
 _NOT_ACCEPTED = re.compile(
     r"class_path '(?P<path>[\w.]+)':\s*Option '(?P<name>\w+)' is not accepted"  # --model.lrr
-    r"|Option '(?P<inner>\w+)' is not accepted\. Got value: Namespace\(class_path='(?P<inner_path>[\w.]+)'"  # a factory's
+    # a factory's argument
+    r"|Option '(?P<inner>\w+)' is not accepted\. Got value: Namespace\(class_path='(?P<inner_path>[\w.]+)'"
 )
 _PROBLEM = re.compile(r"Problem with given class_path '(?P<path>[\w.]+)':\s*\n\s*(?P<reason>(?!Parser key)\S[^\n]*)")
 _DENIED = re.compile(r"Importing '(?P<path>[\w.]+)' is not allowed")

@@ -76,7 +76,7 @@ def run_processes(commands: list[list[str]], env: dict[str, str], workers: int =
         while running or (queue and not received):
             while queue and len(running) < workers and not received:
                 i = queue.pop(0)
-                output = {} if logs is None else {"stdout": open(logs[i], "ab"), "stderr": subprocess.STDOUT}
+                output = {} if logs is None else {"stdout": open(logs[i], "ab"), "stderr": subprocess.STDOUT}  # noqa: SIM115
                 running[i] = subprocess.Popen(commands[i], env=env, preexec_fn=_end_with_parent(os.getpid()), **output)
                 if received:  # came between the check and the start
                     running[i].send_signal(received[0])

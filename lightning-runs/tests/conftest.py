@@ -4,6 +4,8 @@ import signal
 
 import pytest
 
+from lightning_runs import console
+
 # A shell starts a background job (nohup, some CI runners) with SIGINT ignored, and Python then keeps it ignored: every
 # Ctrl-C test would wait for a stop that never comes. The tests stand for a user at a terminal.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
@@ -24,8 +26,10 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def in_tmp(tmp_path, monkeypatch):
-    """Every test runs in its own empty directory, so runs/ starts empty."""
+    """Every test runs in its own empty directory, so runs/ starts empty, and names the package of the module it runs
+    (a process runs one project; a test worker runs many)."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(console, "_program", console.PLACEHOLDER)
     return tmp_path
 
 

@@ -104,7 +104,9 @@ def typed_checkpoint(tmp_path_factory) -> dict:
     return load(last)
 
 
-@pytest.mark.parametrize("tamper", [{"network": "os.system"}, {"network": {"class_path": "os.system", "init_args": {}}}])
+@pytest.mark.parametrize(
+    "tamper", [{"network": "os.system"}, {"network": {"class_path": "os.system", "init_args": {}}}]
+)
 def test_a_checkpoint_whose_hyperparameters_name_a_function_that_runs_code_is_refused(
     typed_checkpoint, tamper, tmp_path, capsys, monkeypatch
 ):
@@ -118,7 +120,9 @@ def test_a_checkpoint_whose_hyperparameters_name_a_function_that_runs_code_is_re
     assert exit_.value.code == 2 and "os.system may not be imported" in capsys.readouterr().err
 
 
-def test_a_checkpoint_naming_another_instantiator_is_refused_by_lightnings_allowlist(typed_checkpoint, tmp_path, capsys):
+def test_a_checkpoint_naming_another_instantiator_is_refused_by_lightnings_allowlist(
+    typed_checkpoint, tmp_path, capsys
+):
     hparams = {**typed_checkpoint["hyper_parameters"], "_instantiator": "os.system"}
     torch.save({**typed_checkpoint, "hyper_parameters": hparams}, tmp_path / "tampered.ckpt")
     with pytest.raises(SystemExit) as exit_:

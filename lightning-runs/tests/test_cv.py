@@ -8,11 +8,12 @@ import statistics
 from pathlib import Path
 
 import pytest
-from tiny_runs import command, load, refusal, run, start, wait_for
+from tiny_runs import command, load, refusal, start, wait_for
 
 ROOT = Path("runs/tiny/cv-study")
 
 
+@pytest.mark.slow
 def test_each_fold_validates_on_its_own_fold_and_the_table_sums_them(capsys):
     # In this process: the fold fits are processes of their own (python -m tiny_tasks fit) either way.
     done = command("cv", "--folds=3", "--study=study", "--test=true", "--args=[--trainer.max_epochs=1]")
@@ -49,7 +50,7 @@ def test_a_stopped_cv_keeps_finished_folds_and_resumes_the_stopped_one():
     wait_for(lambda: (ROOT / "fold_1/checkpoints/last.ckpt").exists(), what="fold 1's first checkpoint")
     finished = (ROOT / "fold_0/summary.json").read_text()
     cv.send_signal(signal.SIGTERM)
-    out, err = cv.communicate(timeout=120)
+    _, err = cv.communicate(timeout=120)
     assert cv.returncode == 143, err[-2000:]
     assert "run the same command again" in err
     assert json.loads((ROOT / "fold_1/summary.json").read_text())["status"] == "interrupted"

@@ -68,8 +68,8 @@ def test_nothing_in_common_and_unknown_parts_are_refused(capsys):
 
 def test_init_from_alone_in_a_plain_trainer(tmp_path):
     import lightning as L
-
     from tiny_networks import Hidden, WithNetwork
+
     from tiny_tasks import TinyDataModule
 
     origin = WithNetwork(Hidden)

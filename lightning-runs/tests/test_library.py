@@ -143,7 +143,9 @@ def test_a_bad_option_is_one_line_and_exit_2_and_leaves_no_run_folder(capsys):
         run("fit", "--trainer.max_epochz=1")
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert exit_.value.code == 2 and errors == ["error: unknown option --trainer.max_epochz: did you mean --trainer.max_epochs?"]
+    assert exit_.value.code == 2 and errors == [
+        "error: unknown option --trainer.max_epochz: did you mean --trainer.max_epochs?"
+    ]
     assert "Traceback" not in err and not Path("runs").exists()
 
 

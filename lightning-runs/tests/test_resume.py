@@ -50,7 +50,11 @@ REFUSED = [  # `last` is the newest run of the name: another recipe is refused, 
     ("early", EARLY, "its run runs/tiny/version_0 already finished"),
     ("stopped", [*SHORT, "--data.batch_size=16"], "--data.batch_size 16 (the run: 32)"),
     ("stopped", [*SHORT, "--trainer.accumulate_grad_batches=2"], "--trainer.accumulate_grad_batches 2 (the run: 1)"),
-    ("stopped", ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"], "limit_train_batches 3.0 (the run: 2.0)"),
+    (
+        "stopped",
+        ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"],
+        "limit_train_batches 3.0 (the run: 2.0)",
+    ),
     ("stopped", [*SHORT, "--trainer.strategy=ddp"], "--trainer.strategy ddp (the run: auto)"),
 ]
 

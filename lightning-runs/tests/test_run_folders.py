@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 from lightning.pytorch.callbacks import Callback
 from tiny_runs import QUIET, assert_kept, every_other_daily, refusal, run, snapshot, start
 from tiny_stops import CrashAt

@@ -225,6 +225,7 @@ def test_a_corrupt_study_file_is_one_line_and_stays_as_it_was(name, content, sai
     assert not assert_kept(before, snapshot())
 
 
+@pytest.mark.slow
 def test_a_trial_scored_by_cross_validation_is_its_folds_mean():
     study = sweep("--study=folded", "--n_trials=2", "--folds=2", *NO_PRUNING)
     runs = sorted(Path("runs/sweeps/folded").glob("version_*"))
@@ -242,9 +243,10 @@ def run_config(run: Path) -> dict:
 
 
 def test_cross_validated_trials_need_a_datamodule_that_takes_folds(capsys):
-    from lightning_runs import main
     from tiny_regression import regression_cli_main
 
-    line = refusal(capsys, lambda: main(regression_cli_main, "tiny_regression", ["sweep", "--study=s", "--config", study_config(),
-                                                                               "--folds=2"]))  # fmt: skip
+    from lightning_runs import main
+
+    args = ["sweep", "--study=s", "--config", study_config(), "--folds=2"]
+    line = refusal(capsys, lambda: main(regression_cli_main, "tiny_regression", args))
     assert "takes no folds and fold arguments" in line

@@ -105,12 +105,7 @@ def test_predicting_a_bad_file_is_refused_in_one_line_naming_it(runs, name, cont
 
 
 # The file is read in the DataModule's setup, after Lightning's own setup hook has opened the run's TensorBoard writer
-# (trainer/call.py, _call_setup_hook): its events file stays in the run the refused predict evaluated.
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="lightning_runs: a refused evaluation of a run leaves its new events file",
-)
+# (trainer/call.py, _call_setup_hook): the refusal removes what the command added to the run.
 def test_predicting_a_bad_file_writes_nothing_into_the_run(runs, capsys):
     write("mnist.npy", PREDICT_FILES[0][1])
     before = snapshot()
@@ -119,12 +114,7 @@ def test_predicting_a_bad_file_writes_nothing_into_the_run(runs, capsys):
 
 
 # The run's config.yaml gives FileDataModule its path alone (num_classes and sample_shape null, read from the file);
-# the checkpoint's datamodule_hyper_parameters hold both, but an evaluation no longer reads them.
-@pytest.mark.xfail(
-    strict=True,
-    raises=SystemExit,
-    reason="lightning_runs: an evaluation reads its run's config, not the data's hparams",
-)
+# the checkpoint's datamodule_hyper_parameters hold both, and an evaluation of the run takes them from there.
 def test_predicting_a_file_needs_the_checkpoint_but_not_the_training_data(runs):
     write("new.npy", IMAGES)
     checkpoint = runs / "own/version_0/checkpoints/best.ckpt"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import lightning as L
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -72,6 +73,7 @@ def test_the_digits_network_fine_tuned_into_five_classes_and_a_regression(capsys
     assert summary["config"]["init_from"] == "runs/digits/version_0"
 
 
+@pytest.mark.slow
 def test_the_digits_recipe_cross_validated():
     done = run_subprocess("cv", "--folds=2", "--test=true", f"--args=[{','.join(ONE_EPOCH_TWO_BATCHES)}]")
     assert done.returncode == 0, done.stderr[-3000:]

@@ -61,9 +61,9 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
 
 class BackgroundCheckpointIO(AsyncCheckpointIO):
-    """AtomicCheckpointIO in a background thread: training goes on while a checkpoint is written and fsynced. Lightning's
-    AsyncCheckpointIO copies the tensors first, writes one at a time, and teardown waits for the last. Non-finite
-    weights are refused before the copy, so the error reaches the run at once."""
+    """AtomicCheckpointIO in a background thread: training goes on while a checkpoint is written and fsynced.
+    Lightning's AsyncCheckpointIO copies the tensors first, writes one at a time, and teardown waits for the last.
+    Non-finite weights are refused before the copy, so the error reaches the run at once."""
 
     def __init__(self) -> None:
         super().__init__(AtomicCheckpointIO(check_finite=False))

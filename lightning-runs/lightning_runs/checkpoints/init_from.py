@@ -2,7 +2,7 @@
 shapes match are loaded, the rest stay as initialized (a new head for another class count), said in one line; the
 optimizer, schedule, step count and run folder are the new run's own. Named parts can be frozen.
 
-    Trainer(callbacks=[InitFrom("runs/digits/version_0", freeze=["network.features"])])
+    Trainer(callbacks=[InitFrom("runs/base/version_0", freeze=["backbone"])])
 """
 
 from pathlib import Path

@@ -1,6 +1,6 @@
 """RandomState: the RNG states in every checkpoint, so that a resumed run draws what an uninterrupted one draws.
 
-    Trainer(callbacks=[RandomState()])
+Trainer(callbacks=[RandomState()])
 """
 
 import random
@@ -52,7 +52,12 @@ class RandomState(Callback):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         trainer, loaders = getattr(self, "_trainer", None), list(state.get("loaders", []))
-        if loaders and trainer is not None and trainer.state.fn == "fit" and not trainer.reload_dataloaders_every_n_epochs:
+        if (
+            loaders
+            and trainer is not None
+            and trainer.state.fn == "fit"
+            and not trainer.reload_dataloaders_every_n_epochs
+        ):
             datamodule = trainer.datamodule  # where Lightning takes the loaders from, if it has them
             own = datamodule is not None and is_overridden("train_dataloader", datamodule)
             _restore_on_return(datamodule if own else trainer.lightning_module, loaders)

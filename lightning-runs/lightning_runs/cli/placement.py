@@ -1,4 +1,4 @@
-"""Which run a command is: its name, its `version_N`, the checkpoint `--ckpt_path` means, all read from the parsed config.
+"""Which run a command is: its name, its `version_N`, the checkpoint `--ckpt_path` means, read from the parsed config.
 
 - The name is `--name`, else the logger's `name`, else the first `--config` file's stem, else the project's default:
   `runs/<name>/version_N`.
@@ -30,7 +30,16 @@ from lightning_runs.distributed import launched_as_rank_zero
 from lightning_runs.errors import UsageError
 from lightning_runs.loggers.csv_run_logger import CSVRunLogger
 from lightning_runs.loggers.run_folder import RunFolder
-from lightning_runs.run_folders import CHECKPOINTS, RUNS, claim_version, lock_run, newest_with, read_run_file, run_dir, run_of_checkpoint
+from lightning_runs.run_folders import (
+    CHECKPOINTS,
+    RUNS,
+    claim_version,
+    lock_run,
+    newest_with,
+    read_run_file,
+    run_dir,
+    run_of_checkpoint,
+)
 
 # The loggers that write into `<save_dir>/<name>/version_N`, the folder every run's files go in, and keep it whole
 # when a resume or a test reopens it (Lightning's CSVLogger deletes the run's metrics.csv then; CSVRunLogger appends).
@@ -78,8 +87,8 @@ def name_run(config, default: str) -> str:
     for key in ("name", "version", "sub_dir"):  # each one folder of runs/<name>/version_N, never a way out of it
         value = args.get(key)
         if value is not None and not isinstance(value, int) and not _component(str(value)):
-            raise UsageError(f"--{'name' if key == 'name' else f'trainer.logger.init_args.{key}'} {value!r}: must be one"
-                             " folder name (no '/' or control character, not '..' or empty)")  # fmt: skip
+            option = "name" if key == "name" else f"trainer.logger.init_args.{key}"
+            raise UsageError(f"--{option} {value!r}: must be one folder name (no '/' or control character, not '..')")
     if not str(args.get("save_dir") or "").strip():
         raise UsageError("--trainer.logger.init_args.save_dir '': must name the runs root, a folder (runs by default)")
     return args.name
@@ -90,7 +99,10 @@ def resolve_checkpoint(subcommand: str, config) -> Path | None:
     given, args = config.get("ckpt_path"), config.trainer.logger.init_args
     if given in ("last", "best"):
         experiment = Path(args.save_dir) / args.name
-        found, wanted = newest_with(experiment, f"{given}.ckpt"), experiment / "version_*" / CHECKPOINTS / f"{given}.ckpt"
+        found, wanted = (
+            newest_with(experiment, f"{given}.ckpt"),
+            experiment / "version_*" / CHECKPOINTS / f"{given}.ckpt",
+        )
         if args.get("version") is not None:  # a run pinned by hand (a SLURM job's): its own file, or a first fit
             wanted = run_dir(args.save_dir, args.name, args.version) / CHECKPOINTS / f"{given}.ckpt"
             found = wanted if is_checkpoint(wanted) else None
@@ -110,7 +122,9 @@ def resume(config, path: Path, current: dict) -> None:
     """A fit from `path` continues its run, in its folder, as the same recipe (`current`: this command's config as
     it would be saved); a finished one is not resumed."""
     if "optimizer_states" not in read_checkpoint(path):
-        raise UsageError(f"--ckpt_path {path}: the weights alone (save_weights_only); a fit cannot continue it, a test can")
+        raise UsageError(
+            f"--ckpt_path {path}: the weights alone (save_weights_only); a fit cannot continue it, a test can"
+        )
     run = run_of_checkpoint(path)
     if run is None:
         return say(f"fit from {path} (a checkpoint outside any run): a new run of its weights and state")
@@ -125,7 +139,9 @@ def resume(config, path: Path, current: dict) -> None:
     with contextlib.suppress(OSError, ValueError, AttributeError):
         status = json.loads(read_run_file(run / "summary.json")).get("status")
     if status == "completed":
-        raise UsageError(f"--ckpt_path {path}: its run {_relative(run)} already finished; start a new run to train more")
+        raise UsageError(
+            f"--ckpt_path {path}: its run {_relative(run)} already finished; start a new run to train more"
+        )
     last, step = run / CHECKPOINTS / "last.ckpt", read_checkpoint(path).get("global_step", 0)
     if is_checkpoint(last) and not last.samefile(path) and read_checkpoint(last).get("global_step", 0) > step:
         raise UsageError(  # resuming would train those steps again, over the run's best and last checkpoints

@@ -22,13 +22,14 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs import TOOLS
 from lightning_runs.checkpoints import InitFrom
+from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.cli import placement
 from lightning_runs.cli.help import RunsHelpFormatter
-from lightning_runs.messages import condensed
 from lightning_runs.cli.parts import TRAINER_DEFAULTS, add_parts
 from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program, say, set_program, set_quiet
 from lightning_runs.errors import Terminated, UsageError, said
 from lightning_runs.faults.checkpoint_on_signal import sigterm_held, terminated_outside_training
+from lightning_runs.messages import condensed
 from lightning_runs.private import print_config_deferred, print_config_if_requested, subcommand_parser
 from lightning_runs.records import SaveConfigInRun, report_fit
 from lightning_runs.sweeps.trial import callbacks_from_environment
@@ -148,25 +149,33 @@ class RunsCLI(LightningCLI):
             self.claim = placement.claim(subcommand, config)
 
     def _parse(self, parser) -> None:
-        self.config = parser.parse_args(self.args)
+        self.config = self._parse_chosen(parser, self.args)
         subcommand = self.config.subcommand
-        config = self.config[subcommand]
-        # A class chosen for --model or --data becomes its group's default, and the command is parsed again: jsonargparse
-        # carries the default class's values over to a chosen class sharing their names (lr 0.05 for a class whose own
-        # default is 0.01, jsonargparse #460).
-        chosen = {group: config[group].class_path for group in self.defaults if config.get(group) is not None}
-        if any(chosen[group] != self.defaults[group] for group in chosen):
-            subcommand_parser(parser, subcommand).set_defaults(
-                {group: {"class_path": path} for group, path in chosen.items()}
-            )
-            self.config = parser.parse_args(self.args)
         set_quiet(self.config[subcommand].quiet)
         run = self._place(subcommand)
         self.evaluated_run = run if subcommand != "fit" else None
         if run is not None and subcommand != "fit":  # the run's own config is the evaluation's first
             at = self.args.index(subcommand) + 1
-            self.config = parser.parse_args([*self.args[:at], "--config", str(run / "config.yaml"), *self.args[at:]])
+            args = [*self.args[:at], "--config", str(run / "config.yaml"), *self.args[at:]]
+            self.config = self._parse_chosen(parser, args)
             self._place(subcommand)
+
+    def _parse_chosen(self, parser, args: list[str]):
+        """A class chosen for --model or --data (or by a run's config) becomes its group's default, and the command is
+        parsed again: jsonargparse carries the default class's values over to a chosen class sharing their names (lr
+        0.05 for a class whose own default is 0.01, the default class's input_shape for a table's model; jsonargparse
+        #460)."""
+        config = parser.parse_args(args)
+        subcommand = config.subcommand
+        chosen = {
+            group: config[subcommand][group].class_path for group in self.defaults if config[subcommand].get(group)
+        }
+        if any(chosen[group] != self.defaults[group] for group in chosen):
+            subcommand_parser(parser, subcommand).set_defaults(
+                {group: {"class_path": path} for group, path in chosen.items()}
+            )
+            config = parser.parse_args(args)
+        return config
 
     def _place(self, subcommand: str):
         """Name the run and find its checkpoint; a resume is compared with its run. Returns the run folder of an
@@ -181,8 +190,17 @@ class RunsCLI(LightningCLI):
         return None
 
     def before_instantiate_classes(self) -> None:
-        if self.run_model is not None:
-            self.config[self.subcommand].model = self.run_model
+        if self.run_model is None:
+            return
+        config = self.config[self.subcommand]
+        config.model = self.run_model
+        data = (config.get("data") or {}).get("init_args")
+        if data is not None and os.path.isfile(config.ckpt_path):
+            # What the DataModule found itself and saved (a file's class count, left null in config.yaml), as Lightning
+            # gives the model its saved hyperparameters: predicting new samples needs no training file.
+            saved = read_checkpoint(config.ckpt_path).get("datamodule_hyper_parameters") or {}
+            for key in [key for key in saved if key in data and data[key] is None]:
+                data[key] = saved[key]
 
     def instantiate_classes(self) -> None:
         try:

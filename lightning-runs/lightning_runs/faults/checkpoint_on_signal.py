@@ -18,7 +18,6 @@ from lightning_runs.private import signal_launched_ranks
 from lightning_runs.processes import PYTHON_DEFAULTS
 
 
-
 class CheckpointOnSignal(Callback):
     """On SIGTERM or a first Ctrl-C: finish the batch, save the last checkpoint, stop (Stopped: exit 143 or 130). A
     second Ctrl-C stops at once.

@@ -38,10 +38,10 @@ class MonitorCheck(Callback):
         if self._checked or trainer.state.fn != "fit":
             return
         self._checked = True
-        watched = {type(c).__name__: c.monitor for c in trainer.callbacks if _monitors(c)}
-        watched |= {"its lr scheduler": c.monitor for c in trainer.lr_scheduler_configs if c.monitor}
+        watched = [(type(c).__name__, c.monitor) for c in trainer.callbacks if _monitors(c)]
+        watched += [("its lr scheduler", c.monitor) for c in trainer.lr_scheduler_configs if c.monitor]
         logged = sorted(trainer.callback_metrics)
-        for who, metric in watched.items():
+        for who, metric in watched:
             if metric not in logged:
                 option = re.sub(r"(?<!^)(?=[A-Z])", "_", who).lower()  # as RunsCLI names the part: --early_stopping
                 raise UsageError(

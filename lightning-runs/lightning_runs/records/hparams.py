@@ -1,6 +1,7 @@
-"""A run's parameters for every logger: the trainer settings that change what a fit computes (Lightning logs the module's
-and the data's hyperparameters, never these: a 2- and a 50-epoch run looked alike), and TensorBoard's HPARAMS entry
-with the scores the runs are compared by: `hp/best_<monitor>` and its test counterpart (`val_loss` -> `hp/test_loss`)."""
+"""A run's parameters for every logger: the trainer settings that change what a fit computes (Lightning logs the
+module's and the data's hyperparameters, never these: a 2- and a 50-epoch run looked alike), and TensorBoard's HPARAMS
+entry with the scores the runs are compared by: `hp/best_<monitor>` and its test counterpart (`val_loss` ->
+`hp/test_loss`)."""
 
 import json
 import math

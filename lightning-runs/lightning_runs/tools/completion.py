@@ -17,8 +17,8 @@ from jsonargparse import capture_parser
 
 from lightning_runs import TOOLS
 from lightning_runs.atomic import write_atomically
-from lightning_runs.messages import class_arguments
 from lightning_runs.console import program
+from lightning_runs.messages import class_arguments
 from lightning_runs.private import option_nargs, subcommand_parser
 from lightning_runs.tools.function_cli import function_cli
 

@@ -83,7 +83,7 @@ def cv(
         raise Stopped(signum, "Interrupted: run the same command again; finished folds are kept, a stopped one resumes")
     result = _table(runs, best["monitor"], test)
     write_json(root / "cv.json", result)
-    failed = [k for k, code in zip(order, codes) if code != 0]
+    failed = [k for k, code in zip(order, codes, strict=True) if code != 0]
     if failed:
         raise Failed(
             f"folds {', '.join(map(str, failed))} failed (their errors are above); the same command reruns them"
@@ -92,13 +92,13 @@ def cv(
 
 
 def check_folds(resolved: dict) -> None:
-    """The DataModule takes the fold to validate on, as docs/contract.md asks; else one line saying how."""
+    """The DataModule takes the fold to validate on; else one line saying how."""
     data = resolved.get("data") or {}
     if not {"folds", "fold"} <= set(data.get("init_args") or {}):
         raise UsageError(
             f"--data {data.get('class_path')}: takes no folds and fold arguments; give its __init__ `folds: int | None"
-            " = None, fold: int = 0` and validate on fold `fold` of `folds` (lightning_runs.data.fold_indices), as"
-            " docs/contract.md says"
+            " = None, fold: int = 0` and validate on fold `fold` of `folds` (python -m pydoc"
+            " lightning_runs.data.fold_indices)"
         )
 
 
@@ -109,7 +109,8 @@ def _command(k, folds, recipe, study, save_dir, run, test) -> list[str] | None:
         if not test or any(key.startswith("test") for key in summary.get("metrics", {})):
             return None
         return ["test", f"--ckpt_path={run / 'checkpoints/best.ckpt'}"]
-    place = [f"--name=cv-{study}", f"--trainer.logger.init_args.save_dir={save_dir}", f"--trainer.logger.init_args.version={run.name}"]  # fmt: skip
+    logger = "--trainer.logger.init_args"
+    place = [f"--name=cv-{study}", f"{logger}.save_dir={save_dir}", f"{logger}.version={run.name}"]
     fold = [f"--data.folds={folds}", f"--data.fold={k}", *(["--test_best=true"] if test else [])]
     return ["fit", *recipe, *fold, *place, "--ckpt_path=last"]
 

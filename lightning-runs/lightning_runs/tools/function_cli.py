@@ -5,13 +5,12 @@ import io
 from collections.abc import Callable
 
 import yaml
-
 from jsonargparse import ActionConfigFile, ArgumentError, ArgumentParser, set_parsing_settings
 
 from lightning_runs.cli.help import RunsHelpFormatter
+from lightning_runs.console import program
 from lightning_runs.errors import UsageError
 from lightning_runs.messages import condensed
-from lightning_runs.console import program
 
 
 def function_cli(function: Callable, args: list[str] | None, **given):

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Literal
 
 from lightning_runs.run_folders import write_json
-from lightning_runs.tools.schema_of import subcommand_schema
 from lightning_runs.tools.function_cli import function_cli
+from lightning_runs.tools.schema_of import subcommand_schema
 
 
 def write_schema(

@@ -1,4 +1,4 @@
-"""`python -m <package> sweep --config sweeps/<study>.yaml`: an Optuna search over ranges declared in a YAML file.
+"""`python -m <package> sweep --config <study>.yaml`: an Optuna search over ranges declared in a YAML file.
 
 Each trial is an ordinary `python -m <package> fit` process (behind `--launcher`, if given, so a trial may use several
 devices as `fit` does), a run of the study's name in the sweep's folder, runs/sweeps/<study>/version_N, with the

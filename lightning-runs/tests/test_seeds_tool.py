@@ -56,8 +56,9 @@ def test_a_split_parameter_the_data_lacks_is_one_line_before_training(capsys):
 
 
 def test_a_module_whose_test_logs_nothing_says_there_is_no_test_score_to_spread(capsys):
-    boring = ["--model=lightning.pytorch.demos.boring_classes.BoringModel", "--early_stopping=null",
-              "--data=lightning.pytorch.demos.boring_classes.BoringDataModule", "--best_checkpoint.monitor=null"]  # fmt: skip
+    demos = "lightning.pytorch.demos.boring_classes"
+    boring = [f"--model={demos}.BoringModel", f"--data={demos}.BoringDataModule"]
+    boring += ["--early_stopping=null", "--best_checkpoint.monitor=null"]
     result = evaluate_seeds(cli_main, seeds=[0], args=[*SHORT, *boring], data_seed=None)
     assert not any(key.startswith("test") for key in result["seeds"][0])
     assert "the model's test logged no metric (or it has no test_step)" in capsys.readouterr().out
@@ -73,7 +74,7 @@ def test_the_baselines_are_the_task_told_and_apply_only_to_tensor_pairs():
     assert set(baselines("classification", *loaders(points, (points[:, 0] > 0).long()))) == {
         "svc_acc", "logistic_regression_acc"}  # fmt: skip
     assert set(baselines("regression", *loaders(points, points[:, :1] * 2))) == {"ridge_mse", "ridge_mae", "ridge_r2"}
-    with pytest.raises(Exception, match="not \\(inputs, targets, ...\\) tensors"):
+    with pytest.raises(Exception, match=r"not \(inputs, targets, \.\.\.\) tensors"):
         baselines("regression", *loaders(points))
 
 
@@ -84,7 +85,10 @@ def test_the_baselines_are_the_task_told_and_apply_only_to_tensor_pairs():
         (["--seeds=[0, one]"], "--seeds"),
         (["--seeds=[3, 1, 3]"], "error: --seeds [3, 1, 3]: give each seed once"),
         (["--baselines=trees"], "--baselines"),
-        (["--args=[--trainer.max_epoch=1]"], "error: unknown option --trainer.max_epoch: did you mean --trainer.max_epochs?"),
+        (
+            ["--args=[--trainer.max_epoch=1]"],
+            "error: unknown option --trainer.max_epoch: did you mean --trainer.max_epochs?",
+        ),
     ],
     ids=["missing_config", "seed_not_an_int", "seed_twice", "unknown_baselines", "misspelt_fit_option"],
 )  # fmt: skip
