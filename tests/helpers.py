@@ -3,11 +3,10 @@ The template's own tests (tests/template/, not copied into new projects) build o
 
 from pathlib import Path
 
-import pytest
 import torch
-from lightning.pytorch.callbacks import Callback
 
 from lightning_runs.errors import main
+from lightning_runs.testing import CrashAt, refusal  # noqa: F401 - re-exported for the project's tests
 from project.cli import cli_main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,28 +20,6 @@ def run(*args: str):
     and on failure SystemExit with its exit code."""
     subcommand, *rest = args
     return main(lambda: cli_main([subcommand, "--config", DEFAULT, *QUIET, *rest]))
-
-
-def refusal(capsys, command, code: int = 2) -> str:
-    """Run `command()`, expecting the entry point's exit `code` with one `error:` line and no traceback; that line."""
-    with pytest.raises(SystemExit) as exit_:
-        command()
-    err = capsys.readouterr().err
-    assert exit_.value.code == code, err[-2000:]
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
-    return errors[0]
-
-
-class CrashAt(Callback):
-    """A test helper: raises as the given global step begins, as a crash or a kill would stop a run."""
-
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        if trainer.global_step == self.step:
-            raise RuntimeError(f"crash at step {self.step}")
 
 
 class OnlyClasses(torch.nn.Module):

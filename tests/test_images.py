@@ -11,6 +11,7 @@ import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from torchvision.io import write_png
 
+from lightning_runs.testing import CrashAt
 from project.images import ImageFolderDataModule
 from project.model import DigitsClassifier
 from project.networks import DigitsCNN
@@ -181,15 +182,6 @@ class TorchRNG(Callback):
 
     def load_state_dict(self, state: dict) -> None:
         torch.set_rng_state(state["torch"])
-
-
-class CrashAt(Callback):
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        if trainer.global_step == self.step:
-            raise RuntimeError(f"crash at step {self.step}")
 
 
 def fit(root: Path, folder: Path, workers: int, *callbacks: Callback, ckpt_path: str | None = None):

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 from tiny_runs import assert_kept, load, refusal, run, snapshot
-from tiny_stops import CrashAt
+
+from lightning_runs.testing import CrashAt
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 LAST = Path("runs/tiny/version_0/checkpoints/last.ckpt")

@@ -8,11 +8,11 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import ModelSummary
 from tiny_runs import refusal, run
-from tiny_stops import CrashAt
 from torch import nn
 from torchmetrics.classification import MulticlassAccuracy
 
 from lightning_runs.speed.compile import networks
+from lightning_runs.testing import CrashAt
 from tiny_tasks import TinyClassifier
 
 STEPS = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=3"]

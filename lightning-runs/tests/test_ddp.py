@@ -155,7 +155,10 @@ def test_two_process_ddp_resume_at_an_epoch_boundary_is_exact(tmp_path):
     ddp = tiny("fit", *QUIET, *TASK, "--trainer.strategy=ddp", "--trainer.devices=2", "--trainer.max_epochs=3")
     (tmp_path / "reference").mkdir()
     launch(tmp_path / "reference", ddp)
-    crash = ["--trainer.callbacks+=tiny_stops.CrashAt", f"--trainer.callbacks.step={2 * PER_EPOCH + PER_EPOCH // 2}"]
+    crash = [
+        "--trainer.callbacks+=lightning_runs.testing.CrashAt",
+        f"--trainer.callbacks.step={2 * PER_EPOCH + PER_EPOCH // 2}",
+    ]
     crashed = subprocess.run([*ddp, *crash], capture_output=True, text=True, timeout=300, env=process_environment())
     (last,) = Path("runs").glob("*/version_0/checkpoints/last.ckpt")
     # Halfway through the third epoch: last.ckpt is the second's end.

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from tiny_runs import QUIET, assert_same_checkpoint, load, run, scalars, start, wait_for
-from tiny_stops import CrashAt
+
+from lightning_runs.testing import CrashAt
 
 pytestmark = pytest.mark.slow  # each test makes two or three real runs, some as processes
 

@@ -5,9 +5,9 @@ its own; a resume of the new run continues it, not its origin."""
 import pytest
 import torch
 from tiny_runs import load, refusal, run
-from tiny_stops import SignalAt
 
 from lightning_runs.checkpoints import InitFrom
+from lightning_runs.testing import SignalAt
 
 
 def fitted(*args: str) -> str:

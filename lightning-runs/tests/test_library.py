@@ -14,9 +14,9 @@ import pytest
 import torch
 import yaml
 from lightning.pytorch.callbacks import ProgressBar
-from tiny_stops import CrashAt
 
 from lightning_runs.errors import main
+from lightning_runs.testing import CrashAt
 from lightning_runs.tools.export import export
 from tiny_tasks import TinyClassifier, cli_main
 

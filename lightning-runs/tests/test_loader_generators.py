@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_stops import CrashAt
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_runs.checkpoints.random_state import loader_generators
 from lightning_runs.errors import main
+from lightning_runs.testing import CrashAt
 from tiny_tasks import TinyDataModule, cli_main
 
 LAST = Path("runs/tiny/version_0/checkpoints/last.ckpt")  # a run is named for its data

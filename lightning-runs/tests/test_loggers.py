@@ -37,7 +37,10 @@ SHORT = [
     "--histograms.gradients=true",
 ]
 STEPS, EPOCH_ENDS = 9, [2, 5, 8]  # Lightning logs epoch metrics at the index of the epoch's last step
-CRASH = ["--trainer.callbacks+=tiny_stops.CrashAt", "--trainer.callbacks.step=6"]  # as epoch 3 begins: last at 6
+CRASH = [
+    "--trainer.callbacks+=lightning_runs.testing.CrashAt",
+    "--trainer.callbacks.step=6",
+]  # as epoch 3 begins: last at 6
 NAME = "tiny"  # the tiny task's runs: runs/tiny/version_N
 RUN = Path(f"runs/{NAME}/version_0")
 

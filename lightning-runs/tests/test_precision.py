@@ -44,7 +44,7 @@ class ScalerAtStart(Callback):
 def test_16_mixed_saves_its_grad_scaler_and_a_resumed_fit_restores_it(float16):
     two_epochs = [*float16, "--trainer.max_epochs=2", *ONE_EPOCH_FIVE_BATCHES[1:]]
     with pytest.raises(RuntimeError, match="crash"):  # after the first epoch: a finished run is not resumed
-        run("fit", *two_epochs, "--trainer.callbacks+=tiny_stops.CrashAt", "--trainer.callbacks.step=5")
+        run("fit", *two_epochs, "--trainer.callbacks+=lightning_runs.testing.CrashAt", "--trainer.callbacks.step=5")
     saved = load(LAST)["MixedPrecision"]  # Lightning stores the precision plugin's state under its class name
     untouched = torch.amp.GradScaler("cpu").state_dict()
     assert saved.keys() == untouched.keys() and saved != untouched, "5 steps moved the scale or its growth tracker"

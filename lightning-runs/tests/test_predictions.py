@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 from tiny_runs import QUIET, assert_kept, command, every_other_daily, refusal, run, snapshot
-from tiny_stops import SignalAt
 from torch import nn
 
 from lightning_runs.predictions import prediction_writer
+from lightning_runs.testing import SignalAt
 from tiny_tasks import TinyClassifier
 
 HERE = "test_predictions"  # the class paths of the modules below

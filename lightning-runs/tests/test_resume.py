@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 from tiny_runs import assert_kept, every_other_daily, load, refusal, run, scalars, snapshot
-from tiny_stops import CrashAt, SignalAt
 
 from lightning_runs.checkpoints import LastCheckpoint
 from lightning_runs.errors import main
+from lightning_runs.testing import CrashAt, SignalAt
 from tiny_tasks import TRAINER_DEFAULTS, TinyClassifier, TinyCLI, TinyDataModule
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]

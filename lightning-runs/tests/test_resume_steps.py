@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 from tiny_runs import QUIET, assert_same_checkpoint, load, run, scalars, start
-from tiny_stops import SignalAt
+
+from lightning_runs.testing import SignalAt
 
 BATCHES = 3  # an epoch's training batches: stops at steps 2 and 5 are during the first two epochs' last batches
 ARGS = ["--data=tiny_tasks.TinyBatches", "--trainer.max_epochs=3", f"--trainer.limit_train_batches={BATCHES}"]
@@ -22,7 +23,7 @@ LAST = RUN / "checkpoints/last.ckpt"
 def stop_at(phase: str, step: int, signum: int) -> list[str]:
     """A stop as `step` begins (phase train), or as the validation after `step` training steps begins."""
     return [
-        "--trainer.callbacks+=tiny_stops.SignalAt",
+        "--trainer.callbacks+=lightning_runs.testing.SignalAt",
         f"--trainer.callbacks.step={step}",
         f"--trainer.callbacks.signum={signum}",
         f"--trainer.callbacks.phase={phase}",
@@ -144,7 +145,7 @@ def test_a_fit_killed_inside_an_accumulation_window_resumes_exactly(accumulate, 
     args = [*WINDOWS[accumulate], *EVERY_STEP]
     killed(
         *args,
-        "--trainer.callbacks+=tiny_stops.SignalAt",
+        "--trainer.callbacks+=lightning_runs.testing.SignalAt",
         f"--trainer.callbacks.batch={batch}",
         "--trainer.callbacks.signum=9",
     )

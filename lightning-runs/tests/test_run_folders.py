@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from lightning.pytorch.callbacks import Callback
 from tiny_runs import QUIET, assert_kept, every_other_daily, refusal, run, snapshot, start
-from tiny_stops import CrashAt
 
 from lightning_runs.run_folders import lock_run
+from lightning_runs.testing import CrashAt
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 RUN = Path("runs/tiny/version_0")

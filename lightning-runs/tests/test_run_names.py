@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 from tiny_runs import refusal, run
-from tiny_stops import CrashAt
+
+from lightning_runs.testing import CrashAt
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 

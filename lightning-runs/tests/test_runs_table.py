@@ -30,7 +30,7 @@ def three_runs(tmp_path_factory):
         run("test", "--ckpt_path=best")
         run("fit", *TINY, "--name=other", "--model.lr=0.01")
         with pytest.raises(RuntimeError, match="crash at step 1"):
-            run("fit", *TINY, "--trainer.callbacks+=tiny_stops.CrashAt", "--trainer.callbacks.step=1")
+            run("fit", *TINY, "--trainer.callbacks+=lightning_runs.testing.CrashAt", "--trainer.callbacks.step=1")
     return home
 
 
@@ -85,7 +85,11 @@ def test_name_keeps_the_runs_of_one_name(here, capsys):
 
 @pytest.mark.slow
 def test_a_fit_killed_before_its_first_checkpoint_is_listed_as_killed(capsys):
-    kill = ["--trainer.callbacks+=tiny_stops.SignalAt", "--trainer.callbacks.step=1", "--trainer.callbacks.signum=9"]
+    kill = [
+        "--trainer.callbacks+=lightning_runs.testing.SignalAt",
+        "--trainer.callbacks.step=1",
+        "--trainer.callbacks.signum=9",
+    ]
     fit = command("fit", *QUIET, *TINY, *kill)
     assert fit.returncode == -9, fit.stderr[-2000:]
     assert json.loads(Path("runs/tiny/version_0/summary.json").read_text())["status"] == "running", "it said no more"

@@ -124,7 +124,7 @@ def test_a_folder_that_is_not_a_checkpoint_is_refused_in_one_line(tmp_path):
 # and best.ckpt/ folders the first epoch's (two saves of the same step).
 FSDP = ["--trainer.strategy.class_path=lightning_runs.parallel.FSDP", "--trainer.devices=2"]
 SHARDED = [*FSDP, "--trainer.strategy.init_args.save_distributed_checkpoint=true"]
-CRASH = ["--trainer.max_epochs=3", "--trainer.callbacks+=tiny_stops.CrashAt", "--trainer.callbacks.step=8"]
+CRASH = ["--trainer.max_epochs=3", "--trainer.callbacks+=lightning_runs.testing.CrashAt", "--trainer.callbacks.step=8"]
 CHECKPOINTS = Path("runs/tiny/version_0/checkpoints")
 
 

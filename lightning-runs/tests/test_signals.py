@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from tiny_runs import epochs_processed, load, run, scalars, snapshot
-from tiny_stops import SignalAt
 
 from lightning_runs.cli import placement
+from lightning_runs.testing import SignalAt
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 RUN = Path("runs/tiny/version_0")

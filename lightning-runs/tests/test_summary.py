@@ -39,7 +39,7 @@ def test_the_same_recipe_has_the_same_config_hash_whatever_its_run_folder_or_its
         {"trainer": {**CONFIG["trainer"], "devices": 2}},
         {"best_checkpoint": {"init_args": {"monitor": "val/acc", "mode": "max"}}},
         {"seed_everything": 1},
-        {"trainer": {**CONFIG["trainer"], "callbacks": [{"class_path": "tiny_stops.CrashAt"}]}},
+        {"trainer": {**CONFIG["trainer"], "callbacks": [{"class_path": "lightning_runs.testing.CrashAt"}]}},
         {"test_best": True},
     ],
     ids=["max_epochs", "devices", "monitor", "seed", "a callback", "test_best"],
@@ -75,7 +75,7 @@ def test_a_run_shown_otherwise_or_resumed_keeps_its_recipes_hash():
     run("fit", *ONE_EPOCH)
     run("fit", *ONE_EPOCH, "--quiet", "--trainer.enable_model_summary=true")  # runs/tiny/version_1
     with pytest.raises(RuntimeError, match="crash at step 2"):  # runs/tiny/version_2, as its second epoch begins
-        run("fit", *ONE_EPOCH, "--trainer.callbacks+=tiny_stops.CrashAt", "--trainer.callbacks.step=2")
+        run("fit", *ONE_EPOCH, "--trainer.callbacks+=lightning_runs.testing.CrashAt", "--trainer.callbacks.step=2")
     crashed = summary(2)
     run("fit", *ONE_EPOCH, "--ckpt_path=last")
     resumed = summary(2)

@@ -177,7 +177,7 @@ def test_an_interrupted_sweep_continues_when_the_same_command_runs_again():
 @pytest.mark.slow
 def test_a_trial_stopped_after_its_last_epoch_counts_as_complete_and_the_worker_stops_with_its_line(capfd):
     # SIGTERM as the last epoch's validation begins (2 epochs of 5 steps): the fit ends with that epoch, exit 143.
-    stop = ["--trainer.callbacks+=tiny_stops.SignalAt", "--trainer.callbacks.step=10"]
+    stop = ["--trainer.callbacks+=lightning_runs.testing.SignalAt", "--trainer.callbacks.step=10"]
     args = [*TRIALS, *stop, "--trainer.callbacks.phase=validation"]
     with pytest.raises(SystemExit) as exit_:
         sweep("--study=late", "--n_trials=2", *NO_PRUNING, "--args", json.dumps(args))

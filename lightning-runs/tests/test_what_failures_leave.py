@@ -61,7 +61,12 @@ def test_a_nan_loss_stops_the_run_at_that_step_with_a_clear_message(capsys):
 
 def test_a_crash_keeps_every_scalar_logged_before_it():
     with pytest.raises(RuntimeError, match="crash at step 10"):
-        run("fit", "--trainer.max_epochs=3", "--trainer.callbacks+=tiny_stops.CrashAt", "--trainer.callbacks.step=10")
+        run(
+            "fit",
+            "--trainer.max_epochs=3",
+            "--trainer.callbacks+=lightning_runs.testing.CrashAt",
+            "--trainer.callbacks.step=10",
+        )
     run_dir = Path("runs/tiny/version_0")
     assert [step for step, _ in scalars(run_dir, "train/loss")] == list(range(10))
     assert [step for step, _ in scalars(run_dir, "lr-Adam")] == list(range(10))

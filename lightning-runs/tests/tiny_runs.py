@@ -27,7 +27,7 @@ def run(subcommand: str, *args: str, callbacks: Sequence[Callback] = (), cli=cli
 def process_environment() -> dict[str, str]:
     """This environment without a launcher's variables (the tests may run under SLURM or torchrun), one thread a
     process (the ranks share the cores), and this folder importable (`tiny_tasks`, class paths such as
-    `tiny_stops.CrashAt`) before whatever PYTHONPATH already gives."""
+    `lightning_runs.testing.CrashAt`) before whatever PYTHONPATH already gives."""
     import os
     from pathlib import Path
 
@@ -68,17 +68,7 @@ def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:
 
 
 # What a command did to the files and what its run wrote, for the tests that refuse, stop and resume runs.
-def refusal(capsys, command, code: int = 2) -> str:
-    """Run `command()`, expecting the exit `code` with one `error:` line and no traceback; that line."""
-    import pytest
-
-    with pytest.raises(SystemExit) as exit_:
-        command()
-    err = capsys.readouterr().err
-    assert exit_.value.code == code, err[-2000:]
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
-    return errors[0]
+from lightning_runs.testing import refusal  # noqa: E402, F401 - the one copy, for the tests that import it from here
 
 
 def snapshot(root=".") -> dict[str, str]:

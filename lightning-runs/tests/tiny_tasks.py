@@ -8,7 +8,7 @@ hands RunsCLI, written against the contract (lightning_runs/contract/parts.py) a
   library can lean on a `val/acc`;
 - `UnderscoreNames` (logs `val_loss`, `val_acc` as Lightning's docs name them) and `Unvalidated` (logs no validation
   metric): classifiers whose runs watch other metrics than the recipe's default.
-Beside it: the regression (tiny_regression.py), crashes and signals (tiny_stops.py), typed arguments (tiny_typed.py),
+Beside it: the regression (tiny_regression.py), typed arguments (tiny_typed.py),
 networks chosen by class path (tiny_networks.py), points from a file (tiny_files.py), shards by rank (tiny_shards.py).
 """
 

@@ -6,10 +6,8 @@ command did to the files, checkpoints compared, and DDP launches are the library
 import functools
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +29,7 @@ from tiny_runs import (  # noqa: F401 - re-exported
 
 from helpers import DEFAULT, ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, CrashAt, refusal, run  # noqa: F401 - re-exported
 from lightning_runs.data.batches import ShardSampler, TensorBatches
+from lightning_runs.testing import SignalAt  # noqa: F401 - re-exported
 from project.data import DigitsDataModule
 
 
@@ -93,48 +92,6 @@ def read_events(run_dir: Path) -> EventAccumulator:
     events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "images": 0, "histograms": 0, "tensors": 0})
     events.Reload()
     return events
-
-
-class SignalAt(Callback):
-    """A test helper: sends this process a signal (SIGTERM by default) as the given global step begins, as a
-    scheduler would; with `phase` validation, test or predict, as that phase's first batch begins at that global step
-    (None: at any; the sanity check does not count). A SIGKILL first waits for the background checkpoint writer
-    (~20 ms a file): what is on disk is then everything saved before this point, the hardest case to resume."""
-
-    def __init__(self, step: int | None = None, signum: int = 15, phase: str = "train", batch: int | None = None):
-        # batch: instead of a step, the training batch of the fit (counted over its epochs) as it begins; with
-        # gradient accumulation a step spans several batches.
-        self.step, self.signum, self.phase, self.batch = step, signum, phase, batch
-
-    def _at(self, trainer, phase: str, batch_idx: int) -> None:
-        first = phase == "train" or batch_idx == 0
-        if self.batch is not None:
-            if phase == "train" and trainer.current_epoch * trainer.num_training_batches + batch_idx == self.batch:
-                self._send()
-            return
-        if phase == self.phase and first and not trainer.sanity_checking and self.step in (None, trainer.global_step):
-            self._send()
-
-    def _send(self) -> None:
-        if self.signum == signal.SIGKILL:
-            time.sleep(0.3)
-        os.kill(os.getpid(), self.signum)
-
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        self._at(trainer, "train", batch_idx)
-
-    def on_fit_end(self, trainer, pl_module) -> None:  # phase fit_end: after the training loop, as the fit ends
-        if self.phase == "fit_end":
-            self._send()
-
-    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
-        self._at(trainer, "validation", batch_idx)
-
-    def on_test_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
-        self._at(trainer, "test", batch_idx)
-
-    def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
-        self._at(trainer, "predict", batch_idx)
 
 
 class ScancelAt(Callback):

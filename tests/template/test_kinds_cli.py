@@ -59,7 +59,7 @@ def test_each_kind_runs_every_command_with_a_config_of_its_own(kind, tmp_path):
         folder.mkdir()
         (folder / f"{kind}.yaml").write_text(config(kind))
     assert project("fit", f"--config={kind}.yaml", cwd=whole).returncode == 0
-    killed = ["--trainer.callbacks+=tiny_stops.SignalAt", "--trainer.callbacks.signum=9"]
+    killed = ["--trainer.callbacks+=lightning_runs.testing.SignalAt", "--trainer.callbacks.signum=9"]
     assert project("fit", f"--config={kind}.yaml", *killed, f"--trainer.callbacks.batch={BATCHES}", cwd=stopped)
     resumed = project("fit", f"--config={kind}.yaml", "--ckpt_path=last", cwd=stopped)
     assert resumed.returncode == 0 and f"fit resumes runs/{kind}/version_0" in resumed.stdout, resumed.stderr[-3000:]

@@ -1,11 +1,15 @@
-"""Stopping a tiny task's run as the world would: a crash (CrashAt) or a signal (SignalAt) at a given step, batch or
-phase. Both are callbacks a config names too: `--trainer.callbacks+=tiny_stops.CrashAt --trainer.callbacks.step=5`."""
+"""Stopping a run as the world would, for your own tests of resume and stops: a crash (CrashAt) or a signal (SignalAt)
+at a given step, batch or phase, and `refusal`, a command's one-line error. The callbacks are named by a config too:
+`--trainer.callbacks+=lightning_runs.testing.CrashAt --trainer.callbacks.step=5`."""
+
+import os
+import signal
 
 from lightning.pytorch.callbacks import Callback
 
 
 class CrashAt(Callback):
-    """Raises as the given global step begins, as a crash or a kill would stop a run."""
+    """Raises as the given global step begins, as a crash would stop a run."""
 
     def __init__(self, step: int) -> None:
         self.step = step
@@ -36,9 +40,6 @@ class SignalAt(Callback):
             self._send(trainer)
 
     def _send(self, trainer) -> None:
-        import os
-        import signal
-
         if self.signum == signal.SIGKILL:
             getattr(trainer.strategy.checkpoint_io, "teardown", lambda: None)()
         os.kill(os.getpid(), self.signum)
@@ -58,3 +59,16 @@ class SignalAt(Callback):
 
     def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
         self._at(trainer, "predict", batch_idx)
+
+
+def refusal(capsys, command, code: int = 2) -> str:
+    """Run `command()` under pytest, expecting the exit `code` with one `error:` line and no traceback; that line."""
+    import pytest
+
+    with pytest.raises(SystemExit) as exit_:
+        command()
+    err = capsys.readouterr().err
+    assert exit_.value.code == code, err[-2000:]
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
+    return errors[0]
