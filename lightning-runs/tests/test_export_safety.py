@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_runs import assert_kept, every_other_daily, load, refusal, run, snapshot
+from tiny_runs import assert_kept, every_other_daily, immutable, load, refusal, run, snapshot
 
 from lightning_runs.errors import main
 from lightning_runs.tools import export
@@ -145,3 +145,12 @@ def test_an_export_beside_a_checkpoint_on_a_read_only_mount_is_one_line_naming_t
         error = refused(capsys, "--ckpt_path", str(BEST))
     assert error == f"error: {BEST.with_suffix('.onnx')}: read-only file system; give a path on a writable one"
     assert not list(BEST.parent.glob("*.onnx*")), "no file, no 0-byte or temporary one"
+
+
+def test_an_export_into_an_immutable_folder_is_one_line_naming_the_path(runs, capsys):
+    sealed = Path("sealed")
+    sealed.mkdir()
+    with immutable(sealed):
+        error = refused(capsys, "--ckpt_path", str(BEST), "--output", str(sealed / "model.onnx"))
+    assert error.startswith(f"error: {sealed}/") and "operation not permitted" in error, error
+    assert not list(sealed.iterdir()), "no file, no 0-byte or temporary one"

@@ -4,6 +4,7 @@
 import json
 from contextlib import redirect_stdout
 from io import StringIO
+from pathlib import Path
 
 import jsonschema  # nbformat's dependency (the template's dev tools)
 import pytest
@@ -62,3 +63,16 @@ def test_the_schema_tool_writes_the_file_and_says_how_editors_use_it(tmp_path, c
     write_schema(cli_main, output=tmp_path / "configs/schema.json")
     assert json.loads((tmp_path / "configs/schema.json").read_text())["properties"]["trainer"]
     assert "# yaml-language-server: $schema=" in capsys.readouterr().out
+
+
+def test_a_schema_written_over_a_folder_is_one_line_from_the_entry_points_handler(capsys):
+    from tiny_runs import refusal, snapshot
+
+    from lightning_runs.errors import main
+    from lightning_runs.tools import schema
+
+    Path("configs").mkdir()
+    before = snapshot()
+    error = refusal(capsys, lambda: main(lambda: schema.main(cli_main, ["--output", "configs"])))
+    assert error.startswith("error: configs") and "is a folder; give a file" in error, error
+    assert snapshot() == before

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from lightning.pytorch.callbacks import Callback
-from tiny_runs import QUIET, assert_kept, every_other_daily, refusal, run, snapshot, start
+from tiny_runs import QUIET, assert_kept, every_other_daily, immutable, refusal, run, snapshot, start
 
 from lightning_runs.run_folders import lock_run
 from lightning_runs.testing import CrashAt
@@ -153,6 +153,15 @@ def test_names_that_lead_out_of_the_runs_root_are_refused_before_anything_is_wri
 def test_a_runs_root_you_cannot_write_in_is_one_line_and_nothing_is_written(capsys):
     Path("runs").mkdir(mode=0o555)
     assert "runs/tiny: permission denied" in refusal(capsys, lambda: run("fit", *SHORT))
+    assert not any(Path("runs").iterdir())
+
+
+def test_an_immutable_runs_root_is_one_line_and_nothing_is_written(capsys):
+    """EPERM, which root meets too (chattr +i): the entry point's one handler names the folder."""
+    Path("runs").mkdir()
+    with immutable("runs"):
+        error = refusal(capsys, lambda: run("fit", *SHORT))
+    assert error.startswith("error: runs/tiny") and "operation not permitted" in error, error
     assert not any(Path("runs").iterdir())
 
 

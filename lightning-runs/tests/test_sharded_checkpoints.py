@@ -201,3 +201,13 @@ def test_a_sharded_run_resumed_in_another_form_or_strategy_is_refused_before_tra
     assert errors[0].endswith("a resumed run continues runs/tiny/version_0 as it was started; drop --ckpt_path to start"
                               " a new run with these")  # fmt: skip
     assert snapshot(home) == before, "nothing trained, nothing written"
+
+
+def test_a_truncated_shard_is_one_line_from_the_entry_points_handler(tmp_path, capsys):
+    """torch.distributed.checkpoint's CheckpointException is a BaseException: it passes `except Exception`."""
+    path = tmp_path / "last.ckpt"
+    sharded.save_sharded(OneProcess(), checkpoint(1), path)
+    shard = path / "__0_0.distcp"
+    shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
+    error = refusal(capsys, lambda: main(lambda: read_checkpoint(path)))
+    assert error.startswith(f"error: {path}: a shard could not be read (") and error.endswith("give a whole checkpoint")

@@ -4,8 +4,11 @@ one line, the files a command kept, a checkpoint's data and a run's TensorBoard 
 run every day (the rest slow).
 """
 
+import contextlib
+import subprocess
 from collections.abc import Sequence
 
+import pytest
 import torch
 from lightning.pytorch.callbacks import Callback
 
@@ -164,3 +167,15 @@ def epochs_processed(checkpoint: dict) -> int:
     """Training epochs the saved run finished, validation and all (the fit loop's progress: a checkpoint's `epoch` is
     the same for a save at an epoch's end and one in its middle)."""
     return checkpoint["loops"]["fit_loop"]["epoch_progress"]["current"]["processed"]
+
+
+@contextlib.contextmanager
+def immutable(folder):
+    """chattr +i: EPERM for every user, root included (the read-only mount's other half)."""
+    done = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"chattr +i {folder}: {done.stderr.strip() or 'not permitted here'}")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], capture_output=True)

@@ -14,12 +14,13 @@ import os
 import shutil
 import tempfile
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
 from lightning_runs.atomic import write_atomically
-from lightning_runs.errors import UsageError
+from lightning_runs.errors import UsageError, first_line
 
 # Lightning's name for the part that is not sharded (lightning.fabric.utilities.load._METADATA_FILENAME, private.py)
 # and torch.distributed.checkpoint's index of the shards.
@@ -116,6 +117,18 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
+@contextmanager
+def _readable(path: Path):
+    """torch.distributed.checkpoint's CheckpointException (a BaseException: a truncated or corrupt shard) as one line
+    naming the checkpoint."""
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    try:
+        yield
+    except CheckpointException as error:
+        raise UsageError(f"{path}: a shard could not be read ({first_line(error)}); give a whole checkpoint") from None
+
+
 def check_whole(path: Path) -> dict:
     """`meta.pt` of the sharded checkpoint at `path`, once every shard file its index names is there and every rank's
     shard is of the same save; else UsageError naming what is missing or stray."""
@@ -130,7 +143,7 @@ def check_whole(path: Path) -> dict:
     if missing:
         raise UsageError(f"{path}: its shard {missing[0]} is missing; give the folder as its fit saved it")
     shards = {f"{IDENTITY}_{rank}": torch.zeros_like(identity) for rank in range(int(identity[2]))}
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _readable(path):
         warnings.simplefilter("ignore")  # "torch.distributed is disabled ...": one process, as meant
         load(shards, checkpoint_id=path, no_dist=True)
     stray = [key.rpartition("_")[2] for key, value in shards.items() if not torch.equal(value, identity)]
@@ -151,7 +164,7 @@ def consolidated(path: Path) -> dict:
     checkpoint = check_whole(path)
     with tempfile.TemporaryDirectory() as scratch:
         full = Path(scratch) / "consolidated.pt"
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _readable(path):
             warnings.simplefilter("ignore")
             dcp_to_torch_save(path, full)
         shards = torch.load(full, map_location="cpu", weights_only=True, mmap=True)  # mapped: outlives the file
