@@ -89,7 +89,12 @@ def test_copier_update_merges_a_later_template_commit_into_an_edited_copy(tmp_pa
     assert run(copy, "git", "diff", "--name-only", "--diff-filter=U").split() == [f"{NAME}/networks.py"]
     assert "class_path: my_exp.networks.MLP" in (copy / "configs/new.yaml").read_text()
     assert (copy / NAME / "mine.py").read_text() == 'KIND = "project"\n'
-    assert f"@{head_commit(template)}#subdirectory=lightning-runs" in (copy / "pyproject.toml").read_text()
+    source = next(
+        line for line in (copy / "pyproject.toml").read_text().splitlines() if line.startswith("lightning-runs =")
+    )
+    assert f'subdirectory = "lightning-runs", rev = "{head_commit(template)}"' in source, (
+        "the library at the new commit"
+    )
 
 
 @pytest.mark.parametrize("package", ["class", "torch", "numpy", "os", "sys", "lightning_runs", "configs", "tests"])

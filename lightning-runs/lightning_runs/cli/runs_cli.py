@@ -32,6 +32,7 @@ from lightning_runs.faults.checkpoint_on_signal import sigterm_held, terminated_
 from lightning_runs.messages import condensed
 from lightning_runs.private import print_config_deferred, print_config_if_requested, subcommand_parser
 from lightning_runs.records import SaveConfigInRun, report_fit
+from lightning_runs.run_folders import read_run_file
 from lightning_runs.sweeps.trial import callbacks_from_environment
 
 # Lightning's bar redraws after every batch: 7% of the example's fit phase. Every 10th is still several a second.
@@ -42,6 +43,9 @@ SUBCOMMANDS = tuple(LightningCLI.subcommands())
 def class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
+# Where a run computed, not what: an evaluation of its checkpoint runs where its own command says (one CPU process for
+# a run of 8 GPUs under FSDP), not where the fit ran.
+WHERE = ("accelerator", "devices", "num_nodes", "strategy", "plugins", "precision")
 
 class RunsCLI(LightningCLI):
     """`model_class` and `datamodule_class`: the defaults of `--model` and `--data`, which take any LightningModule and
@@ -155,8 +159,11 @@ class RunsCLI(LightningCLI):
         run = self._place(subcommand)
         self.evaluated_run = run if subcommand != "fit" else None
         if run is not None and subcommand != "fit":  # the run's own config is the evaluation's first
+            recorded = yaml.safe_load(read_run_file(run / "config.yaml")) or {}
+            for key in WHERE:
+                (recorded.get("trainer") or {}).pop(key, None)
             at = self.args.index(subcommand) + 1
-            args = [*self.args[:at], "--config", str(run / "config.yaml"), *self.args[at:]]
+            args = [*self.args[:at], "--config", yaml.safe_dump(recorded), *self.args[at:]]
             self.config = self._parse_chosen(parser, args)
             self._place(subcommand)
 
