@@ -35,3 +35,10 @@ def test_histograms_come_at_the_first_and_the_last_epoch_and_every_n_between(how
     assert {tag.split("/")[0] for tag in histograms} == {"weights", "gradients"}
     for tag in histograms:
         assert [event.step for event in events.Histograms(tag)] == steps, tag
+
+
+def test_every_n_epochs_0_writes_no_histogram():
+    main(lambda: cli_main(["fit", *ONE_STEP_AN_EPOCH, "--trainer.max_epochs=3", "--histograms.every_n_epochs=0"]))
+    events = EventAccumulator(str(Path("runs/tiny/version_0")), size_guidance={"histograms": 0})
+    events.Reload()
+    assert events.Tags()["histograms"] == []

@@ -228,3 +228,23 @@ def test_an_evaluation_chooses_by_the_metric_its_run_monitored_unless_told_other
     assert (tested.trainer.checkpoint_callback.monitor, tested.trainer.checkpoint_callback.mode) == ("val/acc", "max")
     told = run("test", f"--ckpt_path={best}", "--best_checkpoint.monitor=val/loss", "--best_checkpoint.mode=min")
     assert told.trainer.checkpoint_callback.monitor == "val/loss"
+
+
+@pytest.mark.parametrize("saved", ["at an epoch's end", "inside an epoch"])
+def test_a_plain_loader_resumed_inside_an_epoch_says_so_in_one_line_of_its_own(saved, capsys):
+    """TinyDataModule's shuffled DataLoader cannot resume its position: a resume from inside an epoch says so on a line
+    of its own (not in a progress bar); one from an epoch's end is exact and says nothing."""
+    args = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=4"]  # 4 steps an epoch
+    args += ["--last_checkpoint.every_n_train_steps=5"] if saved == "inside an epoch" else []  # step 5 of 4..7
+    with pytest.raises(RuntimeError, match="crash"):
+        run("fit", *args, callbacks=[CrashAt(step=6)])
+    capsys.readouterr()
+    run("fit", *args, "--ckpt_path=last")
+    said = [line for line in capsys.readouterr().out.splitlines() if "cannot resume its position" in line]
+    if saved == "inside an epoch":
+        assert said == [
+            "resumed inside an epoch whose loader cannot resume its position: the epoch's remaining batches come from a"
+            " fresh shuffle, not as the uninterrupted run's (torchdata's StatefulDataLoader resumes exactly)"
+        ]
+    else:
+        assert said == []

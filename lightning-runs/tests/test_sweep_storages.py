@@ -179,6 +179,9 @@ def test_a_database_server_that_cannot_be_reached_or_entered_says_which_in_one_l
         "error: postgresql+psycopg2://postgres@127.0.0.1:1/optuna: cannot open it: connection to server at"
         ' "127.0.0.1", port 1 failed: Connection refused'
     )
+    unknown_host = storage_refusal(capsys, "postgresql://postgres@no-such-host.invalid/optuna")  # RFC 2606: never
+    assert unknown_host.startswith("error: postgresql+psycopg2://postgres@no-such-host.invalid/optuna: cannot open it:")
+    assert "no-such-host.invalid" in unknown_host.partition("cannot open it:")[2], "the driver's words name the host"
     no_database = storage_refusal(capsys, f"postgresql://postgres@127.0.0.1:{port}/missing")
     assert no_database.endswith('failed: FATAL:  database "missing" does not exist')
     postgres_server.password_role("sweeper", "right")

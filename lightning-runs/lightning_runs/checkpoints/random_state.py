@@ -29,7 +29,8 @@ class RandomState(Callback):
 
     def on_train_start(self, trainer, pl_module) -> None:
         # A resume inside an epoch is exact only where the loader resumes its position: said in one line of its own.
-        resumed_inside = trainer.ckpt_path and trainer.fit_loop.epoch_loop.batch_progress.current.completed > 0
+        # (Lightning's own restart stage: a checkpoint taken at an epoch's end restores with its batches counted.)
+        resumed_inside = trainer.ckpt_path and trainer.fit_loop.restarted_mid_epoch
         loaders = CombinedLoader(trainer.train_dataloader).flattened
         stateful = all(hasattr(d, "state_dict") and hasattr(d, "load_state_dict") for d in loaders)
         if resumed_inside and not stateful and not is_overridden("state_dict", trainer.datamodule, LightningDataModule):

@@ -29,9 +29,8 @@ class Histograms(Callback):
             }
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
-        epoch = trainer.current_epoch
-        due = epoch == self._first_epoch or epoch + 1 == trainer.max_epochs or (epoch + 1) % self.every_n_epochs == 0
-        if self.every_n_epochs and due:
+        epoch, every = trainer.current_epoch, self.every_n_epochs
+        if every and (epoch == self._first_epoch or epoch + 1 == trainer.max_epochs or (epoch + 1) % every == 0):
             self._write(trainer, pl_module)
 
     def on_train_end(self, trainer, pl_module) -> None:
