@@ -2,8 +2,11 @@
 stays as initialized and is said, --freeze leaves parts untrained, and the new run's optimizer, steps and folder are
 its own; a resume of the new run continues it, not its origin."""
 
+from pathlib import Path
+
 import pytest
 import torch
+import yaml
 from tiny_runs import load, refusal, run
 
 from lightning_runs.checkpoints import InitFrom
@@ -21,6 +24,9 @@ def test_matching_weights_load_and_are_said(capsys):
     cli = run("fit", "--name=again", f"--init_from={origin}", "--trainer.max_epochs=0")
     assert f"init from {origin}/checkpoints/best.ckpt: 2 of 2 weights loaded\n" in capsys.readouterr().out
     assert torch.equal(cli.model.layer.weight, best["layer.weight"])
+    # Where it started, beside its settings: hparams.yaml and TensorBoard's HPARAMS entry.
+    logged = yaml.unsafe_load(Path("runs/again/version_0/hparams.yaml").read_text())  # Lightning writes tuples
+    assert logged["init_from"] == f"{origin}/checkpoints/best.ckpt"
 
 
 def test_a_network_body_loads_and_frozen_parts_do_not_move(capsys):

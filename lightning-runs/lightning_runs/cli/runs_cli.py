@@ -43,9 +43,11 @@ SUBCOMMANDS = tuple(LightningCLI.subcommands())
 def class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
+
 # Where a run computed, not what: an evaluation of its checkpoint runs where its own command says (one CPU process for
 # a run of 8 GPUs under FSDP), not where the fit ran.
 WHERE = ("accelerator", "devices", "num_nodes", "strategy", "plugins", "precision")
+
 
 class RunsCLI(LightningCLI):
     """`model_class` and `datamodule_class`: the defaults of `--model` and `--data`, which take any LightningModule and

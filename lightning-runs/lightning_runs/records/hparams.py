@@ -43,6 +43,11 @@ def log_parameters(trainer, pl_module) -> None:
         "num_nodes": trainer.num_nodes, "strategy": type(trainer.strategy).__name__,
         "accumulate_grad_batches": trainer.accumulate_grad_batches, "gradient_clip_val": trainer.gradient_clip_val,
     }}  # fmt: skip
+    # Where a fine-tuned run started (InitFrom), beside its settings: compared in TensorBoard's HPARAMS table.
+    from lightning_runs.checkpoints.init_from import InitFrom
+
+    started = [{"init_from": str(c.path), "freeze": c.freeze} for c in trainer.callbacks if isinstance(c, InitFrom)]
+    settings |= started[0] if started else {}
     for logger in trainer.loggers:
         logger.log_hyperparams(settings)
     logger = next((one for one in trainer.loggers if isinstance(one, TensorBoardLogger)), None)
