@@ -52,7 +52,10 @@ def test_a_run_records_the_commit_of_the_repository_holding_the_owners_package(t
     main(lambda: TinyCLI(OwnersClassifier, TinyDataModule, trainer_defaults=TRAINER_DEFAULTS, args=args))
     summary = json.loads(Path("runs/owners_project/version_0/summary.json").read_text())  # named for its package
     assert summary["git"] == {"commit": commit, "dirty": False}
-    assert commit != git(Path(__file__).parent, "rev-parse", "HEAD"), "not the library's repository"
+    library = subprocess.run(
+        ["git", "-C", str(Path(__file__).parent), "rev-parse", "HEAD"], capture_output=True, text=True
+    )
+    assert commit != library.stdout.strip(), "not the library's repository (none where it runs from its sdist)"
 
     (owner / "my_run.yaml").write_text("trainer: {}\n")  # a scratch config: no code that ran
     assert git_state("owners_project") == {"commit": commit, "dirty": False}
