@@ -95,5 +95,5 @@ def test_a_folder_that_is_not_a_checkpoint_is_refused_in_one_line(tmp_path):
     (tmp_path / "notes.ckpt" / "notes.txt").write_text("no shards here")
     refused = run_subprocess("test", "--config", DEFAULT, *QUIET, "--ckpt_path", "notes.ckpt", cwd=tmp_path)
     assert refused.returncode == 2, refused.stderr[-3000:]
-    assert refused.stderr.strip().splitlines()[-1].startswith("error: --ckpt_path notes.ckpt: a folder that is not")
+    assert refused.stderr.strip().splitlines()[-1].startswith("error: notes.ckpt: a folder that is not a whole sharded")
     assert not (tmp_path / "runs").exists(), "no run folder where nothing ran"
