@@ -38,24 +38,19 @@ IN_ORDER = {  # a document, where to stop (hardware and a scheduler this machine
     "README.md": (
         "## Scaling",
         [
-            ("test --config my_run.yaml --ckpt_path best", "runs/digits/version_2/checkpoints/best.ckpt"),  # my_run's
-            # The newest of the default model and data: an evaluation compares the training it is given, none here.
+            # A run's name is its first config's stem, else the project's (digits): best|last are that name's newest.
+            ("test --config my_run.yaml --ckpt_path best", "runs/my_run/version_0/checkpoints/best.ckpt"),
             ("predict --ckpt_path best", "runs/digits/version_1/checkpoints/best.ckpt"),
             (
                 "predict --ckpt_path best --data.predict_path my_digits.npy",
                 "runs/digits/version_1/checkpoints/best.ckpt",
             ),
-            ("fit --config my_run.yaml --ckpt_path last", "runs/digits/version_3/checkpoints/last.ckpt"),  # the stopped
+            ("fit --config my_run.yaml --ckpt_path last", "runs/my_run/version_1/checkpoints/last.ckpt"),  # the stopped
         ],
     ),
     "docs/reliability.md": (
         None,
-        [
-            (
-                "fit --config configs/digits.yaml --trainer.max_epochs 20 --ckpt_path last",
-                "runs/digits/version_0/checkpoints/last.ckpt",
-            )
-        ],
+        [("fit --config my_run.yaml --ckpt_path last", "runs/my_run/version_0/checkpoints/last.ckpt")],
     ),
 }
 
@@ -73,6 +68,8 @@ def test_the_commands_run_in_the_order_written_and_best_and_last_pick_the_run_ea
     images, labels = DigitsDataModule().load()
     np.save("my_digits.npy", images[:5].numpy())  # raw 8x8 digits to predict
     np.savez("my_digits.npz", images=images.numpy(), labels=labels.numpy())  # a labelled file to train on
+    five = labels < 5  # the README's fine-tuning: the digits 0-4 as a task of their own
+    np.savez("five.npz", samples=images[five].numpy(), labels=labels[five].numpy())
     short = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2", *QUIET]
     picked = []  # (command, the checkpoint `--ckpt_path best|last` chose)
     until, expected = IN_ORDER[document]
@@ -86,7 +83,9 @@ def test_the_commands_run_in_the_order_written_and_best_and_last_pick_the_run_ea
             run(args)
         elif comment.startswith("stopped"):
             with pytest.raises(RuntimeError, match="crash"):
-                cli_main([*args, *short, "--trainer.callbacks+=support.CrashAt", "--trainer.callbacks.step=2"])
+                cli_main(
+                    [*args, *short, "--trainer.callbacks+=lightning_runs.testing.CrashAt", "--trainer.callbacks.step=2"]
+                )
         else:
             cli = cli_main([*args, *short])
             assert cli.trainer.state.finished, args
