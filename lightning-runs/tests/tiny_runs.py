@@ -12,6 +12,7 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import Callback
 
+from lightning_runs.testing import refusal  # noqa: F401 - the one copy, for the tests that import it from here
 from tiny_tasks import cli_main
 
 # Running the tiny task as a user types it. In this process: `run`; as a process of its own (`python -m tiny_tasks`,
@@ -71,7 +72,6 @@ def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:
 
 
 # What a command did to the files and what its run wrote, for the tests that refuse, stop and resume runs.
-from lightning_runs.testing import refusal  # noqa: E402, F401 - the one copy, for the tests that import it from here
 
 
 def snapshot(root=".") -> dict[str, str]:

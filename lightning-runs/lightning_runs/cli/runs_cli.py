@@ -158,9 +158,8 @@ class RunsCLI(LightningCLI):
         self.config = self._parse_chosen(parser, self.args)
         subcommand = self.config.subcommand
         set_quiet(self.config[subcommand].quiet)
-        run = self._place(subcommand)
-        self.evaluated_run = run if subcommand != "fit" else None
-        if run is not None and subcommand != "fit":  # the run's own config is the evaluation's first
+        self.evaluated_run = run = self._place(subcommand)
+        if run is not None:  # the run's own config is the evaluation's first
             recorded = yaml.safe_load(read_run_file(run / "config.yaml")) or {}
             for key in WHERE:
                 (recorded.get("trainer") or {}).pop(key, None)
