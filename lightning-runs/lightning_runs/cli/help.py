@@ -1,11 +1,15 @@
-"""`--help` a person reads: a type with more known subclasses than a screen holds (a network's `nn.Module`: every module
+"""The parser RunsCLI builds: a dump (config.yaml, a resume's comparison) that keeps a link's target given by hand, and
+`--help` a person reads: a type with more known subclasses than a screen holds (a network's `nn.Module`: every module
 torch, torchmetrics and Lightning import) says how many rather than listing them. jsonargparse has no setting for it
 (4.53: `ActionTypeHint.extra_help` lists every imported subclass, Lightning #20591): argparse's formatter method
 `_get_help_string` is overridden (private.py)."""
 
+import json
 import re
 
+import yaml
 from jsonargparse import DefaultHelpFormatter
+from lightning.pytorch.cli import LightningArgumentParser
 
 MAX_LISTED = 20  # known subclasses listed in a type's help up to this many (the optimizers are 16)
 _KNOWN = re.compile(r", known subclasses: (?P<paths>[^()]*)\)$")
@@ -17,3 +21,40 @@ class RunsHelpFormatter(DefaultHelpFormatter):
         known = _KNOWN.search(text)
         count = len(known["paths"].split(", ")) if known else 0
         return f"{text[: known.start()]}, {count} known subclasses)" if count > MAX_LISTED else text
+
+
+class RunsArgumentParser(LightningArgumentParser):
+    """jsonargparse leaves every link target out of a dump: a value given by hand where the link has no source (a
+    DataModule naming no `sample_shape`, `--model.init_args.input_shape [1,8,8]`) was gone from the run's config.yaml,
+    and its own checkpoint then did not fit the model rebuilt from it. Kept where it is not the class's default."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.link_targets: list[str] = []
+
+    def link_arguments(self, source, target, *args, **kwargs) -> None:
+        super().link_arguments(source, target, *args, **kwargs)
+        self.link_targets.append(target)
+
+    def dump(self, cfg, *args, **kwargs) -> str:
+        text = super().dump(cfg, *args, **kwargs)
+        if not self.link_targets or kwargs.get("format", "parser_mode") not in ("parser_mode", "yaml"):
+            return text
+        defaults, dumped = self.get_defaults(), yaml.safe_load(text)
+        given = yaml.safe_load(super().dump(cfg, skip_link_targets=False, skip_validation=True))
+        kept = [target for target in self.link_targets if _differs(cfg, defaults, target)]
+        for target in kept:
+            *parents, leaf = target.split(".")
+            source, into = given, dumped
+            for key in parents:
+                source, into = (source or {}).get(key), (into or {}).get(key)
+            if isinstance(source, dict) and leaf in source and isinstance(into, dict):
+                into[leaf] = source[leaf]
+        return yaml.safe_dump(dumped, sort_keys=False) if kept else text
+
+
+def _differs(cfg, defaults, target: str) -> bool:
+    group = target.partition(".")[0]
+    if (cfg.get(group) or {}).get("class_path") != (defaults.get(group) or {}).get("class_path"):
+        return target in cfg
+    return target in cfg and json.dumps(cfg.get(target), default=str) != json.dumps(defaults.get(target), default=str)

@@ -133,14 +133,14 @@ def resume(config, path: Path, current: dict) -> None:
     if changed:
         raise UsageError(
             f"{'; '.join(changed[:4])}{f'; {len(changed) - 4} more' if len(changed) > 4 else ''}: a resumed run"
-            f" continues {_relative(run)} as it was started; drop --ckpt_path to start a new run with these"
+            f" continues {relative(run)} as it was started; drop --ckpt_path to start a new run with these"
         )
     status = None
     with contextlib.suppress(OSError, ValueError, AttributeError):
         status = json.loads(read_run_file(run / "summary.json")).get("status")
     if status == "completed":
         raise UsageError(
-            f"--ckpt_path {path}: its run {_relative(run)} already finished; start a new run to train more"
+            f"--ckpt_path {path}: its run {relative(run)} already finished; start a new run to train more"
         )
     last, step = run / CHECKPOINTS / "last.ckpt", read_checkpoint(path).get("global_step", 0)
     if is_checkpoint(last) and not last.samefile(path) and read_checkpoint(last).get("global_step", 0) > step:
@@ -149,8 +149,8 @@ def resume(config, path: Path, current: dict) -> None:
             " where it stopped (--ckpt_path last), or drop --ckpt_path for a new run"
         )
     args = config.trainer.logger.init_args
-    args.save_dir, args.version = _relative(run.parent.parent), _version(run)
-    say(f"fit resumes {_relative(run)} from {path.name} (step {step})")
+    args.save_dir, args.version = relative(run.parent.parent), _version(run)
+    say(f"fit resumes {relative(run)} from {path.name} (step {step})")
 
 
 def claim(subcommand: str, config) -> Claim | None:
@@ -225,7 +225,7 @@ def check_destinations(trainer, claim: Claim | None) -> None:
             )
 
 
-def _relative(path: Path) -> str:
+def relative(path: Path) -> str:
     """Relative to the working directory where inside it, as a fresh run's paths are written."""
     return os.path.relpath(path) if path.resolve().is_relative_to(Path.cwd().resolve()) else str(path)
 

@@ -8,10 +8,10 @@ DataModule chosen by class path (`--model my.Module`, `--data my.Data`), and pla
 `add_arguments_to_parser`, as LightningCLI's documentation does.
 """
 
-import copy
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import lightning as L
 import yaml
@@ -22,9 +22,18 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs import TOOLS
 from lightning_runs.checkpoints import InitFrom
-from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
+from lightning_runs.checkpoints.checkpoint_io import forget_read, read_checkpoint
 from lightning_runs.cli import placement
-from lightning_runs.cli.help import RunsHelpFormatter
+from lightning_runs.cli.evaluation import (
+    EVALUATIONS,
+    GROUPS,
+    is_building,
+    layers,
+    say_evaluated,
+    typed,
+    without_classes,
+)
+from lightning_runs.cli.help import RunsArgumentParser, RunsHelpFormatter
 from lightning_runs.cli.parts import TRAINER_DEFAULTS, add_parts
 from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program, say, set_program, set_quiet
 from lightning_runs.errors import Terminated, UsageError, said
@@ -32,7 +41,6 @@ from lightning_runs.faults.checkpoint_on_signal import sigterm_held, terminated_
 from lightning_runs.messages import condensed
 from lightning_runs.private import print_config_deferred, print_config_if_requested, subcommand_parser
 from lightning_runs.records import SaveConfigInRun, report_fit
-from lightning_runs.run_folders import read_run_file
 from lightning_runs.sweeps.trial import callbacks_from_environment
 
 # Lightning's bar redraws after every batch: 7% of the example's fit phase. Every 10th is still several a second.
@@ -44,9 +52,8 @@ def class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-# Where a run computed, not what: an evaluation of its checkpoint runs where its own command says (one CPU process for
-# a run of 8 GPUs under FSDP), not where the fit ran.
-WHERE = ("accelerator", "devices", "num_nodes", "strategy", "plugins", "precision")
+def _as_defaults(classes: dict) -> dict:
+    return {group: {"class_path": path} if path else None for group, path in classes.items() if group in GROUPS}
 
 
 class RunsCLI(LightningCLI):
@@ -95,13 +102,14 @@ class RunsCLI(LightningCLI):
             try:
                 super().__init__(
                     L.LightningModule,
-                    L.LightningDataModule,
+                    None,  # not required: a module with its own loaders runs without one (--data null)
                     subclass_mode_model=True,
                     subclass_mode_data=True,
                     seed_everything_default=0,
                     trainer_defaults={**TRAINER_DEFAULTS, **(trainer_defaults or {})},
                     save_config_callback=SaveConfigInRun,
                     parser_kwargs=parser_kwargs,
+                    parser_class=kwargs.pop("parser_class", RunsArgumentParser),
                     args=self.args,
                     **kwargs,
                 )
@@ -113,6 +121,7 @@ class RunsCLI(LightningCLI):
                 raise
             finally:  # LightningCLI runs the subcommand inside __init__: it ends here, however it ends
                 placement.release(self.claim, refused)
+                forget_read()
 
     def _stopped(self) -> str:
         """What a SIGTERM outside the training loop stopped, for the entry point's line."""
@@ -147,61 +156,77 @@ class RunsCLI(LightningCLI):
         print_config_if_requested(parser, self.config)
         subcommand = self.config.get("subcommand")
         config = self.config[subcommand]
-        # An evaluated run's model is its config.yaml's: Lightning then merges the checkpoint's hyperparameters in,
-        # and those hold what a link wrote for a class that does not take it (a GAN given num_classes), as extra
-        # keyword arguments; before_instantiate_classes puts the run's back.
-        self.run_model = copy.deepcopy(config.model) if self.evaluated_run else None
-        with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
-            self.claim = placement.claim(subcommand, config)
+        # The checkpoint's hyperparameters were a layer of the parse, under what was typed: Lightning's own merge, over
+        # it (LightningCLI reads ckpt_path right after this hook), is skipped by holding the path until the build.
+        self.evaluated = config.get("ckpt_path") if subcommand in EVALUATIONS else None
+        if not is_building():
+            with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
+                self.claim = placement.claim(subcommand, config)
+        if self.evaluated and not is_building():
+            say_evaluated(subcommand, Path(self.evaluated), self.claim and self.claim.folder)
+        config.ckpt_path = None if self.evaluated else config.get("ckpt_path")
 
     def _parse(self, parser) -> None:
-        self.config = self._parse_chosen(parser, self.args)
-        subcommand = self.config.subcommand
-        set_quiet(self.config[subcommand].quiet)
-        self.evaluated_run = run = self._place(subcommand)
-        if run is not None:  # the run's own config is the evaluation's first
-            recorded = yaml.safe_load(read_run_file(run / "config.yaml")) or {}
-            for key in WHERE:
-                (recorded.get("trainer") or {}).pop(key, None)
-            at = self.args.index(subcommand) + 1
-            args = [*self.args[:at], "--config", yaml.safe_dump(recorded), *self.args[at:]]
-            self.config = self._parse_chosen(parser, args)
+        subcommand = next((arg for arg in self.args if arg in SUBCOMMANDS), None)
+        if subcommand not in EVALUATIONS:
+            self.config, self.from_checkpoint = self._parse_chosen(parser, self.args), []
+            set_quiet(self.config[subcommand].quiet)
             self._place(subcommand)
+            return
+        given = typed(self.args, "--ckpt_path")
+        if given in (None, "last", "best"):  # the run is found by its name: what names it is parsed first
+            self.config = self._parse_chosen(parser, without_classes(self.args))
+            set_quiet(self.config[subcommand].quiet)
+            given = self._place(subcommand)
+        configs, classes, self.from_checkpoint = layers(Path(given)) if given else ([], {}, [])
+        at = self.args.index(subcommand) + 1
+        first = [arg for text in configs for arg in ("--config", text)]
+        self.config = self._parse_chosen(parser, [*self.args[:at], *first, *self.args[at:]], classes)
+        set_quiet(self.config[subcommand].quiet)
+        self._place(subcommand)
+        extra = self.config[subcommand].model.get("dict_kwargs") or {}
+        for key in self.from_checkpoint:  # what a link gave a class that does not take it (a GAN given num_classes)
+            extra.pop(key, None)
 
-    def _parse_chosen(self, parser, args: list[str]):
-        """A class chosen for --model or --data (or by a run's config) becomes its group's default, and the command is
-        parsed again: jsonargparse carries the default class's values over to a chosen class sharing their names (lr
-        0.05 for a class whose own default is 0.01, the default class's input_shape for a table's model; jsonargparse
-        #460)."""
+    def _parse_chosen(self, parser, args: list[str], classes: dict | None = None):
+        """The classes of --model and --data are their groups' defaults (`classes`: a run's), and a class chosen
+        otherwise makes the command parsed again with it as the default: jsonargparse carries the default class's
+        values over to a chosen class sharing their names (lr 0.05 for a class whose own default is 0.01, the default
+        class's input_shape for a table's model; jsonargparse #460). The default data is the default model's: a model
+        chosen by class path has none unless its command or config names one."""
+        subcommand = next((arg for arg in args if arg in SUBCOMMANDS), None)
+        if subcommand is None:  # jsonargparse says what is missing
+            return parser.parse_args(args)
+        defaults = {**self.defaults, **(classes or {})}
+        if defaults.get("model") != self.defaults["model"] and "data" not in (classes or {}):
+            defaults["data"] = None
+        subcommand_parser(parser, subcommand).set_defaults(_as_defaults(defaults))
         config = parser.parse_args(args)
-        subcommand = config.subcommand
-        chosen = {
-            group: config[subcommand][group].class_path for group in self.defaults if config[subcommand].get(group)
-        }
-        if any(chosen[group] != self.defaults[group] for group in chosen):
-            subcommand_parser(parser, subcommand).set_defaults(
-                {group: {"class_path": path} for group, path in chosen.items()}
-            )
+        chosen = {group: (config[subcommand].get(group) or {}).get("class_path") for group in GROUPS}
+        if chosen["model"] != defaults.get("model") and chosen["data"] == self.defaults.get("data"):
+            chosen["data"] = None  # unless named: then it is parsed as named
+        if chosen != {group: defaults.get(group) for group in GROUPS}:
+            subcommand_parser(parser, subcommand).set_defaults(_as_defaults(chosen))
             config = parser.parse_args(args)
         return config
 
     def _place(self, subcommand: str):
-        """Name the run and find its checkpoint; a resume is compared with its run. Returns the run folder of an
-        evaluated checkpoint, whose config the evaluation then reads."""
+        """Name the run and find its checkpoint; a resume is compared with its run. Returns the checkpoint an
+        evaluation uses (its run's config is the evaluation's first layer)."""
         config = self.config[subcommand]
         placement.name_run(config, self.default_name)
         path = placement.resolve_checkpoint(subcommand, config)
         if path is None or subcommand != "fit":
-            return path and placement.run_of_checkpoint(path)
+            return path
         current = yaml.safe_load(subcommand_parser(self.parser, subcommand).dump(config, skip_none=False))
         placement.resume(config, path, current)
         return None
 
     def before_instantiate_classes(self) -> None:
-        if self.run_model is None:
-            return
         config = self.config[self.subcommand]
-        config.model = self.run_model
+        if not self.evaluated:
+            return
+        config.ckpt_path = self.evaluated
         data = (config.get("data") or {}).get("init_args")
         if data is not None and os.path.isfile(config.ckpt_path):
             # What the DataModule found itself and saved (a file's class count, left null in config.yaml), as Lightning
@@ -216,7 +241,13 @@ class RunsCLI(LightningCLI):
         except (ValueError, TypeError) as error:  # an __init__'s own check (a split past 1, a file of no samples)
             raise UsageError(str(error.__cause__ or error).strip().splitlines()[-1]) from None
 
-    def instantiate_trainer(self, **kwargs) -> L.Trainer:
+    def after_instantiate_classes(self) -> None:
+        if is_building():  # export: the module and data are what it needs; LightningCLI runs no subcommand then
+            self.subcommand = None
+
+    def instantiate_trainer(self, **kwargs) -> L.Trainer | None:
+        if is_building():
+            return None
         config = self.config_init[self.subcommand]
         parts = [config[key] for key in self._parser(self.subcommand).callback_keys if config.get(key) is not None]
         callbacks = [*parts, *self.added] + (

@@ -1,0 +1,100 @@
+"""One way to rebuild a checkpoint's module and data, for test, validate, predict and export alike: the run's own
+config.yaml, then the checkpoint's hyperparameters, then what was typed, as the layers of one parse (RunsCLI._parse).
+
+A checkpoint of a run (`runs/<name>/version_N/checkpoints/x.ckpt`) is parsed with its run's config.yaml first, less
+where that run computed (WHERE); any checkpoint's saved hyperparameters come next, as LightningCLI records them
+(`_class_path` and the arguments its module was built with, a link's value among them), then the command line: typed
+options of the run's own DataModule (`--data.path`) need no `--data <class>` again.
+"""
+
+import contextlib
+import contextvars
+import json
+from pathlib import Path
+
+import yaml
+
+from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
+from lightning_runs.checkpoints.sharded import is_sharded
+from lightning_runs.cli.placement import relative
+from lightning_runs.console import say
+from lightning_runs.private import saved_class_path
+from lightning_runs.run_folders import read_run_file, run_of_checkpoint
+
+EVALUATIONS = ("validate", "test", "predict")
+# Where a run computed, not what: an evaluation of its checkpoint runs where its own command says (one CPU process for
+# a run of 8 GPUs under FSDP), not where the fit ran.
+WHERE = ("accelerator", "devices", "num_nodes", "strategy", "plugins", "precision")
+GROUPS = ("model", "data")
+# Set by export: the command's module and data are built, nothing is run and no run folder is claimed.
+_building = contextvars.ContextVar("building", default=False)
+
+
+@contextlib.contextmanager
+def building_only():
+    token = _building.set(True)
+    try:
+        yield
+    finally:
+        _building.reset(token)
+
+
+def is_building() -> bool:
+    return _building.get()
+
+
+def typed(args: list[str], option: str) -> str | None:
+    """The value typed for `option` (`--ckpt_path x` or `--ckpt_path=x`; the last one wins), else None."""
+    found = None
+    for i, arg in enumerate(args):
+        if arg == option and i + 1 < len(args):
+            found = args[i + 1]
+        elif arg.startswith(f"{option}="):
+            found = arg.partition("=")[2]
+    return found
+
+
+def without_classes(args: list[str]) -> list[str]:
+    """`args` less the options of --model and --data (each with its value): what names the run and finds its
+    checkpoint, parsed before the run's config says which classes those options belong to."""
+    kept, skip = [], False
+    for arg in args:
+        if skip and not arg.startswith("--"):
+            skip = False
+            continue
+        skip = False
+        group = arg[2:].partition("=")[0].partition(".")[0].partition("+")[0]
+        if arg.startswith("--") and group in GROUPS:
+            skip = "=" not in arg
+            continue
+        kept.append(arg)
+    return kept
+
+
+def layers(path: Path) -> tuple[list[str], dict, list[str]]:
+    """The configs an evaluation of the checkpoint at `path` is parsed with before what was typed (YAML text each), the
+    classes they choose (None: no DataModule), and the names of the hyperparameters the checkpoint gave."""
+    configs, classes, run = [], {}, run_of_checkpoint(path)
+    if run is not None:
+        recorded = yaml.safe_load(read_run_file(run / "config.yaml")) or {}
+        for key in WHERE:
+            (recorded.get("trainer") or {}).pop(key, None)
+        configs.append(yaml.safe_dump(recorded))
+        classes = {group: (recorded[group] or {}).get("class_path") for group in GROUPS if group in recorded}
+    checkpoint = {} if is_sharded(path) else read_checkpoint(path)
+    hparams = {k: v for k, v in (checkpoint.get("hyper_parameters") or {}).items() if not k.startswith("_")}
+    dotted = saved_class_path(checkpoint.get("hyper_parameters")) or classes.get("model")
+    if hparams and dotted:  # dict_kwargs: jsonargparse moves those its class takes into init_args (RunsCLI drops the rest)
+        configs.append(json.dumps({"model": {"class_path": dotted, "dict_kwargs": hparams}}, default=str))
+        classes["model"] = dotted
+    return configs, classes, list(hparams)
+
+
+def say_evaluated(subcommand: str, path: Path, folder: Path | None) -> None:
+    """The one line every evaluation prints, also under --quiet: which checkpoint of which run it used."""
+    checkpoint = {} if is_sharded(path) else read_checkpoint(path)
+    at = ", ".join(f"{key} {checkpoint[key]}" for key in ("epoch", "global_step") if key in checkpoint)
+    run = run_of_checkpoint(path)
+    where = f"of the run {relative(run)}" if run is not None else "outside any run"
+    writes = f"; its results go in {relative(folder)}" if folder is not None and run is None else ""
+    say(f"{subcommand}: {path}{f' ({at})' if at else ''}, {where}{writes}".replace("global_step", "step"))
