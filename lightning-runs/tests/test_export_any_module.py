@@ -73,6 +73,7 @@ def test_a_module_rebuilt_from_its_class_path_exports_to_each_format_and_runs_at
 ):
     path = exports("--ckpt_path", str(regression), "--format", format, "--output", f"model{export.SUFFIXES[format]}")
     assert capsys.readouterr().out == (
+        f"export: {regression} (epoch 1, step 4), outside any run\n"
         f"Wrote {path}: per sample, inputs input_0 (3,) float32 -> outputs output (); any batch size\n"
     )
     model = Regressor.load_from_checkpoint(regression, weights_only=True).eval()
@@ -127,8 +128,15 @@ def test_a_forward_reshaping_with_len_x_is_refused_naming_its_line_and_one_with_
         assert refused(capsys, *args) == (
             "error: SignalCNN cannot be exported with a free batch size: `n = len(x) if self.hparams.size_from =="
             f' "len" else x.shape[0]` (export_tasks.py:{line}) makes it a constant (UserError: Constraints violated'
-            ' (batch)! For more information, run with TORCH_LOGS="+dynamic".)'
+            ' (batch)! For more information, run with TORCH_LOGS="+dynamic".); export at a fixed batch size with'
+            " --batch_size N"
         )
+        fixed = exports(*args, "--batch_size", "5")  # the way out the line names
+        assert "; a batch of 5 only" in capsys.readouterr().out
+        model = SignalCNN.load_from_checkpoint(ckpt, weights_only=True).eval()
+        assert_runs_as_the_module(fixed, model, torch.randn(5, 40))
+        with pytest.raises(Exception, match="5"):  # that batch alone: another is refused by the runtime
+            run_exported(fixed, torch.randn(3, 40))
         return
     path = exports(*args)
     model = SignalCNN.load_from_checkpoint(ckpt, weights_only=True).eval()
@@ -161,7 +169,7 @@ def test_a_file_that_fails_at_another_batch_size_is_refused_and_not_written(tmp_
     error = refused(capsys, "--ckpt_path", str(ckpt), "--format", "torchscript", "--output", "model.torchscript.pt")
     assert error == (
         "error: SizeAsNumber's torchscript file, run at a batch of 1: RuntimeError: shape '[2, -1]' is invalid for"
-        " input of size 3"
+        " input of size 3; export at a fixed batch size with --batch_size N"
     )
     path = exports("--ckpt_path", str(ckpt), "--format", "pt2", "--output", "model.pt2")
     assert run_exported(path, torch.randn(6, 3))[0].shape == (6,), "torch.export kept the size free"
@@ -179,22 +187,26 @@ def test_a_module_without_example_input_array_is_one_line(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("class_path", "said"),
     [
-        ("nowhere.Model", "its class nowhere.Model cannot be imported here (No module named 'nowhere')"),
-        ("pathlib.Path", "its class pathlib.Path is no LightningModule here"),
+        ("nowhere.Model", "--model nowhere.Model: cannot be imported here (No module named 'nowhere')"),
+        ("pathlib.Path", "--model pathlib.Path: cannot be imported here (Importing 'pathlib.Path' is not allowed"),
     ],
 )
 def test_a_class_path_that_names_no_lightning_module_is_refused_in_one_line(regression, class_path, said, capsys):
     checkpoint = torch.load(regression, weights_only=True)
     checkpoint["hyper_parameters"]["_class_path"] = class_path
     torch.save(checkpoint, "edited.ckpt")
-    assert refused(capsys, "--ckpt_path", "edited.ckpt") == f"error: edited.ckpt: {said}"
+    assert refused(capsys, "--ckpt_path", "edited.ckpt").startswith(f"error: {said}")
 
 
-def test_a_network_left_out_of_the_saved_hyperparameters_is_refused_saying_so(tmp_path, capsys):
-    ckpt = fitted(tmp_path, "InjectedRegressor", "--model.network", f"{HERE}.MLP", "--model.network.hidden", "5")
+def test_a_network_left_out_of_the_saved_hyperparameters_is_refused_saying_so_and_built_as_typed(tmp_path, capsys):
+    """A loose checkpoint (no run config) holds only what the module saved: the options typed with export build the
+    rest, as they would for predict."""
+    network = ["--model.network", f"{HERE}.MLP", "--model.network.hidden", "5"]
+    ckpt = fitted(tmp_path, "InjectedRegressor", *network)
     error = refused(capsys, "--ckpt_path", str(ckpt))
-    assert error.startswith(f"error: {ckpt}: not a checkpoint of {HERE}.InjectedRegressor (")
+    assert error.startswith(f"error: {ckpt}: its weights do not fit InjectedRegressor as built (")
     assert "size mismatch for network.layers.0.weight" in error
+    assert exports("--ckpt_path", str(ckpt), *network, "--output", str(tmp_path / "typed.onnx")).is_file()
 
 
 def test_a_checkpoint_that_names_no_class_is_one_line(tmp_path, capsys):
@@ -206,5 +218,5 @@ def test_a_checkpoint_that_names_no_class_is_one_line(tmp_path, capsys):
     trainer.save_checkpoint(tmp_path / "plain.ckpt")
     assert refused(capsys, "--ckpt_path", str(tmp_path / "plain.ckpt")) == (
         f"error: {tmp_path / 'plain.ckpt'}: names no LightningModule class (LightningCLI records it, and a run's"
-        " config.yaml); export a checkpoint a run of this project saved"
+        " config.yaml); give --model <class>, or export a checkpoint a run of this project saved"
     )

@@ -84,8 +84,9 @@ def layers(path: Path) -> tuple[list[str], dict, list[str]]:
     checkpoint = {} if is_sharded(path) else read_checkpoint(path)
     hparams = {k: v for k, v in (checkpoint.get("hyper_parameters") or {}).items() if not k.startswith("_")}
     dotted = saved_class_path(checkpoint.get("hyper_parameters")) or classes.get("model")
-    if hparams and dotted:  # dict_kwargs: jsonargparse moves those its class takes into init_args (RunsCLI drops the rest)
-        configs.append(json.dumps({"model": {"class_path": dotted, "dict_kwargs": hparams}}, default=str))
+    if dotted:  # dict_kwargs: jsonargparse moves those its class takes into init_args (RunsCLI drops the rest)
+        model = {"class_path": dotted} | ({"dict_kwargs": hparams} if hparams else {})
+        configs.append(json.dumps({"model": model}, default=str))
         classes["model"] = dotted
     return configs, classes, list(hparams)
 

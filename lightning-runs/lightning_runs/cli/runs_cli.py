@@ -36,7 +36,7 @@ from lightning_runs.cli.evaluation import (
 from lightning_runs.cli.help import RunsArgumentParser, RunsHelpFormatter
 from lightning_runs.cli.parts import TRAINER_DEFAULTS, add_parts
 from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program, say, set_program, set_quiet
-from lightning_runs.errors import Terminated, UsageError, said
+from lightning_runs.errors import Terminated, UsageError, first_line, said
 from lightning_runs.faults.checkpoint_on_signal import sigterm_held, terminated_outside_training
 from lightning_runs.messages import condensed
 from lightning_runs.private import print_config_deferred, print_config_if_requested, subcommand_parser
@@ -52,8 +52,15 @@ def class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _as_defaults(classes: dict) -> dict:
-    return {group: {"class_path": path} if path else None for group, path in classes.items() if group in GROUPS}
+def _set_classes(parser, subcommand: str, classes: dict) -> None:
+    """The default class of each group (None: none); a class a run's config or a checkpoint names that cannot be
+    imported here is one line."""
+    for group in GROUPS:
+        path = classes.get(group)
+        try:
+            subcommand_parser(parser, subcommand).set_defaults({group: {"class_path": path} if path else None})
+        except (ImportError, ValueError) as error:  # jsonargparse's ImportDenied is both
+            raise UsageError(f"--{group} {path}: cannot be imported here ({first_line(error)})") from None
 
 
 class RunsCLI(LightningCLI):
@@ -200,14 +207,20 @@ class RunsCLI(LightningCLI):
         defaults = {**self.defaults, **(classes or {})}
         if defaults.get("model") != self.defaults["model"] and "data" not in (classes or {}):
             defaults["data"] = None
-        subcommand_parser(parser, subcommand).set_defaults(_as_defaults(defaults))
+        _set_classes(parser, subcommand, defaults)
         config = parser.parse_args(args)
         chosen = {group: (config[subcommand].get(group) or {}).get("class_path") for group in GROUPS}
-        if chosen["model"] != defaults.get("model") and chosen["data"] == self.defaults.get("data"):
-            chosen["data"] = None  # unless named: then it is parsed as named
+        named = any(arg.startswith("--data") for arg in args)  # --data.batch_size 8: the default data, asked for
+        if chosen["model"] != defaults.get("model") and chosen["data"] == self.defaults.get("data") and not named:
+            chosen["data"] = None
         if chosen != {group: defaults.get(group) for group in GROUPS}:
-            subcommand_parser(parser, subcommand).set_defaults(_as_defaults(chosen))
-            config = parser.parse_args(args)
+            _set_classes(parser, subcommand, chosen)
+            try:
+                config = parser.parse_args(args)
+            except ArgumentError:  # a config file gave options of the default data: it asked for it
+                chosen["data"] = defaults.get("data")
+                _set_classes(parser, subcommand, chosen)
+                config = parser.parse_args(args)
         return config
 
     def _place(self, subcommand: str):

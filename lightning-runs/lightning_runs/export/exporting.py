@@ -69,14 +69,15 @@ def input_names(args: tuple, kwargs: dict) -> list[str]:
     return [f"input_{i}" for i in range(len(args))] + list(kwargs)
 
 
-def exported(model: torch.nn.Module, format: str) -> bytes:
+def exported(model: torch.nn.Module, format: str, batch_size: int | None = None) -> bytes:
+    """`batch_size`: the file takes that batch size only (no free batch axis), checked at it."""
     missing = [name for name in ONNX_NEEDS if format == "onnx" and importlib.util.find_spec(name) is None]
     if missing:
         raise UsageError(f"--format onnx needs {', '.join(missing)}: pip install 'lightning-runs[export]'")
     args, kwargs = example_of(model)
     size = len(next(t for t in [*args, *kwargs.values()] if isinstance(t, torch.Tensor)))
-    if size < 2:  # from a batch of 1 the exporters take the batch size for a constant
-        args, kwargs = resized(args, 2), resized(kwargs, 2)
+    if size < 2 or batch_size:  # from a batch of 1 the exporters take the batch size for a constant
+        args, kwargs = resized(args, batch_size or 2), resized(kwargs, batch_size or 2)
     name = type(model).__name__
     first, second = (named_outputs(_eager(model, args, kwargs)) for _ in range(2))
     gaps = [(a.float() - b.float()).abs().max().item() for (_, a), (_, b) in zip(first, second, strict=True)]
@@ -90,12 +91,17 @@ def exported(model: torch.nn.Module, format: str) -> bytes:
     dynamic = {key: {0: batch} if isinstance(value, torch.Tensor) else None for key, value in bound.items()}
     try:
         with guards_added() as guards:
-            program = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic)
+            program = torch.export.export(model, args, kwargs, dynamic_shapes=None if batch_size else dynamic)
         content = _serialized(model, program, args, kwargs, format, [output for output, _ in first])
     except Exception as error:  # the exporter's refusal, and the line of forward that made the batch size a constant
         reason = f"{type(error).__name__}: {first_line(error)}"
-        raise UsageError(f"{name} cannot be exported with a free batch size{_pinned(guards)} ({reason})") from None
-    for checked in (1, size + 3):
+        if batch_size:
+            raise UsageError(f"{name} cannot be exported at a batch of {batch_size} ({reason})") from None
+        raise UsageError(
+            f"{name} cannot be exported with a free batch size{_pinned(guards)} ({reason}); export at a fixed batch"
+            " size with --batch_size N"
+        ) from None
+    for checked in (batch_size,) if batch_size else (1, size + 3):
         inputs, named = resized(args, checked), resized(kwargs, checked)
         try:
             actual = [t for _, t in named_outputs(_run(content, format, inputs, named))]
@@ -107,7 +113,8 @@ def exported(model: torch.nn.Module, format: str) -> bytes:
         except Exception as error:
             reason = first_line(error)  # TorchScript's interpreter says what failed last, after the code that raised it
             reason = str(error).strip().splitlines()[-1] if "TorchScript interpreter" in reason else reason
-            raise UsageError(f"{name}'s {format} file, run at a batch of {checked}: {reason}") from None
+            fixed = "" if batch_size else "; export at a fixed batch size with --batch_size N"
+            raise UsageError(f"{name}'s {format} file, run at a batch of {checked}: {reason}{fixed}") from None
     return content
 
 

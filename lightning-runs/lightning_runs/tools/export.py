@@ -1,32 +1,40 @@
 """`python -m <package> export --ckpt_path <file> --format onnx|torchscript|pt2`: the trained module for serving.
 
-The module is the checkpoint's own class (LightningCLI records it; a module that saves no hyperparameters is named by
-its run's config.yaml), rebuilt by Lightning's `load_from_checkpoint`, exported from its `example_input_array` and
-checked at other batch sizes (export/exporting.py). Written beside the checkpoint unless `--output` says where.
+The module is built as test and predict build it (cli/evaluation.py: the run's config.yaml, then the checkpoint's
+hyperparameters, then the `--model.*`, `--data.*` and `--config` options typed here, which are predict's), the
+checkpoint's weights loaded into it, exported from its `example_input_array` and checked at other batch sizes
+(export/exporting.py); `--batch_size N` exports at that batch alone, where a forward fixes it (`len(x)`). Written beside
+the checkpoint unless `--output` says where.
 """
 
-import importlib
-import io
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
 import lightning as L
 import torch
-import yaml
+from jsonargparse.typing import PositiveInt
+from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs.atomic import write_atomically
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint, refuse_non_finite
-from lightning_runs.checkpoints.sharded import is_sharded
+from lightning_runs.cli.evaluation import building_only, say_evaluated
 from lightning_runs.errors import UsageError, first_line
-from lightning_runs.export.exporting import example_of, exported, input_names, named_outputs
-from lightning_runs.private import saved_class_path
-from lightning_runs.run_folders import read_run_file, run_of_checkpoint
+from lightning_runs.export.exporting import example_of, exported, input_names, named_outputs, resized
 from lightning_runs.tools.function_cli import function_cli
 
+OWN = ("--ckpt_path", "--format", "--output", "--batch_size", "-h", "--help")  # the rest are predict's
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".torchscript.pt", "pt2": ".pt2"}
 
 
-def export(ckpt_path: Path, format: Literal["onnx", "torchscript", "pt2"] = "onnx", output: Path | None = None) -> Path:
+def export(
+    ckpt_path: Path,
+    format: Literal["onnx", "torchscript", "pt2"] = "onnx",
+    output: Path | None = None,
+    batch_size: PositiveInt | None = None,
+    cli_main: Callable | None = None,
+    options: Sequence[str] = (),
+) -> Path:
     """Write the checkpoint's module in `format` and return where.
 
     Args:
@@ -34,53 +42,63 @@ def export(ckpt_path: Path, format: Literal["onnx", "torchscript", "pt2"] = "onn
         format: onnx (onnxruntime, most serving stacks), torchscript (deprecated in PyTorch, still loadable) or pt2
             (torch.export.load, what PyTorch recommends now)
         output: the file to write; by default beside the checkpoint (best.onnx)
+        batch_size: export at this batch size only, where the free batch size fails (a forward using `len(x)`)
     """
     ckpt_path = Path(ckpt_path)
     output = Path(output or ckpt_path.with_suffix(SUFFIXES[format]))
     if output.suffix == ".ckpt" or (output.exists() and output.resolve() == ckpt_path.resolve()):
         raise UsageError(f"--output {output}: a checkpoint; an export never replaces one, give another file")
-    model = saved_model(ckpt_path)
+    model = built_model(ckpt_path, cli_main, options)
     refuse_non_finite(model.state_dict(), output)  # NaN weights would check out: NaN equals NaN
-    content = exported(model, format)
+    content = exported(model, format, batch_size)
     write_atomically(output, content)
     args, kwargs = example_of(model)
+    args, kwargs = (resized(args, batch_size), resized(kwargs, batch_size)) if batch_size else (args, kwargs)
     tensors = zip(input_names(args, kwargs), [*args, *kwargs.values()], strict=True)
     inputs = ", ".join(f"{name} {tuple(t.shape[1:])} {str(t.dtype).removeprefix('torch.')}" for name, t in tensors)
     with torch.no_grad():
         outputs = ", ".join(f"{name} {tuple(t.shape[1:])}" for name, t in named_outputs(model(*args, **kwargs)))
-    print(f"Wrote {output}: per sample, inputs {inputs} -> outputs {outputs}; any batch size")
+    batch = f"a batch of {batch_size} only" if batch_size else "any batch size"
+    print(f"Wrote {output}: per sample, inputs {inputs} -> outputs {outputs}; {batch}")
     return output
 
 
-def saved_model(ckpt_path: Path) -> L.LightningModule:
-    """The checkpoint's LightningModule, on the CPU, in eval mode."""
-    checkpoint = read_checkpoint(ckpt_path)  # a sharded folder consolidated, once
-    dotted = saved_class_path(checkpoint.get("hyper_parameters") or {})
-    run = run_of_checkpoint(ckpt_path)
-    if dotted is None and run is not None:  # saved no hyperparameters: its run's config names its class
-        dotted = ((yaml.safe_load(read_run_file(run / "config.yaml")) or {}).get("model") or {}).get("class_path")
-    if dotted is None:
+def built_model(ckpt_path: Path, cli_main: Callable | None, options: Sequence[str]) -> L.LightningModule:
+    """The checkpoint's LightningModule built as predict builds it, its weights loaded, on the CPU, in eval mode."""
+    checkpoint = read_checkpoint(ckpt_path)  # once: the build below reads the same file from memory
+    with building_only():
+        cli = (cli_main or _any_module)(["predict", f"--ckpt_path={ckpt_path}", *options])
+    say_evaluated("export", ckpt_path, None)
+    model = cli.model
+    if type(model) is L.LightningModule:
         raise UsageError(
-            f"{ckpt_path}: names no LightningModule class (LightningCLI records it, and a run's config.yaml); export"
-            " a checkpoint a run of this project saved"
+            f"{ckpt_path}: names no LightningModule class (LightningCLI records it, and a run's config.yaml); give"
+            " --model <class>, or export a checkpoint a run of this project saved"
         )
-    module, _, name = dotted.rpartition(".")
+    if is_overridden("configure_model", model):  # as load_from_checkpoint: layers made there exist before the load
+        model.configure_model()
+    model.on_load_checkpoint(checkpoint)
     try:
-        cls = getattr(importlib.import_module(module), name, None)
-    except ImportError as error:
-        raise UsageError(f"{ckpt_path}: its class {dotted} cannot be imported here ({first_line(error)})") from None
-    if not (isinstance(cls, type) and issubclass(cls, L.LightningModule)):
-        raise UsageError(f"{ckpt_path}: its class {dotted} is no LightningModule here")
-    source = ckpt_path
-    if is_sharded(ckpt_path):  # load_from_checkpoint reads a file: the consolidated one, from memory
-        source = io.BytesIO()
-        torch.save(checkpoint, source)
-        source.seek(0)
-    try:
-        return cls.load_from_checkpoint(source, map_location="cpu", weights_only=True).eval()
+        model.load_state_dict(checkpoint["state_dict"], strict=model.strict_loading is not False)
     except (KeyError, RuntimeError, TypeError, ValueError) as error:
-        raise UsageError(f"{ckpt_path}: not a checkpoint of {dotted} ({first_line(error)})") from None
+        name = type(model).__name__
+        raise UsageError(f"{ckpt_path}: its weights do not fit {name} as built ({first_line(error)})") from None
+    return model.cpu().eval()
+
+
+def _any_module(args: list[str]):
+    """A project-less RunsCLI: the checkpoint (or --model) names the class."""
+    from lightning_runs.cli import RunsCLI
+
+    return RunsCLI(L.LightningModule, args=args)
 
 
 def main(cli_main, args: list[str] | None = None) -> Path:
-    return function_cli(export, args)
+    own, options, args = [], [], list(args or [])
+    while args:
+        arg = args.pop(0)
+        mine = arg.partition("=")[0] in OWN
+        (own if mine else options).append(arg)
+        if "=" not in arg and args and not args[0].startswith("-") and arg not in ("-h", "--help"):
+            (own if mine else options).append(args.pop(0))
+    return function_cli(export, own, cli_main=cli_main, options=options)
