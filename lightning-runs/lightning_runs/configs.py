@@ -1,6 +1,6 @@
 """A run's config as a recipe: flat keys, the settings that say how a run is shown or started left out, and its hash.
 One definition serves a resume (the run's config.yaml against the command's), summary.json's `config_hash` and the
-runs table's `differs`. Nothing here imports torch."""
+runs table's `differs`; and the test name of a watched metric. Nothing here imports torch."""
 
 import functools
 import hashlib
@@ -13,6 +13,16 @@ RECIPE += ("best_checkpoint", "init_from", "freeze")
 # added to watch a resumed run, a progress bar turned off).
 UNCOMPARED = ("trainer.callbacks", "trainer.logger", "trainer.enable_progress_bar", "trainer.enable_model_summary")
 UNCOMPARED += ("trainer.default_root_dir",)
+
+
+# A validation metric's test counterpart, by prefix only (`valid_loss` -> `test_loss`, never `testid_loss`).
+TEST_NAMES = {"val/": "test/", "val_": "test_", "valid_": "test_"}
+
+
+def test_metric(monitor: str | None) -> str | None:
+    """`val/loss` -> `test/loss`; None for a metric that is not a validation one."""
+    prefix = next((prefix for prefix in TEST_NAMES if (monitor or "").startswith(prefix)), None)
+    return None if prefix is None else TEST_NAMES[prefix] + monitor.removeprefix(prefix)
 
 
 def flat(config: dict, prefix: str = "") -> dict:

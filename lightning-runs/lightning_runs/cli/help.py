@@ -31,10 +31,14 @@ class RunsArgumentParser(LightningArgumentParser):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.link_targets: list[str] = []
+        self.data_links: list[tuple[str, str]] = []  # (data attribute, model argument) linked at instantiation
 
-    def link_arguments(self, source, target, *args, **kwargs) -> None:
-        super().link_arguments(source, target, *args, **kwargs)
+    def link_arguments(self, source, target, compute_fn=None, apply_on: str = "parse") -> None:
+        super().link_arguments(source, target, compute_fn, apply_on)
         self.link_targets.append(target)
+        if apply_on == "instantiate" and isinstance(source, str) and source.startswith("data."):
+            if target.startswith("model.init_args."):
+                self.data_links.append((source.removeprefix("data."), target.removeprefix("model.init_args.")))
 
     def dump(self, cfg, *args, **kwargs) -> str:
         text = super().dump(cfg, *args, **kwargs)

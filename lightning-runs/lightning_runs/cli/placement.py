@@ -66,7 +66,7 @@ def logger_args(config):
 
     logger = config.trainer.logger
     logger = logger[0] if isinstance(logger, list) and len(logger) == 1 else logger
-    found = _imported(getattr(logger, "class_path", None)) if isinstance(logger, Namespace) else None
+    found = imported(getattr(logger, "class_path", None)) if isinstance(logger, Namespace) else None
     if not (isinstance(found, type) and issubclass(found, FOLDER_LOGGERS)):
         raise UsageError(
             f"--trainer.logger {getattr(logger, 'class_path', logger)}: a run writes into runs/<name>/version_N through"
@@ -234,6 +234,6 @@ def _version(run: Path) -> int | str:
     return int(run.name.removeprefix("version_")) if run.name.removeprefix("version_").isdigit() else run.name
 
 
-def _imported(class_path: str | None):
+def imported(class_path: str | None):
     module, _, name = (class_path or "").rpartition(".")
     return getattr(sys.modules.get(module), name, None)  # imported by the parser already

@@ -24,6 +24,7 @@ from lightning_runs import TOOLS
 from lightning_runs.checkpoints import InitFrom
 from lightning_runs.checkpoints.checkpoint_io import forget_read, read_checkpoint
 from lightning_runs.cli import placement
+from lightning_runs.cli.declared import check_declared
 from lightning_runs.cli.evaluation import (
     EVALUATIONS,
     GROUPS,
@@ -55,8 +56,7 @@ def class_path(cls: type) -> str:
 def _set_classes(parser, subcommand: str, classes: dict) -> None:
     """The default class of each group (None: none); a class a run's config or a checkpoint names that cannot be
     imported here is one line."""
-    for group in GROUPS:
-        path = classes.get(group)
+    for group, path in classes.items():
         try:
             subcommand_parser(parser, subcommand).set_defaults({group: {"class_path": path} if path else None})
         except (ImportError, ValueError) as error:  # jsonargparse's ImportDenied is both
@@ -78,7 +78,7 @@ class RunsCLI(LightningCLI):
         args: list[str] | None = None,
         **kwargs,
     ) -> None:
-        self.defaults = {"model": class_path(model_class)}
+        self.defaults, self.default_model = {"model": class_path(model_class)}, model_class
         self.defaults |= {"data": class_path(datamodule_class)} if datamodule_class else {}
         self.default_name = name or model_class.__module__.partition(".")[0]
         self.args = list(sys.argv[1:] if args is None else args)
@@ -199,29 +199,33 @@ class RunsCLI(LightningCLI):
         """The classes of --model and --data are their groups' defaults (`classes`: a run's), and a class chosen
         otherwise makes the command parsed again with it as the default: jsonargparse carries the default class's
         values over to a chosen class sharing their names (lr 0.05 for a class whose own default is 0.01, the default
-        class's input_shape for a table's model; jsonargparse #460). The default data is the default model's: a model
-        chosen by class path has none unless its command or config names one."""
+        class's input_shape for a table's model; jsonargparse #460). The default data goes with the default model (and
+        its subclasses): another model has none unless its command, config or run names one."""
         subcommand = next((arg for arg in args if arg in SUBCOMMANDS), None)
         if subcommand is None:  # jsonargparse says what is missing
             return parser.parse_args(args)
         defaults = {**self.defaults, **(classes or {})}
-        if defaults.get("model") != self.defaults["model"] and "data" not in (classes or {}):
+        _set_classes(parser, subcommand, {"model": defaults["model"]})  # imported by jsonargparse here
+        if "data" not in (classes or {}) and not self._default_data_for(defaults["model"]):
             defaults["data"] = None
-        _set_classes(parser, subcommand, defaults)
+        _set_classes(parser, subcommand, {"data": defaults.get("data")})
         config = parser.parse_args(args)
         chosen = {group: (config[subcommand].get(group) or {}).get("class_path") for group in GROUPS}
         named = any(arg.startswith("--data") for arg in args)  # --data.batch_size 8: the default data, asked for
-        if chosen["model"] != defaults.get("model") and chosen["data"] == self.defaults.get("data") and not named:
+        if chosen["data"] == self.defaults.get("data") and not named and not self._default_data_for(chosen["model"]):
             chosen["data"] = None
         if chosen != {group: defaults.get(group) for group in GROUPS}:
             _set_classes(parser, subcommand, chosen)
             try:
                 config = parser.parse_args(args)
             except ArgumentError:  # a config file gave options of the default data: it asked for it
-                chosen["data"] = defaults.get("data")
-                _set_classes(parser, subcommand, chosen)
+                _set_classes(parser, subcommand, {"data": self.defaults.get("data")})
                 config = parser.parse_args(args)
         return config
+
+    def _default_data_for(self, model: str | None) -> bool:
+        found = placement.imported(model)
+        return model == self.defaults["model"] or isinstance(found, type) and issubclass(found, self.default_model)
 
     def _place(self, subcommand: str):
         """Name the run and find its checkpoint; a resume is compared with its run. Returns the checkpoint an
@@ -253,6 +257,9 @@ class RunsCLI(LightningCLI):
             super().instantiate_classes()
         except (ValueError, TypeError) as error:  # an __init__'s own check (a split past 1, a file of no samples)
             raise UsageError(str(error.__cause__ or error).strip().splitlines()[-1]) from None
+        if self.subcommand == "fit":
+            links = getattr(self._parser("fit"), "data_links", [])
+            check_declared(self.model, self.datamodule, links, self.config.fit, self.args)
 
     def after_instantiate_classes(self) -> None:
         if is_building():  # export: the module and data are what it needs; LightningCLI runs no subcommand then

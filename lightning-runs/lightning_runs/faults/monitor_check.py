@@ -1,7 +1,8 @@
 """MonitorCheck: every metric a callback monitors (early stopping, a best checkpoint, a plateau scheduler) is one the
 module logs, checked once it has logged: after the sanity check, else after the first validation, else after the first
 training epoch; one line listing what it logs instead of Lightning's traceback after a whole epoch, or a best.ckpt that
-silently never saves.
+silently never saves. A validation metric (`val/`, `val_`, `valid_`) watched where the fit has no validation loop (no
+validation_step, or --trainer.limit_val_batches 0) is said before the first training step: it can never be logged.
 
     Trainer(callbacks=[MonitorCheck(), EarlyStopping(monitor="val_loss")])
 """
@@ -9,7 +10,9 @@ silently never saves.
 import re
 
 from lightning.pytorch.callbacks import Callback, EarlyStopping
+from lightning.pytorch.utilities.model_helpers import is_overridden
 
+from lightning_runs.configs import test_metric
 from lightning_runs.errors import UsageError
 
 
@@ -19,6 +22,17 @@ class MonitorCheck(Callback):
 
     def on_sanity_check_end(self, trainer, pl_module) -> None:
         self._check(trainer, pl_module)
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        if is_overridden("validation_step", pl_module) and trainer.limit_val_batches != 0:
+            return
+        for who, metric in _watched(trainer):
+            if test_metric(metric) is not None:  # a validation metric, and nothing validates
+                raise UsageError(
+                    f"{who} monitors {metric}, a validation metric, but this fit validates nothing"
+                    f" ({type(pl_module).__name__} has no validation_step, or --trainer.limit_val_batches is 0);"
+                    f" monitor a metric it logs in training (--{_option(who)}.monitor), or none (--{_option(who)} null)"
+                )
 
     def on_validation_end(self, trainer, pl_module) -> None:
         if not trainer.sanity_checking:
@@ -38,17 +52,23 @@ class MonitorCheck(Callback):
         if self._checked or trainer.state.fn != "fit":
             return
         self._checked = True
-        watched = [(type(c).__name__, c.monitor) for c in trainer.callbacks if _monitors(c)]
-        watched += [("its lr scheduler", c.monitor) for c in trainer.lr_scheduler_configs if c.monitor]
         logged = sorted(trainer.callback_metrics)
-        for who, metric in watched:
+        for who, metric in _watched(trainer):
             if metric not in logged:
-                option = re.sub(r"(?<!^)(?=[A-Z])", "_", who).lower()  # as RunsCLI names the part: --early_stopping
                 raise UsageError(
                     f"{who} monitors {metric}, which {type(pl_module).__name__} does not log (it logs:"
-                    f" {', '.join(logged) or 'nothing yet'}); monitor one of those (--{option}.monitor), or none"
-                    f" (--{option} null)"
+                    f" {', '.join(logged) or 'nothing yet'}); monitor one of those (--{_option(who)}.monitor), or none"
+                    f" (--{_option(who)} null)"
                 )
+
+
+def _watched(trainer) -> list[tuple[str, str]]:
+    watched = [(type(c).__name__, c.monitor) for c in trainer.callbacks if _monitors(c)]
+    return watched + [("its lr scheduler", c.monitor) for c in trainer.lr_scheduler_configs if c.monitor]
+
+
+def _option(who: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", who).lower()  # as RunsCLI names the part: --early_stopping
 
 
 def _monitors(callback) -> bool:

@@ -14,6 +14,7 @@ from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 # tensorboard.plugins.hparams.api re-exports this module, but imports TensorFlow's Keras on the way.
 from tensorboard.plugins.hparams import summary_v2 as hparams_api
 
+from lightning_runs.configs import test_metric
 from lightning_runs.private import tensorboard_file_writer
 
 # Each HPARAMS column's type, by its value's: bool before int, which it subclasses.
@@ -23,7 +24,7 @@ TYPES = ((bool, api_pb2.DATA_TYPE_BOOL), ((int, float), api_pb2.DATA_TYPE_FLOAT6
 def score_tags(monitor: str | None) -> list[str]:
     if not monitor:
         return []
-    test = monitor.replace("val", "test", 1) if monitor.startswith("val") else None
+    test = test_metric(monitor)
     return [f"hp/best_{monitor.replace('/', '_')}"] + ([f"hp/{test.replace('/', '_')}"] if test else [])
 
 

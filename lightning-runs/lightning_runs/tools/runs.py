@@ -17,7 +17,7 @@ from pathlib import Path
 
 from jsonargparse import auto_cli
 
-from lightning_runs.configs import recipe
+from lightning_runs.configs import recipe, test_metric
 from lightning_runs.console import duration, program
 from lightning_runs.processes import is_dead
 from lightning_runs.run_folders import RUNS, VERSION, read_run_file
@@ -134,8 +134,7 @@ def _get(summary: dict, *keys):
 
 
 def _counterpart(monitor: str) -> str:
-    """The test metric of a validation metric (`val/loss` -> `test/loss`), as records/hparams.py names it."""
-    return "test" + monitor[3:] if monitor.startswith("val") else "test"
+    return test_metric(monitor) or "test"
 
 
 def _value(value) -> str:

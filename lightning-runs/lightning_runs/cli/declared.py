@@ -1,0 +1,42 @@
+"""What a fit's module is given is declared, never defaulted into: with no DataModule, the module brings its own
+`train_dataloader`; a value the project's cli.py links from the data (`data.sample_shape` -> `model.init_args.
+input_shape`) comes from the data or from the command, never from the model's default where the data names none.
+Both said in one line before training, not as a traceback inside forward."""
+
+from pathlib import Path
+
+import yaml
+from lightning.pytorch.utilities.model_helpers import is_overridden
+
+from lightning_runs.errors import UsageError
+
+
+def check_declared(model, datamodule, data_links: list[tuple[str, str]], config, args: list[str]) -> None:
+    name = type(model).__name__
+    if datamodule is None:
+        if not is_overridden("train_dataloader", model):
+            raise UsageError(
+                f"{name} has no train_dataloader and the command names no DataModule: give --data <class> (a"
+                " LightningDataModule); the default data goes with the default model only"
+            )
+        return
+    arguments = config.model.get("init_args") or {}
+    for attribute, argument in data_links:
+        if hasattr(datamodule, attribute) or argument not in arguments or _given(argument, config, args):
+            continue
+        raise UsageError(
+            f"{type(datamodule).__name__} names no {attribute}, which {name}'s {argument} is taken from: give"
+            f" --model.init_args.{argument}, or a {attribute} attribute on the DataModule"
+        )
+
+
+def _given(argument: str, config, args: list[str]) -> bool:
+    """Typed (`--model.init_args.x`, `--model.x`) or in a config file the command gave."""
+    options = (f"--model.init_args.{argument}", f"--model.{argument}")
+    if any(arg.partition("=")[0] in options for arg in args):
+        return True
+    for file in config.get("config") or []:
+        model = (yaml.safe_load(Path(str(file)).read_text()) or {}).get("model") or {}
+        if argument in (model.get("init_args") or {}) or argument in model:
+            return True
+    return False
