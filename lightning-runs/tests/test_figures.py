@@ -153,7 +153,8 @@ class GAN(L.LightningModule):
 def test_a_gans_forward_is_never_called_by_the_library_through_fit_validate_and_test():
     """The figures once called forward on the batch's points and drew a confusion matrix of whatever came out: a
     generator's points against 8 labels crashed its fit in the last validation, after all training."""
-    fitted = run("fit", f"--model={HERE}.GAN", "--trainer.max_epochs=2", "--figures.every_n_epochs=1")
+    data = "--data=tiny_tasks.TinyDataModule"  # named: the default data goes with the default model only
+    fitted = run("fit", f"--model={HERE}.GAN", data, "--trainer.max_epochs=2", "--figures.every_n_epochs=1")
     assert fitted.model.calls == fitted.model.own > 0
     per_epoch = 2 * STEPS  # a step of each of its two optimizers a batch
     assert images("runs/tiny/version_0") == {
@@ -161,7 +162,7 @@ def test_a_gans_forward_is_never_called_by_the_library_through_fit_validate_and_
         "train/samples": [per_epoch, 2 * per_epoch],
     }
     for version, subcommand in enumerate(("validate", "test"), start=1):
-        evaluated = run(subcommand, f"--model={HERE}.GAN")
+        evaluated = run(subcommand, f"--model={HERE}.GAN", data)
         assert evaluated.model.calls == evaluated.model.own > 0, subcommand
         assert list(images(f"runs/tiny/version_{version}")) == [f"{subcommand.replace('validate', 'val')}/samples"]
     # From its checkpoint alone: the run's config builds it, though the tiny CLI's links wrote num_classes and

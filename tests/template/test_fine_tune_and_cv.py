@@ -65,8 +65,9 @@ def test_the_digits_network_fine_tuned_into_five_classes_and_a_regression(capsys
     assert all(torch.equal(tuned["state_dict"][k], v) for k, v in origin.items() if k.startswith("network.features"))
     assert fit.model.hparams.num_classes == 5 and tuned["global_step"] == 2  # its own steps, from 0
 
-    run("fit", f"--model={__name__}.DigitValue", "--name=value", "--best_checkpoint.monitor=val/loss",
-        "--best_checkpoint.mode=min", "--init_from=runs/digits/version_0", *ONE_EPOCH_TWO_BATCHES)  # fmt: skip
+    run("fit", f"--model={__name__}.DigitValue", "--data=project.data.DigitsDataModule", "--name=value",
+        "--best_checkpoint.monitor=val/loss", "--best_checkpoint.mode=min", "--init_from=runs/digits/version_0",
+        *ONE_EPOCH_TWO_BATCHES)  # fmt: skip
     line = init_line(capsys.readouterr().out)
     assert "left as initialized: network.head.1.weight (1, 64) (there (10, 64)), network.head.1.bias (1,)" in line
     summary = json.loads(Path("runs/value/version_0/summary.json").read_text())

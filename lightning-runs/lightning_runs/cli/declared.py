@@ -35,7 +35,7 @@ def _given(argument: str, config, args: list[str]) -> bool:
     options = (f"--model.init_args.{argument}", f"--model.{argument}")
     if any(arg.partition("=")[0] in options for arg in args):
         return True
-    for file in config.get("config") or []:
+    for file in [file for file in config.get("config") or [] if file is not None]:  # None: given as text
         model = (yaml.safe_load(Path(str(file)).read_text()) or {}).get("model") or {}
         if argument in (model.get("init_args") or {}) or argument in model:
             return True

@@ -81,7 +81,7 @@ def name_run(config, default: str) -> str:
     args = logger_args(config)
     if config.trainer.get("default_root_dir") and args.get("save_dir") == RUNS:  # Lightning's root for everything
         args.save_dir = str(config.trainer.default_root_dir)
-    files = config.get("config") or []
+    files = [file for file in config.get("config") or [] if file is not None]  # None: a config given as text
     args.name = config.get("name") or args.get("name") or (Path(str(files[0])).stem if files else default)
     config.name = args.name
     for key in ("name", "version", "sub_dir"):  # each one folder of runs/<name>/version_N, never a way out of it
@@ -139,9 +139,7 @@ def resume(config, path: Path, current: dict) -> None:
     with contextlib.suppress(OSError, ValueError, AttributeError):
         status = json.loads(read_run_file(run / "summary.json")).get("status")
     if status == "completed":
-        raise UsageError(
-            f"--ckpt_path {path}: its run {relative(run)} already finished; start a new run to train more"
-        )
+        raise UsageError(f"--ckpt_path {path}: its run {relative(run)} already finished; start a new run to train more")
     last, step = run / CHECKPOINTS / "last.ckpt", read_checkpoint(path).get("global_step", 0)
     if is_checkpoint(last) and not last.samefile(path) and read_checkpoint(last).get("global_step", 0) > step:
         raise UsageError(  # resuming would train those steps again, over the run's best and last checkpoints
