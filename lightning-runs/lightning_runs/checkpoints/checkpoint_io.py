@@ -16,7 +16,6 @@ from lightning_runs.atomic import write_atomically
 from lightning_runs.checkpoints.sharded import consolidated, is_sharded
 from lightning_runs.errors import Diverged, UsageError, first_line
 
-
 # The file last read, by identity (a rewritten file is another): a command's checks, its parse and the Trainer's restore
 # read it once. The Trainer's read lets go of it (forget_read), so a fit holds no replaced last.ckpt on the disk.
 _last_read: tuple[tuple, dict] | None = None

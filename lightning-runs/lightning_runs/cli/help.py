@@ -36,9 +36,9 @@ class RunsArgumentParser(LightningArgumentParser):
     def link_arguments(self, source, target, compute_fn=None, apply_on: str = "parse") -> None:
         super().link_arguments(source, target, compute_fn, apply_on)
         self.link_targets.append(target)
-        if apply_on == "instantiate" and isinstance(source, str) and source.startswith("data."):
-            if target.startswith("model.init_args."):
-                self.data_links.append((source.removeprefix("data."), target.removeprefix("model.init_args.")))
+        data, model = isinstance(source, str) and source.startswith("data."), target.startswith("model.init_args.")
+        if apply_on == "instantiate" and data and model:
+            self.data_links.append((source.removeprefix("data."), target.removeprefix("model.init_args.")))
 
     def dump(self, cfg, *args, **kwargs) -> str:
         text = super().dump(cfg, *args, **kwargs)

@@ -225,7 +225,7 @@ class RunsCLI(LightningCLI):
 
     def _default_data_for(self, model: str | None) -> bool:
         found = placement.imported(model)
-        return model == self.defaults["model"] or isinstance(found, type) and issubclass(found, self.default_model)
+        return model == self.defaults["model"] or (isinstance(found, type) and issubclass(found, self.default_model))
 
     def _place(self, subcommand: str):
         """Name the run and find its checkpoint; a resume is compared with its run. Returns the checkpoint an
