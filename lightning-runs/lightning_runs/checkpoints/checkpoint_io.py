@@ -5,6 +5,7 @@
 place a checkpoint's path is known when its reading fails.
 """
 
+import functools
 import io
 from pathlib import Path
 from typing import Any
@@ -16,24 +17,23 @@ from lightning_runs.atomic import write_atomically
 from lightning_runs.checkpoints.sharded import consolidated, is_sharded
 from lightning_runs.errors import Diverged, UsageError, first_line
 
-# The file last read, by identity (a rewritten file is another): a command's checks, its parse and the Trainer's restore
-# read it once. The Trainer's read lets go of it (forget_read), so a fit holds no replaced last.ckpt on the disk.
-_last_read: tuple[tuple, dict] | None = None
-
 
 def read_checkpoint(path: str | Path) -> dict:
     """A checkpoint file, or a sharded fit's folder consolidated, as plain data (weights_only, memory-mapped: a large
     file is paged in as it is used); UsageError naming it where it is no readable Lightning checkpoint."""
-    global _last_read
     path = Path(path)
     if is_sharded(path):
         return consolidated(path)
     if path.is_dir():
         raise UsageError(f"{path}: a folder that is not a whole sharded checkpoint; give a checkpoint file")
     stat = path.stat()
-    identity = (str(path.resolve()), stat.st_ino, stat.st_mtime_ns, stat.st_size)
-    if _last_read is not None and _last_read[0] == identity:
-        return dict(_last_read[1])
+    return dict(_read(path, (stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size)))
+
+
+# The file last read, by identity (a rewritten file is another): a command's checks, its parse and the Trainer's restore
+# read it once. The Trainer's read lets go of it (forget_read), so a fit holds no replaced last.ckpt on the disk.
+@functools.lru_cache(maxsize=1)
+def _read(path: Path, identity: tuple) -> dict:
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
@@ -42,13 +42,10 @@ def read_checkpoint(path: str | Path) -> dict:
         raise UsageError(f"{path}: not a readable checkpoint ({first_line(error)})") from None
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), dict):
         raise UsageError(f"{path}: not a Lightning checkpoint (no state_dict)")
-    _last_read = (identity, checkpoint)
-    return dict(checkpoint)
+    return checkpoint
 
 
-def forget_read() -> None:
-    global _last_read
-    _last_read = None
+forget_read = _read.cache_clear
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):

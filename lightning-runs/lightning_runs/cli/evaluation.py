@@ -7,7 +7,6 @@ where that run computed (WHERE); any checkpoint's saved hyperparameters come nex
 options of the run's own DataModule (`--data.path`) need no `--data <class>` again.
 """
 
-import contextlib
 import contextvars
 import json
 from pathlib import Path
@@ -26,32 +25,15 @@ EVALUATIONS = ("validate", "test", "predict")
 # a run of 8 GPUs under FSDP), not where the fit ran.
 WHERE = ("accelerator", "devices", "num_nodes", "strategy", "plugins", "precision")
 GROUPS = ("model", "data")
-# Set by export: the command's module and data are built, nothing is run and no run folder is claimed.
-_building = contextvars.ContextVar("building", default=False)
-
-
-@contextlib.contextmanager
-def building_only():
-    token = _building.set(True)
-    try:
-        yield
-    finally:
-        _building.reset(token)
-
-
-def is_building() -> bool:
-    return _building.get()
+# Set by export (tools/export.py): the command's module and data are built, nothing is run and no run folder claimed.
+BUILDING = contextvars.ContextVar("building", default=False)
 
 
 def typed(args: list[str], option: str) -> str | None:
-    """The value typed for `option` (`--ckpt_path x` or `--ckpt_path=x`; the last one wins), else None."""
-    found = None
-    for i, arg in enumerate(args):
-        if arg == option and i + 1 < len(args):
-            found = args[i + 1]
-        elif arg.startswith(f"{option}="):
-            found = arg.partition("=")[2]
-    return found
+    """The value typed for `option` (`--ckpt_path x` or `--ckpt_path=x`; the last one), else None."""
+    pairs = zip(args, [*args[1:], None], strict=True)
+    found = [then if arg == option else arg.partition("=")[2] for arg, then in pairs if arg.partition("=")[0] == option]
+    return found[-1] if found else None
 
 
 def without_classes(args: list[str]) -> list[str]:
@@ -59,15 +41,10 @@ def without_classes(args: list[str]) -> list[str]:
     checkpoint, parsed before the run's config says which classes those options belong to."""
     kept, skip = [], False
     for arg in args:
-        if skip and not arg.startswith("--"):
-            skip = False
-            continue
-        skip = False
-        group = arg[2:].partition("=")[0].partition(".")[0].partition("+")[0]
-        if arg.startswith("--") and group in GROUPS:
-            skip = "=" not in arg
-            continue
-        kept.append(arg)
+        option = arg.startswith("--") and arg[2:].partition("=")[0].partition(".")[0].partition("+")[0] in GROUPS
+        if not option and not (skip and not arg.startswith("--")):
+            kept.append(arg)
+        skip = option and "=" not in arg
     return kept
 
 

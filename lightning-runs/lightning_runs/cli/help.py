@@ -7,7 +7,6 @@ torch, torchmetrics and Lightning import) says how many rather than listing them
 import json
 import re
 
-import yaml
 from jsonargparse import DefaultHelpFormatter
 from lightning.pytorch.cli import LightningArgumentParser
 
@@ -41,24 +40,12 @@ class RunsArgumentParser(LightningArgumentParser):
             self.data_links.append((source.removeprefix("data."), target.removeprefix("model.init_args.")))
 
     def dump(self, cfg, *args, **kwargs) -> str:
-        text = super().dump(cfg, *args, **kwargs)
-        if not self.link_targets or kwargs.get("format", "parser_mode") not in ("parser_mode", "yaml"):
-            return text
-        defaults, dumped = self.get_defaults(), yaml.safe_load(text)
-        given = yaml.safe_load(super().dump(cfg, skip_link_targets=False, skip_validation=True))
-        kept = [target for target in self.link_targets if _differs(cfg, defaults, target)]
-        for target in kept:
-            *parents, leaf = target.split(".")
-            source, into = given, dumped
-            for key in parents:
-                source, into = (source or {}).get(key), (into or {}).get(key)
-            if isinstance(source, dict) and leaf in source and isinstance(into, dict):
-                into[leaf] = source[leaf]
-        return yaml.safe_dump(dumped, sort_keys=False) if kept else text
-
-
-def _differs(cfg, defaults, target: str) -> bool:
-    group = target.partition(".")[0]
-    if (cfg.get(group) or {}).get("class_path") != (defaults.get(group) or {}).get("class_path"):
-        return target in cfg
-    return target in cfg and json.dumps(cfg.get(target), default=str) != json.dumps(defaults.get(target), default=str)
+        if kwargs.get("format", "parser_mode") not in ("parser_mode", "yaml") or "skip_link_targets" in kwargs:
+            return super().dump(cfg, *args, **kwargs)
+        defaults, kept = self.get_defaults(), cfg.clone()
+        for target in self.link_targets:
+            if target in kept and json.dumps(kept[target], default=str) == json.dumps(
+                defaults.get(target), default=str
+            ):
+                del kept[target]  # the class's default, the link's to set
+        return super().dump(kept, *args, skip_link_targets=False, **kwargs)

@@ -25,15 +25,7 @@ from lightning_runs.checkpoints import InitFrom
 from lightning_runs.checkpoints.checkpoint_io import forget_read, read_checkpoint
 from lightning_runs.cli import placement
 from lightning_runs.cli.declared import check_declared
-from lightning_runs.cli.evaluation import (
-    EVALUATIONS,
-    GROUPS,
-    is_building,
-    layers,
-    say_evaluated,
-    typed,
-    without_classes,
-)
+from lightning_runs.cli.evaluation import BUILDING, EVALUATIONS, GROUPS, layers, say_evaluated, typed, without_classes
 from lightning_runs.cli.help import RunsArgumentParser, RunsHelpFormatter
 from lightning_runs.cli.parts import TRAINER_DEFAULTS, add_parts
 from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program, say, set_program, set_quiet
@@ -166,34 +158,32 @@ class RunsCLI(LightningCLI):
         # The checkpoint's hyperparameters were a layer of the parse, under what was typed: Lightning's own merge, over
         # it (LightningCLI reads ckpt_path right after this hook), is skipped by holding the path until the build.
         self.evaluated = config.get("ckpt_path") if subcommand in EVALUATIONS else None
-        if not is_building():
+        if not BUILDING.get():
             with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
                 self.claim = placement.claim(subcommand, config)
-        if self.evaluated and not is_building():
+        if self.evaluated and not BUILDING.get():
             say_evaluated(subcommand, Path(self.evaluated), self.claim and self.claim.folder)
         config.ckpt_path = None if self.evaluated else config.get("ckpt_path")
 
     def _parse(self, parser) -> None:
         subcommand = next((arg for arg in self.args if arg in SUBCOMMANDS), None)
-        if subcommand not in EVALUATIONS:
-            self.config, self.from_checkpoint = self._parse_chosen(parser, self.args), []
-            set_quiet(self.config[subcommand].quiet)
-            self._place(subcommand)
-            return
-        given = typed(self.args, "--ckpt_path")
-        if given in (None, "last", "best"):  # the run is found by its name: what names it is parsed first
-            self.config = self._parse_chosen(parser, without_classes(self.args))
-            set_quiet(self.config[subcommand].quiet)
-            given = self._place(subcommand)
-        configs, classes, self.from_checkpoint = layers(Path(given)) if given else ([], {}, [])
-        at = self.args.index(subcommand) + 1
-        first = [arg for text in configs for arg in ("--config", text)]
-        self.config = self._parse_chosen(parser, [*self.args[:at], *first, *self.args[at:]], classes)
-        set_quiet(self.config[subcommand].quiet)
-        self._place(subcommand)
+        args, classes, self.from_checkpoint = self.args, None, []
+        if subcommand in EVALUATIONS:
+            given = typed(self.args, "--ckpt_path")
+            if given in (None, "last", "best"):  # the run is found by its name: what names it is parsed first
+                given = self._parsed(parser, without_classes(self.args), subcommand)
+            configs, classes, self.from_checkpoint = layers(Path(given)) if given else ([], {}, [])
+            at = self.args.index(subcommand) + 1
+            args = [*self.args[:at], *[arg for text in configs for arg in ("--config", text)], *self.args[at:]]
+        self._parsed(parser, args, subcommand, classes)
         extra = self.config[subcommand].model.get("dict_kwargs") or {}
         for key in self.from_checkpoint:  # what a link gave a class that does not take it (a GAN given num_classes)
             extra.pop(key, None)
+
+    def _parsed(self, parser, args: list[str], subcommand: str | None, classes: dict | None = None):
+        self.config = self._parse_chosen(parser, args, classes)
+        set_quiet(self.config[subcommand].quiet)
+        return self._place(subcommand)
 
     def _parse_chosen(self, parser, args: list[str], classes: dict | None = None):
         """The classes of --model and --data are their groups' defaults (`classes`: a run's), and a class chosen
@@ -262,11 +252,11 @@ class RunsCLI(LightningCLI):
             check_declared(self.model, self.datamodule, links, self.config.fit, self.args)
 
     def after_instantiate_classes(self) -> None:
-        if is_building():  # export: the module and data are what it needs; LightningCLI runs no subcommand then
+        if BUILDING.get():  # export: the module and data are what it needs; LightningCLI runs no subcommand then
             self.subcommand = None
 
     def instantiate_trainer(self, **kwargs) -> L.Trainer | None:
-        if is_building():
+        if BUILDING.get():
             return None
         config = self.config_init[self.subcommand]
         parts = [config[key] for key in self._parser(self.subcommand).callback_keys if config.get(key) is not None]

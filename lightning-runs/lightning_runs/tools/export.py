@@ -18,7 +18,8 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs.atomic import write_atomically
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint, refuse_non_finite
-from lightning_runs.cli.evaluation import building_only, say_evaluated
+from lightning_runs.cli import RunsCLI
+from lightning_runs.cli.evaluation import BUILDING, say_evaluated
 from lightning_runs.errors import UsageError, first_line
 from lightning_runs.export.exporting import example_of, exported, input_names, named_outputs, resized
 from lightning_runs.tools.function_cli import function_cli
@@ -66,8 +67,11 @@ def export(
 def built_model(ckpt_path: Path, cli_main: Callable | None, options: Sequence[str]) -> L.LightningModule:
     """The checkpoint's LightningModule built as predict builds it, its weights loaded, on the CPU, in eval mode."""
     checkpoint = read_checkpoint(ckpt_path)  # once: the build below reads the same file from memory
-    with building_only():
+    token = BUILDING.set(True)
+    try:
         cli = (cli_main or _any_module)(["predict", f"--ckpt_path={ckpt_path}", *options])
+    finally:
+        BUILDING.reset(token)
     say_evaluated("export", ckpt_path, None)
     model = cli.model
     if type(model) is L.LightningModule:
@@ -86,11 +90,8 @@ def built_model(ckpt_path: Path, cli_main: Callable | None, options: Sequence[st
     return model.cpu().eval()
 
 
-def _any_module(args: list[str]):
-    """A project-less RunsCLI: the checkpoint (or --model) names the class."""
-    from lightning_runs.cli import RunsCLI
-
-    return RunsCLI(L.LightningModule, args=args)
+def _any_module(args: list[str]) -> RunsCLI:
+    return RunsCLI(L.LightningModule, args=args)  # no project's: the checkpoint (or --model) names the class
 
 
 def main(cli_main, args: list[str] | None = None) -> Path:
