@@ -212,11 +212,7 @@ def render(source: Path, dest: Path, name: str, package: str, template: str, com
     readme = readme.replace("<name>", name).replace("<template>", template)
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "README.md").write_text(readme)
-    for page in sorted(path for path in (source / DOCS_SITE).rglob("*") if path.is_file()):
-        target = dest / page.relative_to(source / DOCS_SITE)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        filled = page.read_text().replace("<name>", name).replace("<template>", template)
-        target.write_text(filled.replace("<package>", name))
+    write_docs_site(source, dest, name, template)
     for relative in committed(source):
         parts = relative.parts
         target = dest.joinpath(name if parts[0] == package else parts[0], *parts[1:])
@@ -227,6 +223,15 @@ def render(source: Path, dest: Path, name: str, package: str, template: str, com
         except UnicodeDecodeError:
             continue  # binary: nothing to rename
         target.write_text(rename(for_copy(relative, text, template, commit), name, package))
+
+
+def write_docs_site(source: Path, dest: Path, name: str, template: str) -> None:
+    """The copy's own mkdocs.yml and docs/ (the template's pages are the template's), with its names filled in."""
+    for page in sorted(path for path in (source / DOCS_SITE).rglob("*") if path.is_file()):
+        target = dest / page.relative_to(source / DOCS_SITE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        filled = page.read_text().replace("<name>", name).replace("<template>", template)
+        target.write_text(filled.replace("<package>", name))
 
 
 def write_record(dest: Path, template: str, commit: str, package: str, name: str) -> None:
