@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from new_project import PACKAGE, README, committed, for_copy, rename
+from new_project import PACKAGE, README, committed, for_copy, rename, write_docs_site
 
 name, commit, template, clone = sys.argv[1:5]
 copy = Path.cwd()
@@ -29,3 +29,4 @@ for relative in committed(Path(clone)):  # what copier copied, as the template c
 shutil.rmtree(copy / PACKAGE, ignore_errors=True)
 readme = (Path(clone) / README).read_text()  # copier.yml excludes the template's README.md
 (copy / "README.md").write_text(readme.replace("<name>", name).replace("<template>", template))
+write_docs_site(Path(clone), copy, name, template)  # copier.yml excludes the template's mkdocs.yml and docs/
