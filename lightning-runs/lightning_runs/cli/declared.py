@@ -1,7 +1,7 @@
 """What a fit's module is given is declared, never defaulted into: with no DataModule the module brings its own
-`train_dataloader`, and an argument the project's cli.py links from the data (`sample_shape` to `input_shape`) comes from
-the data or the command, never from the model's default where the data names none. Both are one line before training,
-not a traceback inside forward."""
+`train_dataloader`, and an argument of the default model that the project's cli.py links from the data (`sample_shape`
+to `input_shape`) comes from the data or the command, never from the default model's own default (the default data's)
+where another DataModule names none. Both are one line before training, not a traceback inside forward."""
 
 from pathlib import Path
 

@@ -248,7 +248,8 @@ class RunsCLI(LightningCLI):
         except (ValueError, TypeError) as error:  # an __init__'s own check (a split past 1, a file of no samples)
             raise UsageError(str(error.__cause__ or error).strip().splitlines()[-1]) from None
         if self.subcommand == "fit":
-            links = getattr(self._parser("fit"), "data_links", [])
+            # The default model's defaults are the default data's: another DataModule gives those or the command does.
+            links = getattr(self._parser("fit"), "data_links", []) if isinstance(self.model, self.default_model) else []
             check_declared(self.model, self.datamodule, links, self.config.fit, self.args)
 
     def after_instantiate_classes(self) -> None:
