@@ -170,7 +170,8 @@ class RunsCLI(LightningCLI):
         args, classes, self.from_checkpoint = self.args, None, []
         if subcommand in EVALUATIONS:
             given = typed(self.args, "--ckpt_path")
-            if given in (None, "last", "best"):  # the run is found by its name: what names it is parsed first
+            named = given in ("last", "best") or (given is None and any(a.startswith("--config") for a in self.args))
+            if named:  # the run is found by its name (or a config names the checkpoint): what names it, parsed first
                 given = self._parsed(parser, without_classes(self.args), subcommand)
             configs, classes, self.from_checkpoint = layers(Path(given)) if given else ([], {}, [])
             at = self.args.index(subcommand) + 1
