@@ -56,30 +56,40 @@ def best(name: str = "tiny") -> str:
     return f"runs/{name}/version_0/checkpoints/best.ckpt"
 
 
-@pytest.mark.parametrize("subcommand", ["test", "validate", "predict"])
+def counted(monkeypatch) -> dict:
+    """The command's parses (jsonargparse parses nested groups with parse_args too: the outermost only) and its reads
+    of a checkpoint file, counted as they happen."""
+    counts, depth, parse, load = {"parses": 0, "reads": 0}, [0], jsonargparse.ArgumentParser.parse_args, torch.load
+
+    def parse_args(*args, **kwargs):
+        counts["parses"] += depth[0] == 0
+        depth[0] += 1
+        try:
+            return parse(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+
+    def read(file, *args, **kwargs):
+        counts["reads"] += str(file).endswith(".ckpt")  # not the exported file export loads back to check
+        return load(file, *args, **kwargs)
+
+    monkeypatch.setattr(jsonargparse.ArgumentParser, "parse_args", parse_args)
+    monkeypatch.setattr(checkpoint_io.torch, "load", read)
+    return counts
+
+
+@pytest.mark.parametrize("subcommand", ["test", "validate", "predict", "export"])
 def test_an_evaluation_parses_its_command_once_and_reads_its_checkpoint_once(subcommand, monkeypatch, capsys):
     """Before: the command parsed twice (without, then with the run's config), then Lightning's merge of the
-    checkpoint's hyperparameters over it, and the checkpoint read five times."""
+    checkpoint's hyperparameters over it, and the checkpoint read five times; export read it twice. Export parses its
+    own options (--format, --output, --batch_size) apart: two parses."""
     run("fit", *SHORT)
-    counts, depth = {"parse_args": 0, "torch.load": 0}, [0]
-
-    def counted(name, function):
-        def call(*args, **kwargs):
-            counts[name] += depth[0] == 0  # jsonargparse parses nested groups with parse_args too: the command's only
-            depth[0] += 1
-            try:
-                return function(*args, **kwargs)
-            finally:
-                depth[0] -= 1
-
-        return call
-
-    monkeypatch.setattr(
-        jsonargparse.ArgumentParser, "parse_args", counted("parse_args", jsonargparse.ArgumentParser.parse_args)
-    )
-    monkeypatch.setattr(checkpoint_io.torch, "load", counted("torch.load", torch.load))
-    run(subcommand, f"--ckpt_path={best()}", "--quiet")
-    assert counts == {"parse_args": 1, "torch.load": 1}
+    counts = counted(monkeypatch)
+    if subcommand == "export":
+        exports(f"--ckpt_path={best()}", "--format=pt2")
+    else:
+        run(subcommand, f"--ckpt_path={best()}", "--quiet")
+    assert counts == {"parses": 2 if subcommand == "export" else 1, "reads": 1}
 
 
 def test_what_is_typed_wins_over_the_checkpoints_hyperparameters_which_win_over_the_runs_config(capsys):

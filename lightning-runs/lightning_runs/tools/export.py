@@ -67,12 +67,12 @@ def export(
 def built_model(ckpt_path: Path, cli_main: Callable | None, options: Sequence[str]) -> L.LightningModule:
     """The checkpoint's LightningModule built as predict builds it, its weights loaded, on the CPU, in eval mode."""
     checkpoint = read_checkpoint(ckpt_path)  # once: the build below reads the same file from memory
+    say_evaluated("export", ckpt_path, None)
     token = BUILDING.set(True)
     try:
         cli = (cli_main or _any_module)(["predict", f"--ckpt_path={ckpt_path}", *options])
     finally:
         BUILDING.reset(token)
-    say_evaluated("export", ckpt_path, None)
     model = cli.model
     if type(model) is L.LightningModule:
         raise UsageError(
