@@ -1,7 +1,7 @@
 """`python -m <package> export --ckpt_path <file> --format onnx|torchscript|pt2`: the trained module for serving.
 
 The module is built as test and predict build it (cli/evaluation.py: the run's config.yaml, then the checkpoint's
-hyperparameters, then the `--model.*`, `--data.*` and `--config` options typed here, which are predict's), the
+hyperparameters, then the `--model.*` and `--data.*` options typed here, which are predict's), the
 checkpoint's weights loaded into it, exported from its `example_input_array` and checked at other batch sizes
 (export/exporting.py); `--batch_size N` exports at that batch alone, where a forward fixes it (`len(x)`). Written beside
 the checkpoint unless `--output` says where.
@@ -24,7 +24,7 @@ from lightning_runs.errors import UsageError, first_line
 from lightning_runs.export.exporting import example_of, exported, input_names, named_outputs, resized
 from lightning_runs.tools.function_cli import function_cli
 
-OWN = ("--ckpt_path", "--format", "--output", "--batch_size", "-h", "--help")  # the rest are predict's
+OWN = ("--ckpt_path", "--format", "--output", "--batch_size", "--config", "--print_config", "-h", "--help")
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".torchscript.pt", "pt2": ".pt2"}
 
 
@@ -36,7 +36,7 @@ def export(
     cli_main: Callable | None = None,
     options: Sequence[str] = (),
 ) -> Path:
-    """Write the checkpoint's module in `format` and return where.
+    """Write the checkpoint's module, built as predict builds it, in `format`; other options are predict's (--model.*).
 
     Args:
         ckpt_path: a checkpoint a fit wrote, e.g. runs/<name>/version_0/checkpoints/best.ckpt
