@@ -3,7 +3,7 @@
     python -m benchmarks.code_lines [folder]          (default: lightning-runs/lightning_runs)
     python -m benchmarks.code_lines --map             the library's map, a module a row, as docs/development.md holds it
 
-The machinery is held to 4,000 such lines; tests/template/test_docs_site.py checks that and that the map is current.
+The machinery is held to 4,000 such lines; tests/template/test_docs_map.py checks that and that the map is current.
 """
 
 import ast
@@ -58,7 +58,7 @@ def module_map(folder: Path = LIBRARY) -> str:
     paths = sorted(folder.rglob("*.py"), key=lambda p: (len(p.relative_to(folder).parts) > 1, str(p)))
     for path in paths:
         summary = first_sentence(path).replace("|", "\\|")
-        rows.append(f"| `{path.relative_to(folder)}` | {code_lines(path):,} | {summary} |")
+        rows.append(f"| `{path.relative_to(folder.parent)}` | {code_lines(path):,} | {summary} |")
     rows.append(f"| **in all** | **{sum(code_lines(p) for p in paths):,}** | |")
     return "\n".join(rows)
 
