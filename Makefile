@@ -27,7 +27,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 -include template.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock upgrade train evaluate-seeds test test-slow test-all lint format tensorboard runs clean sweep export schema completion audit ci
+.PHONY: help install lock upgrade train evaluate-seeds test test-slow test-all lint format tensorboard runs clean sweep export schema completion docs docs-serve audit ci
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -140,6 +140,12 @@ format: install ## fix what lint finds: ruff check --fix, ruff format, notebook 
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/nbstripout --keep-id notebooks/*.ipynb
+
+docs: install ## build the docs site into site/ (mkdocs-material; strict: a broken link or API name fails)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: install ## serve the docs site on http://localhost:8000 as you edit docs/ (this machine only)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
 
 tensorboard: install ## serve runs/ on http://localhost:6006, or PORT= (this machine only; docs/observability.md)
 	$(VENV)/bin/tensorboard --logdir runs --host 127.0.0.1 --port $(PORT)

@@ -1,8 +1,9 @@
 """The library's weight: code lines per subpackage, blanks, comments and docstrings left out.
 
     python -m benchmarks.code_lines [folder]          (default: lightning-runs/lightning_runs)
+    python -m benchmarks.code_lines --map             the library's map, a module a row, as docs/development.md holds it
 
-Issue 43 holds the machinery to 4,000 such lines; tests/template/test_benchmarks.py checks it stays there.
+The machinery is held to 4,000 such lines; tests/template/test_docs_site.py checks that and that the map is current.
 """
 
 import ast
@@ -44,7 +45,28 @@ def by_subpackage(folder: Path = LIBRARY) -> Counter:
     return counts
 
 
+def first_sentence(path: Path) -> str:
+    """What a module is, as its docstring's first sentence says (every module of the library starts with one)."""
+    docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
+    paragraph = " ".join(docstring.split("\n\n")[0].split())
+    return paragraph.split(". ")[0].removesuffix(".")
+
+
+def module_map(folder: Path = LIBRARY) -> str:
+    """A Markdown table: each module of `folder`, its code lines and its first sentence; then the total."""
+    rows = ["| module | code lines | what it is |", "|---|---:|---|"]
+    paths = sorted(folder.rglob("*.py"), key=lambda p: (len(p.relative_to(folder).parts) > 1, str(p)))
+    for path in paths:
+        summary = first_sentence(path).replace("|", "\\|")
+        rows.append(f"| `{path.relative_to(folder)}` | {code_lines(path):,} | {summary} |")
+    rows.append(f"| **in all** | **{sum(code_lines(p) for p in paths):,}** | |")
+    return "\n".join(rows)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--map"]:
+        print(module_map())
+        sys.exit()
     counts = by_subpackage(Path(sys.argv[1]) if len(sys.argv) > 1 else LIBRARY)
     for part, lines in counts.most_common():
         print(f"{lines:6,d}  {part}")

@@ -45,13 +45,15 @@ COPIED = ("pyproject.toml", "uv.lock", ".python-version", "Makefile", ".gitignor
           ".github/", "Dockerfile", ".dockerignore", ".devcontainer/",
           f"{PACKAGE}/", "configs/", "sweeps/", "notebooks/", "tests/", "scripts/")  # fmt: skip
 # The template's own tooling: a copy's `make update-template` runs the template's newest update_template.py.
-LEFT_OUT = ("tests/template/", "scripts/copy-README.md", "scripts/copier_task.py", "scripts/copier_checks.py",
-            "scripts/new_project.py", "scripts/update_template.py", "scripts/licenses/")  # fmt: skip
+LEFT_OUT = ("tests/template/", "scripts/copy-README.md", "scripts/copy-docs/", "scripts/copier_task.py",
+            "scripts/copier_checks.py", "scripts/new_project.py", "scripts/update_template.py",
+            "scripts/licenses/")  # fmt: skip
 # A copy's LICENSE is its owner's, written from scripts/licenses/<SPDX id> with the year and the copyright holder, in
 # a commit after the template's: the template's side of an update never holds it, so an update never touches it.
 LICENSES = TEMPLATE / "scripts/licenses"
 LICENSE = "MIT"  # the template's own (LICENSE, pyproject.toml), and a copy's unless it asks for another
 README = "scripts/copy-README.md"  # the copy's README.md, with <name> and <template> filled in
+DOCS_SITE = "scripts/copy-docs"  # the copy's mkdocs.yml and docs/ (its own pages, its package's API), filled in too
 LOCK = "uv.lock"  # the versions every copy installs: the template's, with the library from its git repository
 LIBRARY = "lightning-runs"  # the library's distribution, and its folder in this repository
 # Where uv takes the library, in the template's pyproject.toml ([tool.uv.sources]): the folder beside; a copy's line
@@ -240,6 +242,7 @@ def render(source: Path, dest: Path, name: str, package: str, template: str, com
     readme = readme.replace("<name>", name).replace("<template>", template)
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "README.md").write_text(readme)
+    write_docs_site(source, dest, name, template)
     for relative in committed(source):
         parts = relative.parts
         target = dest.joinpath(name if parts[0] == package else parts[0], *parts[1:])
@@ -250,6 +253,15 @@ def render(source: Path, dest: Path, name: str, package: str, template: str, com
         except UnicodeDecodeError:
             continue  # binary: nothing to rename
         target.write_text(rename(for_copy(relative, text, template, commit), name, package))
+
+
+def write_docs_site(source: Path, dest: Path, name: str, template: str) -> None:
+    """The copy's own mkdocs.yml and docs/ (the template's pages are the template's), with its names filled in."""
+    for page in sorted(path for path in (source / DOCS_SITE).rglob("*") if path.is_file()):
+        target = dest / page.relative_to(source / DOCS_SITE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        filled = page.read_text().replace("<name>", name).replace("<template>", template)
+        target.write_text(filled.replace("<package>", name))
 
 
 def write_record(dest: Path, template: str, commit: str, package: str, name: str) -> None:

@@ -17,8 +17,8 @@ from support import GIT_ENV, UV, template_repository
 NAME = f"{PACKAGE}_copy"  # the template itself is `project`; a copy of a copy works the same way
 # The design's top level of a copy (README.md is its own, written from scripts/copy-README.md).
 TOP_LEVEL = {".ci", ".gitignore", ".pre-commit-config.yaml", ".python-version", ".template.json", "Makefile",
-             "README.md", "configs", "notebooks", "pyproject.toml", "scripts", "sweeps", "tests", "uv.lock",
-             NAME}  # fmt: skip
+             "README.md", "configs", "docs", "mkdocs.yml", "notebooks", "pyproject.toml", "scripts", "sweeps", "tests",
+             "uv.lock", NAME}  # fmt: skip
 SCRATCH = ["my_run.yaml", "configs/mine.yaml", "my_digits.npy"]  # a user's files, never committed in the template
 
 

@@ -1,0 +1,39 @@
+"""The docs cannot go stale where the code can say it: the library's map in docs/development.md is the code's, and every
+list of the tools names each tool (the site's strict build: tests/test_docs_site.py)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from benchmarks.code_lines import LIBRARY, code_lines, module_map
+from lightning_runs import TOOLS
+
+ROOT = Path(__file__).resolve().parents[2]
+MAP = re.compile(r"<!-- map: python -m benchmarks.code_lines --map -->\n(.*?)<!-- end of map -->", re.S)
+
+
+def test_the_library_map_in_the_development_docs_is_the_codes():
+    found = MAP.search((ROOT / "docs/development.md").read_text())
+    assert found, "docs/development.md holds the generated map between its markers"
+    assert found.group(1).strip() == module_map().strip(), "run: python -m benchmarks.code_lines --map"
+
+
+def test_the_library_stays_within_its_4000_code_lines():
+    assert sum(code_lines(path) for path in LIBRARY.rglob("*.py")) <= 4000
+
+
+LISTS = ("README.md", "docs/*.md", "lightning-runs/README.md", "lightning-runs/lightning_runs/tools/__init__.py",
+         "project/cli.py")  # fmt: skip
+
+
+@pytest.mark.parametrize("pattern", LISTS)
+def test_every_list_of_the_tools_names_each_tool(pattern):
+    lists = [
+        (path.name, found)
+        for path in ROOT.glob(pattern)
+        for found in re.findall(r"python -m \S+ \{?(\w+(?:[|,]\w+){3,})\}?", path.read_text())
+        if "fit" not in found  # the subcommands' list
+    ]
+    for name, found in lists:
+        assert sorted(re.split("[|,]", found)) == sorted(TOOLS), f"{name}: {found}"
