@@ -35,6 +35,15 @@ def save_now(callback, trainer) -> None:
         callback._save_last_checkpoint(trainer, candidates)
 
 
+def call_epoch_start_hooks(trainer) -> None:
+    """Calls the callbacks' and the module's `on_train_epoch_start` as the fit loop does (its private `call` helpers
+    also name the hook for `self.log` and the profiler): Lightning 2.6 skips them on a restart inside an epoch."""
+    from lightning.pytorch.trainer import call
+
+    call._call_callback_hooks(trainer, "on_train_epoch_start")
+    call._call_lightning_module_hook(trainer, "on_train_epoch_start")
+
+
 def signal_launched_ranks(launcher, signum: signal.Signals) -> None:
     """Sends `signum` to the ranks Lightning's own launcher started (they do not see a signal sent to this process);
     `kill` is the private `_Launcher`'s, which Lightning's own SIGTERM handling calls."""

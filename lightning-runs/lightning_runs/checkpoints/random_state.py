@@ -1,4 +1,5 @@
-"""RandomState: the RNG states in every checkpoint, so that a resumed run draws what an uninterrupted one draws.
+"""RandomState: the RNG states in every checkpoint, so that a resumed run draws what an uninterrupted one draws, and
+what a restart needs that Lightning's checkpoint lacks: which parameters train, and an epoch's start.
 
 Trainer(callbacks=[RandomState()])
 """
@@ -14,6 +15,7 @@ from lightning.pytorch.utilities import CombinedLoader
 from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs.console import say
+from lightning_runs.private import call_epoch_start_hooks
 
 
 class RandomState(Callback):
@@ -22,12 +24,21 @@ class RandomState(Callback):
     (`DataLoader(..., generator=torch.Generator().manual_seed(0))`, PyTorch's reproducibility recipe): rebuilt by
     `train_dataloader()`, such a generator would start again from its seed and retrain epoch 1's order. All ranks were
     seeded alike, so rank zero's state (the one written) is every rank's. Tensors and lists only: weights_only loads it.
+
+    A restart inside an epoch, at the training start (after Lightning built the loader's iterator, which drew its base
+    seed, and a shuffling sampler's, from the restored RNG: any later draw was shifted), first calls the callbacks' and
+    the module's `on_train_epoch_start`, which Lightning 2.6 skips there (`BaseFinetuning` unfreezes in it), then sets
+    the saved RNG states again, so neither the loader's draws nor the replayed hooks' shift the module's. Any restart
+    also restores which parameters train and which norm layers track running statistics (`requires_grad`,
+    `track_running_stats`): `BaseFinetuning` freezes again at set-up and unfreezes only at its milestone's epoch.
+    Callbacks listed after it see the replayed hook before their own `on_train_start`.
     """
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         self._trainer = trainer
 
     def on_train_start(self, trainer, pl_module) -> None:
+        restored, self._restored = getattr(self, "_restored", None), None
         # A resume inside an epoch is exact only where the loader resumes its position: said in one line of its own.
         # (Lightning's own restart stage: a checkpoint taken at an epoch's end restores with its batches counted.)
         resumed_inside = trainer.ckpt_path and trainer.fit_loop.restarted_mid_epoch
@@ -38,6 +49,13 @@ class RandomState(Callback):
                 "resumed inside an epoch whose loader cannot resume its position: the epoch's remaining batches come"
                 " from a fresh shuffle, not as the uninterrupted run's (torchdata's StatefulDataLoader resumes exactly)"
             )
+        if restored is None:
+            return
+        if "trainable" in restored:
+            train_as(pl_module, restored["trainable"])
+        if resumed_inside:
+            call_epoch_start_hooks(trainer)
+            _set_generators(restored)
 
     def state_dict(self) -> dict[str, Any]:
         kind, keys, position, has_gauss, cached = np.random.get_state()
@@ -49,6 +67,7 @@ class RandomState(Callback):
             "numpy": [kind, keys.tolist(), position, has_gauss, cached],
             "python": [version, list(python_state), gauss_next],
             "loaders": [g.get_state() for g in loader_generators(trainer and trainer.train_dataloader)],
+            "trainable": trainable(trainer.lightning_module) if trainer and trainer.lightning_module else {},
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -62,13 +81,34 @@ class RandomState(Callback):
             datamodule = trainer.datamodule  # where Lightning takes the loaders from, if it has them
             own = datamodule is not None and is_overridden("train_dataloader", datamodule)
             _restore_on_return(datamodule if own else trainer.lightning_module, loaders)
-        torch.set_rng_state(state["torch"])
-        if state["cuda"] and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda"])
-        kind, keys, position, has_gauss, cached = state["numpy"]
-        np.random.set_state((kind, np.array(keys, dtype=np.uint32), position, has_gauss, cached))
-        version, python_state, gauss_next = state["python"]
-        random.setstate((version, tuple(python_state), gauss_next))
+        _set_generators(state)
+        self._restored = state
+
+
+def _set_generators(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+    kind, keys, position, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, np.array(keys, dtype=np.uint32), position, has_gauss, cached))
+    version, python_state, gauss_next = state["python"]
+    random.setstate((version, tuple(python_state), gauss_next))
+
+
+def trainable(module: torch.nn.Module) -> dict[str, list[str]]:
+    """The parameters that do not train and the norm layers that keep no running statistics, by name."""
+    frozen = [name for name, parameter in module.named_parameters() if not parameter.requires_grad]
+    norms = [name for name, layer in module.named_modules() if getattr(layer, "track_running_stats", True) is False]
+    return {"frozen": frozen, "untracked": norms}
+
+
+def train_as(module: torch.nn.Module, state: dict[str, list[str]]) -> None:
+    frozen, untracked = set(state["frozen"]), set(state["untracked"])
+    for name, parameter in module.named_parameters():
+        parameter.requires_grad_(name not in frozen)
+    for name, layer in module.named_modules():
+        if isinstance(getattr(layer, "track_running_stats", None), bool):
+            layer.track_running_stats = name not in untracked
 
 
 def loader_generators(loaders) -> list[torch.Generator]:
