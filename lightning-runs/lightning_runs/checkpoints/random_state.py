@@ -43,11 +43,18 @@ class RandomState(Callback):
         # (Lightning's own restart stage: a checkpoint taken at an epoch's end restores with its batches counted.)
         resumed_inside = trainer.ckpt_path and trainer.fit_loop.restarted_mid_epoch
         loaders = CombinedLoader(trainer.train_dataloader).flattened
-        stateful = all(hasattr(d, "state_dict") and hasattr(d, "load_state_dict") for d in loaders)
+        stateful = all(_stateful(d) for d in loaders)
         if resumed_inside and not stateful and not is_overridden("state_dict", trainer.datamodule, LightningDataModule):
             say(
                 "resumed inside an epoch whose loader cannot resume its position: the epoch's remaining batches come"
                 " from a fresh shuffle, not as the uninterrupted run's (torchdata's StatefulDataLoader resumes exactly)"
+            )
+        workers = [d.num_workers for d in loaders if getattr(d, "num_workers", 0) and not _stateful(d.dataset)]
+        if resumed_inside and stateful and workers:
+            say(
+                f"resumed inside an epoch whose loader reads in worker processes (num_workers={workers[0]}): a random"
+                " draw there (an augmentation) starts again from the worker's seed, unlike the uninterrupted run's (a"
+                " dataset with state_dict/load_state_dict of its own generator resumes exactly)"
             )
         if restored is None:
             return
@@ -55,7 +62,7 @@ class RandomState(Callback):
             train_as(pl_module, restored["trainable"])
         if resumed_inside:
             call_epoch_start_hooks(trainer)
-            _set_generators(restored)
+            _set_rng(restored)
 
     def state_dict(self) -> dict[str, Any]:
         kind, keys, position, has_gauss, cached = np.random.get_state()
@@ -71,21 +78,23 @@ class RandomState(Callback):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        trainer, loaders = getattr(self, "_trainer", None), list(state.get("loaders", []))
-        if (
-            loaders
-            and trainer is not None
-            and trainer.state.fn == "fit"
-            and not trainer.reload_dataloaders_every_n_epochs
-        ):
-            datamodule = trainer.datamodule  # where Lightning takes the loaders from, if it has them
+        trainer = getattr(self, "_trainer", None)
+        # Rebuilt at every epoch's start, the loaders draw alike in both runs: nothing to undo.
+        if trainer is not None and trainer.state.fn == "fit" and not trainer.reload_dataloaders_every_n_epochs:
+            datamodule, module = trainer.datamodule, trainer.lightning_module  # Lightning's order of sources
             own = datamodule is not None and is_overridden("train_dataloader", datamodule)
-            _restore_on_return(datamodule if own else trainer.lightning_module, loaders)
-        _set_generators(state)
+            source = datamodule if own else module if is_overridden("train_dataloader", module) else None
+            if source is not None:
+                _restore_on_return(source, state)
+        _set_rng(state)
         self._restored = state
 
 
-def _set_generators(state: dict[str, Any]) -> None:
+def _stateful(thing) -> bool:
+    return hasattr(thing, "state_dict") and hasattr(thing, "load_state_dict")
+
+
+def _set_rng(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     if state["cuda"] and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -128,11 +137,13 @@ def loader_generators(loaders) -> list[torch.Generator]:
     return list(found.values())
 
 
-def _restore_on_return(source, states: list[torch.Tensor]) -> None:
-    """The next `source.train_dataloader()` gives loaders whose generators hold `states`; then the method is the
-    class's own again. Lightning calls it by name on the instance after it restores the callbacks and before it draws
-    a batch (private.py lists this reliance; tests/test_loader_generators.py fails when it changes)."""
-    build = source.train_dataloader
+def _restore_on_return(source, saved: dict[str, Any]) -> None:
+    """The next `source.train_dataloader()` gives loaders whose generators hold the saved states, and leaves the RNG
+    as saved: building a loader draws (torchdata's shuffling sampler seeds itself from the global RNG), which the
+    uninterrupted run did at its start. Then the method is the class's own again. Lightning calls it by name on the
+    instance after it restores the callbacks and before it draws a batch (private.py lists this reliance;
+    tests/test_loader_generators.py fails when it changes)."""
+    build, states = source.train_dataloader, list(saved.get("loaders", []))
 
     def restoring():
         del source.train_dataloader
@@ -141,6 +152,7 @@ def _restore_on_return(source, states: list[torch.Tensor]) -> None:
         if len(generators) == len(states):  # the same loaders as when saved; else nothing to match them by
             for generator, state in zip(generators, states, strict=True):
                 generator.set_state(state)
+        _set_rng(saved)
         return loaders
 
     source.train_dataloader = restoring
