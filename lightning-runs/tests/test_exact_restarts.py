@@ -2,7 +2,6 @@
 the loader: a plain Trainer with the library's parts, stopped by SIGTERM inside an epoch or at its end, resumed from
 last.ckpt, ends with every tensor of the uninterrupted run's checkpoint (RNG states and BN counters included)."""
 
-import os
 from pathlib import Path
 
 import lightning as L
@@ -10,12 +9,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 from lightning.pytorch.callbacks.finetuning import BaseFinetuning
+from tiny_runs import assert_same_checkpoint, load
 from torch import nn, optim
 from torch.optim.lr_scheduler import MultiStepLR
 from torch.optim.optimizer import Optimizer
 from torch.utils.data import Dataset
 from torchdata.stateful_dataloader import StatefulDataLoader
-from tiny_runs import assert_same_checkpoint, load
 
 from lightning_runs.checkpoints import AtomicCheckpointIO, LastCheckpoint, RandomState
 from lightning_runs.errors import Stopped
