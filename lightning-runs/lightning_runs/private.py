@@ -13,7 +13,8 @@ Also relied on, where no wrapper can stand (each in tests/test_private_apis.py):
   (checkpoints/last_checkpoint.py: schedulers_after_epoch);
 - a checkpoint's `loops.fit_loop.state_dict.combined_loader` (parallel/fsdp.py) and `meta.pt` as Lightning's name for
   a sharded checkpoint's unsharded part (checkpoints/sharded.py);
-- that a fit looks `train_dataloader` up on the instance after restoring callbacks (checkpoints/random_state.py).
+- that a fit looks `train_dataloader` and the module's `on_train_start` up on the instance after restoring callbacks
+  (checkpoints/random_state.py).
 """
 
 import logging

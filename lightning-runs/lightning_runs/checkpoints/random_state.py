@@ -5,6 +5,7 @@ Trainer(callbacks=[RandomState()])
 """
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,13 +26,13 @@ class RandomState(Callback):
     `train_dataloader()`, such a generator would start again from its seed and retrain epoch 1's order. All ranks were
     seeded alike, so rank zero's state (the one written) is every rank's. Tensors and lists only: weights_only loads it.
 
-    A restart inside an epoch, at the training start (after Lightning built the loader's iterator, which drew its base
-    seed, and a shuffling sampler's, from the restored RNG: any later draw was shifted), first calls the callbacks' and
-    the module's `on_train_epoch_start`, which Lightning 2.6 skips there (`BaseFinetuning` unfreezes in it), then sets
-    the saved RNG states again, so neither the loader's draws nor the replayed hooks' shift the module's. Any restart
-    also restores which parameters train and which norm layers track running statistics (`requires_grad`,
+    Building the loaders after a restore draws from the restored RNG (torchdata's shuffling sampler seeds itself), and
+    so does the restored loader's iterator (its base seed): each later draw was shifted. So the RNG is set as saved
+    again once `train_dataloader()` returns, and on a restart inside an epoch once every `on_train_start` has run
+    (the module's last), after calling the callbacks' and the module's `on_train_epoch_start`, which Lightning 2.6
+    skips there (`BaseFinetuning` unfreezes in it): the first batch is fetched and drawn from the saved state. Any
+    restart also restores which parameters train and which norm layers track running statistics (`requires_grad`,
     `track_running_stats`): `BaseFinetuning` freezes again at set-up and unfreezes only at its milestone's epoch.
-    Callbacks listed after it see the replayed hook before their own `on_train_start`.
     """
 
     def setup(self, trainer, pl_module, stage: str) -> None:
@@ -60,9 +61,13 @@ class RandomState(Callback):
             return
         if "trainable" in restored:
             train_as(pl_module, restored["trainable"])
-        if resumed_inside:
-            call_epoch_start_hooks(trainer)
-            _set_rng(restored)
+        if resumed_inside:  # after every callback's and the module's own on_train_start, as in a fit from the start
+
+            def replay(_) -> None:
+                call_epoch_start_hooks(trainer)
+                _set_rng(restored)
+
+            _once_after(pl_module, "on_train_start", replay)
 
     def state_dict(self) -> dict[str, Any]:
         kind, keys, position, has_gauss, cached = np.random.get_state()
@@ -140,19 +145,29 @@ def loader_generators(loaders) -> list[torch.Generator]:
 def _restore_on_return(source, saved: dict[str, Any]) -> None:
     """The next `source.train_dataloader()` gives loaders whose generators hold the saved states, and leaves the RNG
     as saved: building a loader draws (torchdata's shuffling sampler seeds itself from the global RNG), which the
-    uninterrupted run did at its start. Then the method is the class's own again. Lightning calls it by name on the
-    instance after it restores the callbacks and before it draws a batch (private.py lists this reliance;
-    tests/test_loader_generators.py fails when it changes)."""
-    build, states = source.train_dataloader, list(saved.get("loaders", []))
+    uninterrupted run did at its start."""
+    states = list(saved.get("loaders", []))
 
-    def restoring():
-        del source.train_dataloader
-        loaders = build()
+    def restore(loaders) -> None:
         generators = loader_generators(loaders)
         if len(generators) == len(states):  # the same loaders as when saved; else nothing to match them by
             for generator, state in zip(generators, states, strict=True):
                 generator.set_state(state)
         _set_rng(saved)
-        return loaders
 
-    source.train_dataloader = restoring
+    _once_after(source, "train_dataloader", restore)
+
+
+def _once_after(owner, name: str, then: Callable[[Any], None]) -> None:
+    """The next `owner.<name>()` runs the method, then `then(its result)`; then the method is as it was. Lightning
+    calls `train_dataloader` and `on_train_start` by name on the instance, after it restores the callbacks (private.py
+    lists this reliance; tests/test_loader_generators.py and tests/test_exact_restarts.py fail when it changes)."""
+    method, own = getattr(owner, name), name in vars(owner)
+
+    def once(*args, **kwargs):
+        setattr(owner, name, method) if own else delattr(owner, name)
+        result = method(*args, **kwargs)
+        then(result)
+        return result
+
+    setattr(owner, name, once)
