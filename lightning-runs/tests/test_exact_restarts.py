@@ -16,7 +16,7 @@ from torch.optim.optimizer import Optimizer
 from torch.utils.data import Dataset
 from torchdata.stateful_dataloader import StatefulDataLoader
 
-from lightning_runs.checkpoints import AtomicCheckpointIO, LastCheckpoint, RandomState
+from lightning_runs.checkpoints import AtomicCheckpointIO, BestCheckpoint, LastCheckpoint, RandomState
 from lightning_runs.errors import Stopped
 from lightning_runs.faults import CheckpointOnSignal
 from lightning_runs.testing import SignalAt
@@ -109,6 +109,25 @@ def test_a_resume_inside_an_epoch_says_that_a_workers_random_draws_start_again(t
     fit(tmp_path / "run", Dropout, data, 2)
     said = [line for line in capsys.readouterr().out.splitlines() if "worker" in line]
     assert len(said) == 1 and "num_workers=1" in said[0], said
+
+
+def test_a_signal_saves_the_last_checkpoint_found_by_its_type_not_by_a_monitor(tmp_path):
+    # What `--best_checkpoint.monitor null` builds: a BestCheckpoint watching nothing, listed before LastCheckpoint.
+    # The signal saved best.ckpt and said "resume with last", whose file was an epoch older.
+    keep = {"enable_version_counter": False}
+    parts = [BestCheckpoint(monitor=None, filename="best", **keep), LastCheckpoint(filename="last", **keep)]
+    trainer = L.Trainer(
+        max_epochs=2, limit_train_batches=BATCHES, logger=False, default_root_dir=tmp_path, accelerator="cpu",
+        callbacks=[*parts, RandomState(), CheckpointOnSignal(), SignalAt(step=BATCHES + 1)],
+        enable_progress_bar=False, enable_model_summary=False,
+    )  # fmt: skip
+    with pytest.raises(Stopped) as stop:
+        trainer.fit(Dropout(), Stateful())
+    last, step = tmp_path / "checkpoints/last.ckpt", BATCHES + 2
+    resume = 'trainer.fit(..., ckpt_path="last") resumes it'
+    assert str(stop.value) == f"stopped by SIGTERM at step {step}; saved {last}; {resume}"
+    assert stop.value.code == 143 and stop.value.command_line.endswith("resume with --ckpt_path last")
+    assert load(last)["global_step"] == step and load(tmp_path / "checkpoints/best.ckpt")["global_step"] == BATCHES
 
 
 # Lightning's fine-tuning example (examples/pytorch/domain_templates/computer_vision_fine_tuning.py), its callback
