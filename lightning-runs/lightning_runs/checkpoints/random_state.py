@@ -59,7 +59,7 @@ class RandomState(Callback):
             )
         if restored is None:
             return
-        if "trainable" in restored:
+        if restored.get("trainable"):  # none in a checkpoint of an earlier version
             train_as(pl_module, restored["trainable"])
         if resumed_inside:  # after every callback's and the module's own on_train_start, as in a fit from the start
 
