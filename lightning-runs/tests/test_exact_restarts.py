@@ -20,6 +20,7 @@ from lightning_runs.checkpoints import AtomicCheckpointIO, BestCheckpoint, LastC
 from lightning_runs.errors import Stopped
 from lightning_runs.faults import CheckpointOnSignal
 from lightning_runs.testing import SignalAt
+from tiny_tasks import TinyClassifier, TinyDataModule
 
 BATCHES = 4  # a training epoch, in steps
 
@@ -100,6 +101,41 @@ def test_a_module_that_draws_resumes_exactly_from_a_stateful_loader_without_a_ge
     whole, resumed = stopped_and_resumed(tmp_path, Dropout, data, epochs=2, stop=SignalAt(step=BATCHES + 1))
     assert resumed["global_step"] == 2 * BATCHES
     assert_same_checkpoint(whole, resumed)
+    assert torch.equal(whole["callbacks"]["RandomState"]["torch"], resumed["callbacks"]["RandomState"]["torch"])
+
+
+class DropoutClassifier(TinyClassifier):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(F.dropout(x, 0.3, self.training))
+
+
+class StatefulPoints(TinyDataModule):
+    """A user's DataModule: the tiny task's points in a StatefulDataLoader read by 2 workers."""
+
+    def train_dataloader(self):
+        train = torch.utils.data.TensorDataset(*self.splits["train"])
+        return StatefulDataLoader(train, batch_size=self.hparams.batch_size, shuffle=True, num_workers=2)
+
+
+@pytest.mark.slow
+def test_the_cli_resumes_a_users_stateful_loader_with_workers_on_a_dropout_model_bit_for_bit(tmp_path):
+    from tiny_runs import run
+
+    recipe = ["--model=test_exact_restarts.DropoutClassifier", "--data=test_exact_restarts.StatefulPoints"]
+    recipe += ["--trainer.max_epochs=2", "--name=points"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path)
+        run("fit", *recipe, "--name=whole")
+        stop = ["--trainer.callbacks+=lightning_runs.testing.SignalAt", "--trainer.callbacks.step=8"]
+        with pytest.raises(SystemExit) as stopped:
+            run("fit", *recipe, *stop)
+        assert stopped.value.code == 143
+        run("fit", *recipe, *stop, "--ckpt_path=last")  # the same command: its step has passed
+    last = "version_0/checkpoints/last.ckpt"
+    whole, resumed = load(tmp_path / "runs/whole" / last), load(tmp_path / "runs/points" / last)
+    assert resumed["global_step"] == 12
+    for key in whole["state_dict"]:
+        assert torch.equal(whole["state_dict"][key], resumed["state_dict"][key]), key
     assert torch.equal(whole["callbacks"]["RandomState"]["torch"], resumed["callbacks"]["RandomState"]["torch"])
 
 
