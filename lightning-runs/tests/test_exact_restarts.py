@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from lightning.pytorch.callbacks.finetuning import BaseFinetuning
+from lightning.pytorch.loggers import TensorBoardLogger
 from tiny_runs import assert_same_checkpoint, load
 from torch import nn, optim
 from torch.optim.lr_scheduler import MultiStepLR
@@ -164,6 +165,29 @@ def test_a_signal_saves_the_last_checkpoint_found_by_its_type_not_by_a_monitor(t
     assert str(stop.value) == f"stopped by SIGTERM at step {step}; saved {last}; {resume}"
     assert stop.value.code == 143 and stop.value.command_line.endswith("resume with --ckpt_path last")
     assert load(last)["global_step"] == step and load(tmp_path / "checkpoints/best.ckpt")["global_step"] == BATCHES
+
+
+def test_ckpt_path_last_continues_the_newest_run_with_a_last_checkpoint_whichever_part_asks_first(tmp_path):
+    # A plain script's default logger numbers its versions: Lightning looked in the new one. version_0 finished (best
+    # and last), version_1 stopped before its first epoch ended (last only): BestCheckpoint, asked first, must not
+    # choose version_0 by its best.ckpt.
+    def fit(*callbacks, ckpt_path=None) -> L.Trainer:
+        keep = {"enable_version_counter": False}
+        parts = [BestCheckpoint(monitor=None, filename="best", **keep), LastCheckpoint(filename="last", **keep)]
+        trainer = L.Trainer(
+            max_epochs=1, limit_train_batches=BATCHES, logger=TensorBoardLogger(tmp_path, name="x"), accelerator="cpu",
+            callbacks=[*parts, CheckpointOnSignal(), *callbacks], enable_progress_bar=False, enable_model_summary=False,
+        )  # fmt: skip
+        trainer.fit(Dropout(), Stateful(), ckpt_path=ckpt_path)
+        return trainer
+
+    fit()
+    with pytest.raises(Stopped):
+        fit(SignalAt(step=1))
+    assert not (tmp_path / "x/version_1/checkpoints/best.ckpt").exists()
+    resumed = fit(ckpt_path="last")
+    assert resumed.ckpt_path == str(tmp_path / "x/version_1/checkpoints/last.ckpt")
+    assert resumed.log_dir == str(tmp_path / "x/version_1") and resumed.global_step == BATCHES
 
 
 # Lightning's fine-tuning example (examples/pytorch/domain_templates/computer_vision_fine_tuning.py), its callback

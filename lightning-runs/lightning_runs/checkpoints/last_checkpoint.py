@@ -30,9 +30,9 @@ class LastCheckpoint(ModelCheckpoint):
         # `fit(ckpt_path="last")` looked in the folder of the logger's next version, new and empty (a plain script's
         # default logger numbers itself): the run it continues is the newest version with this part's file, and the
         # logger writes there again. A logger given its version, or a dirpath, is Lightning's own case.
-        logger = unnumbered_logger(trainer)
-        if self.dirpath is None and logger is not None:
-            name = f"{self.filename or self.CHECKPOINT_NAME_LAST}{self.FILE_EXTENSION}"
+        logger, last = unnumbered_logger(trainer), last_part(trainer) or self
+        if self.dirpath is None and logger is not None:  # the run's last file, whichever part asks first
+            name = f"{last.filename or self.CHECKPOINT_NAME_LAST}{self.FILE_EXTENSION}"
             found = newest_with(Path(logger.save_dir or trainer.default_root_dir) / str(logger.name), name)
             if found is None:
                 return set()
@@ -80,6 +80,12 @@ class BestCheckpoint(LastCheckpoint):
             if trainer.strategy.reduce_boolean_decision(tie):
                 return True
         return super().check_monitor_top_k(trainer, current)
+
+
+def last_part(trainer) -> LastCheckpoint | None:
+    """The run's LastCheckpoint, by type: a BestCheckpoint is one too, and may watch nothing."""
+    parts = (c for c in trainer.checkpoint_callbacks if isinstance(c, LastCheckpoint))
+    return next((c for c in parts if not isinstance(c, BestCheckpoint)), None)
 
 
 def schedulers_after_epoch(trainer, checkpoint: dict[str, Any]) -> None:

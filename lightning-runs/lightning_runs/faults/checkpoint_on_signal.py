@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 
-from lightning_runs.checkpoints.last_checkpoint import BestCheckpoint, LastCheckpoint
+from lightning_runs.checkpoints.last_checkpoint import last_part
 from lightning_runs.errors import Stopped, Terminated
 from lightning_runs.private import signal_launched_ranks
 from lightning_runs.processes import PYTHON_DEFAULTS
@@ -103,8 +103,8 @@ def last_checkpoint_path(trainer) -> Path:
     """Where the run's LastCheckpoint writes (a BestCheckpoint watching nothing is none); without one, `last.ckpt`
     beside the first ModelCheckpoint's files, where Lightning's `ckpt_path="last"` looks."""
     saving = [c for c in trainer.checkpoint_callbacks if isinstance(c, ModelCheckpoint) and c.dirpath]
-    last = next((c for c in saving if isinstance(c, LastCheckpoint) and not isinstance(c, BestCheckpoint)), None)
-    if last is None:
+    last = last_part(trainer)
+    if last is None or not last.dirpath:
         folder = Path(saving[0].dirpath) if saving else Path(trainer.default_root_dir) / "checkpoints"
         return folder / f"last{ModelCheckpoint.FILE_EXTENSION}"
     return Path(last.format_checkpoint_name({}))
