@@ -58,3 +58,8 @@ def test_the_readmes_plain_script_exits_143_on_sigterm_and_resumes_as_written(tm
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert not (tmp_path / "lightning_logs/version_1").exists(), "the run continued in its own folder"
     assert_same_checkpoint(uninterrupted, load(last))
+
+    finished = script(tmp_path)  # once more: the finished run is loaded and trains no further
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert load(last)["global_step"] == uninterrupted["global_step"]
+    assert not (tmp_path / "lightning_logs/version_1").exists()
