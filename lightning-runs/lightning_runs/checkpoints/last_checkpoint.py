@@ -28,10 +28,11 @@ class LastCheckpoint(ModelCheckpoint):
 
     def _find_last_checkpoints(self, trainer) -> set[str]:
         # `fit(ckpt_path="last")` looked in the folder of the logger's next version, new and empty (a plain script's
-        # default logger numbers itself): the run it continues is the newest version with this part's file, and the
-        # logger writes there again. A logger given its version, or a dirpath, is Lightning's own case.
+        # default logger numbers itself): the run it continues is the newest version with the run's LastCheckpoint
+        # file (whichever part is asked first), and the logger writes there again. A logger given its version, or a
+        # dirpath, is Lightning's own case.
         logger, last = unnumbered_logger(trainer), last_part(trainer) or self
-        if self.dirpath is None and logger is not None:  # the run's last file, whichever part asks first
+        if self.dirpath is None and logger is not None:
             name = f"{last.filename or self.CHECKPOINT_NAME_LAST}{self.FILE_EXTENSION}"
             found = newest_with(Path(logger.save_dir or trainer.default_root_dir) / str(logger.name), name)
             if found is None:
