@@ -27,7 +27,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 -include template.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock upgrade train evaluate-seeds test test-slow test-all lint format tensorboard runs clean sweep export schema completion docs docs-serve
+.PHONY: help install lock upgrade train evaluate-seeds test test-slow test-all lint format tensorboard runs clean sweep export schema completion docs docs-serve audit ci
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -117,6 +117,24 @@ test-all: install ## the whole suite, slow tests included: what .ci/run runs, as
 
 lint: install ## the pre-commit hooks over every tracked file: ruff check, ruff format --check, notebooks clean
 	$(VENV)/bin/pre-commit run --all-files
+
+# Every release uv.lock pins (each extra and group, both platforms), less this project and the library (not on PyPI),
+# against the advisories PyPI publishes (pip-audit's default source, the same database as OSV's PyPI entries). Online:
+# never part of the tests. --strict: a release it could not look up fails the audit instead of passing unchecked.
+PIP_AUDIT_VERSION := 2.10.1
+audit: $(UV_NEEDED) ## check every release uv.lock pins against published advisories (pip-audit; online)
+	@mkdir -p $(VENV)
+	$(UV) export --locked --all-extras --all-groups --no-emit-project --no-emit-package lightning-runs --quiet \
+		--format requirements-txt --output-file $(VENV)/audited-requirements.txt
+	$(UV) tool run --from pip-audit==$(PIP_AUDIT_VERSION) pip-audit --strict --disable-pip --progress-spinner off \
+		--requirement $(VENV)/audited-requirements.txt
+
+# .github/workflows/ci.yml's jobs, one after another on this machine; .ci/run is the part that needs no network.
+ci: ## what CI runs: install (uv sync --locked), lint, test, test-slow, then audit (online)
+	$(MAKE) lint
+	$(MAKE) test
+	$(MAKE) test-slow
+	$(MAKE) audit
 
 format: install ## fix what lint finds: ruff check --fix, ruff format, notebook outputs stripped
 	$(VENV)/bin/ruff check --fix .

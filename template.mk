@@ -3,7 +3,8 @@
 .PHONY: bench bench-scale bench-sweep gpu-check new-project
 
 new-project: ## copy this template to DEST as package NAME, in a new git repository: DEST=../my-exp NAME=my_exp
-	$(PYTHON) scripts/new_project.py "$(DEST)" "$(NAME)"  # quoted: a DEST with a space is one folder
+	$(PYTHON) scripts/new_project.py "$(DEST)" "$(NAME)" $(if $(LICENSE),--license "$(LICENSE)") \
+		$(if $(HOLDER),--holder "$(HOLDER)")  # quoted: a DEST with a space is one folder; LICENSE=Apache-2.0 HOLDER=...
 
 bench: install ## the project's fit against a plain PyTorch loop and a plain Lightning script of the same job (~10 min)
 	$(PY) -m benchmarks.compare $(ARGS)

@@ -2,12 +2,14 @@
 
     python -m benchmarks.code_lines [folder]          (default: lightning-runs/lightning_runs)
     python -m benchmarks.code_lines --map             the library's map, a module a row, as docs/development.md holds it
+    python -m benchmarks.code_lines --map --write     that map written into docs/development.md, between its markers
 
-The machinery is held to 4,000 such lines; tests/template/test_docs_site.py checks that and that the map is current.
+The machinery is held to 4,000 such lines; tests/template/test_docs_map.py checks that and that the map is current.
 """
 
 import ast
 import io
+import re
 import sys
 import tokenize
 from collections import Counter
@@ -58,12 +60,19 @@ def module_map(folder: Path = LIBRARY) -> str:
     paths = sorted(folder.rglob("*.py"), key=lambda p: (len(p.relative_to(folder).parts) > 1, str(p)))
     for path in paths:
         summary = first_sentence(path).replace("|", "\\|")
-        rows.append(f"| `{path.relative_to(folder)}` | {code_lines(path):,} | {summary} |")
+        rows.append(f"| `{path.relative_to(folder.parent)}` | {code_lines(path):,} | {summary} |")
     rows.append(f"| **in all** | **{sum(code_lines(p) for p in paths):,}** | |")
     return "\n".join(rows)
 
 
+MAPPED = ROOT / "docs/development.md"
+MARKERS = re.compile(r"(<!-- map: python -m benchmarks.code_lines --map -->\n)(.*?)(<!-- end of map -->)", re.S)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--map", "--write"]:
+        MAPPED.write_text(MARKERS.sub(lambda m: f"{m[1]}{module_map()}\n{m[3]}", MAPPED.read_text()))
+        sys.exit()
     if sys.argv[1:] == ["--map"]:
         print(module_map())
         sys.exit()

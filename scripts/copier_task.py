@@ -4,12 +4,13 @@ Copier runs it in each render of an update too (old version, the copy, new versi
 
 import shutil
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from new_project import PACKAGE, README, committed, for_copy, rename, write_docs_site
+from new_project import PACKAGE, README, committed, for_copy, rename, write_docs_site, write_license
 
-name, commit, template, clone = sys.argv[1:5]
+name, commit, template, clone, spdx, holder = sys.argv[1:7]
 copy = Path.cwd()
 for relative in committed(Path(clone)):  # what copier copied, as the template committed it
     written = copy / relative
@@ -30,3 +31,4 @@ shutil.rmtree(copy / PACKAGE, ignore_errors=True)
 readme = (Path(clone) / README).read_text()  # copier.yml excludes the template's README.md
 (copy / "README.md").write_text(readme.replace("<name>", name).replace("<template>", template))
 write_docs_site(Path(clone), copy, name, template)  # copier.yml excludes the template's mkdocs.yml and docs/
+write_license(copy, spdx, holder, time.gmtime().tm_year)  # copier.yml's questions; LICENSES is this render's template

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 try:
@@ -41,10 +42,16 @@ TRAILER = "Template-commit:"
 # here: the library (lightning-runs/, installed by version instead), benchmarks, the template's docs and its own
 # tests (tests/template/), template.mk (the template's own make targets).
 COPIED = ("pyproject.toml", "uv.lock", ".python-version", "Makefile", ".gitignore", ".pre-commit-config.yaml", ".ci/",
+          ".github/", "Dockerfile", ".dockerignore", ".devcontainer/",
           f"{PACKAGE}/", "configs/", "sweeps/", "notebooks/", "tests/", "scripts/")  # fmt: skip
 # The template's own tooling: a copy's `make update-template` runs the template's newest update_template.py.
 LEFT_OUT = ("tests/template/", "scripts/copy-README.md", "scripts/copy-docs/", "scripts/copier_task.py",
-            "scripts/copier_checks.py", "scripts/new_project.py", "scripts/update_template.py")  # fmt: skip
+            "scripts/copier_checks.py", "scripts/new_project.py", "scripts/update_template.py",
+            "scripts/licenses/")  # fmt: skip
+# A copy's LICENSE is its owner's, written from scripts/licenses/<SPDX id> with the year and the copyright holder, in
+# a commit after the template's: the template's side of an update never holds it, so an update never touches it.
+LICENSES = TEMPLATE / "scripts/licenses"
+LICENSE = "MIT"  # the template's own (LICENSE, pyproject.toml), and a copy's unless it asks for another
 README = "scripts/copy-README.md"  # the copy's README.md, with <name> and <template> filled in
 DOCS_SITE = "scripts/copy-docs"  # the copy's mkdocs.yml and docs/ (its own pages, its package's API), filled in too
 LOCK = "uv.lock"  # the versions every copy installs: the template's, with the library from its git repository
@@ -74,6 +81,29 @@ IMPORT_NAMES = {"scikit-learn": "sklearn", "pyyaml": "yaml"}
 ALSO_IMPORTED = ("numpy", "yaml")
 # While a copy is written, its DEST holds this file alone: a second `make new-project` into it is refused.
 CLAIM = ".new-project-claim"
+
+
+def holder_of(name: str) -> str:
+    return f"The {name} authors"
+
+
+def check_license(spdx: str, holder: str) -> None:
+    offered = sorted(path.name for path in LICENSES.iterdir())
+    if spdx not in offered:
+        raise ValueError(f"{spdx!r} is not a license a copy can take: give one of {', '.join(offered)}")
+    if not holder.strip() or "\n" in holder:
+        raise ValueError(f"{holder!r} is not a copyright holder: give a name on one line (HOLDER='Jane Doe')")
+
+
+def write_license(copy: Path, spdx: str, holder: str, year: int) -> None:
+    """The copy's LICENSE, and its pyproject.toml's `license` field, for the license `spdx` held by `holder`."""
+    text = (LICENSES / spdx).read_text().replace("{year}", str(year)).replace("{holder}", holder)
+    (copy / "LICENSE").write_text(text)
+    pyproject = copy / "pyproject.toml"
+    written, found = re.subn(r'^license = "[^"]*"', f'license = "{spdx}"', pyproject.read_text(), flags=re.M)
+    if found != 1:
+        raise ValueError('pyproject.toml has no line license = "...", to set the copy\'s license in')
+    pyproject.write_text(written)
 
 
 def check_name(name: str, template: Path = TEMPLATE) -> None:
@@ -243,9 +273,13 @@ def head_commit(repository: Path) -> str:
     return git("rev-parse", "HEAD", cwd=repository).strip()
 
 
-def create(dest: Path, name: str, source: Path = TEMPLATE) -> tuple[Path, list[str]]:
+def create(
+    dest: Path, name: str, source: Path = TEMPLATE, license: str = LICENSE, holder: str | None = None
+) -> tuple[Path, list[str]]:
     """The copy, and the files of this working tree it did not get because they are not committed."""
     check_name(name)
+    holder = holder_of(name) if holder is None else holder
+    check_license(license, holder)
     dest, source = Path(dest), Path(source).resolve()
     claim(dest)
     try:
@@ -257,29 +291,40 @@ def create(dest: Path, name: str, source: Path = TEMPLATE) -> tuple[Path, list[s
         write_record(dest, str(source), commit, PACKAGE, name)
     finally:
         (dest / CLAIM).unlink()  # the copy's own files hold DEST from here on: a second copy finds it not empty
-    _init_git(dest, name, commit)
+    if _init_git(dest, name, commit):
+        write_license(dest, license, holder, time.gmtime().tm_year)
+        _commit(dest, [f"License {name}: {license}, copyright {holder}"])
+    else:  # the owner commits the template's files first, then the license (see what _init_git printed)
+        write_license(dest, license, holder, time.gmtime().tm_year)
     return dest, left_behind(source)
 
 
-def _init_git(dest: Path, name: str, commit: str) -> None:
-    subprocess.run(["git", "init", "--quiet", str(dest)], check=True)
+def _commit(dest: Path, message: list[str]) -> subprocess.CompletedProcess:
     subprocess.run(["git", "add", "--all"], cwd=dest, check=True)
+    said = [part for line in message for part in ("-m", line)]
+    return subprocess.run(["git", "commit", "--quiet", *said], cwd=dest, capture_output=True, text=True)
+
+
+def _init_git(dest: Path, name: str, commit: str) -> bool:
+    subprocess.run(["git", "init", "--quiet", str(dest)], check=True)
     message = [f"Start {name} from the PyTorch Lightning project template", f"{TRAILER} {commit}"]
-    result = subprocess.run(
-        ["git", "commit", "--quiet", "-m", message[0], "-m", message[1]], cwd=dest, capture_output=True, text=True
-    )
+    result = _commit(dest, message)
     if result.returncode != 0:  # most often: no user.name/user.email configured yet
         print(f"Files are staged but not committed ({result.stderr.strip()}); commit them yourself, keeping the")
         print(f"line that `make update-template` looks for: git commit -m '{message[0]}' -m '{message[1]}'")
+        print("and LICENSE (unstaged, with pyproject.toml's license line) in a commit of its own after it")
+    return result.returncode == 0
 
 
 def main(args: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dest", type=Path, help="the new project's folder, e.g. ../my-exp")
     parser.add_argument("name", help="its Python package, e.g. my_exp (then: python -m my_exp fit ...)")
+    parser.add_argument("--license", default=LICENSE, help=f"its license, an SPDX id of scripts/licenses/ ({LICENSE})")
+    parser.add_argument("--holder", help="its copyright holder (default: The <name> authors)")
     options = parser.parse_args(args)
     try:
-        dest, behind = create(options.dest, options.name)
+        dest, behind = create(options.dest, options.name, license=options.license, holder=options.holder)
     except (ValueError, subprocess.CalledProcessError) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)

@@ -51,12 +51,23 @@ class Failed(RuntimeError):
     """The command ran and could not do its job (every trial of a sweep failed). Exit 1."""
 
 
-class Stopped(Exception):
-    """SIGTERM or Ctrl-C ended the run after saving a checkpoint it resumes from. Exit 128 + the signal."""
+class Stopped(SystemExit):
+    """SIGTERM or Ctrl-C ended the run after saving a checkpoint it resumes from. Exit 128 + the signal, in a plain
+    script too (a SystemExit), whose line it says as it is raised: Python prints none for a SystemExit. `main` says
+    `command_line` instead where given: the resume in the CLI's words."""
 
-    def __init__(self, signum: int, message: str) -> None:
-        super().__init__(message)
-        self.exit_code = 128 + signum  # what shells report for a process ended by that signal: 143, 130
+    def __init__(self, signum: int, message: str, command_line: str | None = None) -> None:
+        super().__init__(128 + signum)  # what shells report for a process ended by that signal: 143, 130
+        self.exit_code, self.message, self.command_line = 128 + signum, message, command_line or message
+        if not _Main.depth:
+            print(message, file=sys.stderr, flush=True)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class _Main:
+    depth = 0  # `main` calls running
 
 
 class Terminated(BaseException):
@@ -86,7 +97,7 @@ def said(error: BaseException) -> tuple[str, int] | None:
     if isinstance(error, Diverged | Failed):
         return f"error: {error}", 1
     if isinstance(error, Stopped):
-        return str(error), error.exit_code
+        return error.command_line, error.exit_code
     if isinstance(error, Terminated):
         return str(error) or "stopped by SIGTERM", 128 + signal.SIGTERM
     if isinstance(error, KeyboardInterrupt) or isinstance(error.__context__, KeyboardInterrupt):
@@ -104,13 +115,15 @@ def said(error: BaseException) -> tuple[str, int] | None:
 def main(command: Callable[[], T]) -> T:
     """Run `command`; on failure exit as a scheduler or a shell script expects: 1 failed, 2 bad input, 130/143."""
     background = _BackgroundErrors()
+    _Main.depth += 1
     try:
         result = command()
         if background.error is not None:  # a writer thread's only trace: the command went on without what it wrote
             raise background.error
         return result
     except SystemExit as exit:
-        if not isinstance(exit.__context__, KeyboardInterrupt):  # Lightning ends a Ctrl-C it caught so
+        # Said here: a stop, and Lightning's exit after a Ctrl-C it caught; any other exit has said what it had to.
+        if not isinstance(exit, Stopped) and not isinstance(exit.__context__, KeyboardInterrupt):
             raise
         _exit(*said(exit))
     except BaseException as error:
@@ -122,6 +135,7 @@ def main(command: Callable[[], T]) -> T:
             sys.exit(2)
         _exit(*answer)
     finally:
+        _Main.depth -= 1
         threading.excepthook = background.previous
 
 

@@ -6,13 +6,15 @@ Also relied on, where no wrapper can stand (each in tests/test_private_apis.py):
 - the subclasses that override private state: CSVLogger's `_check_log_dir_exists`, `_fs` and `_experiment`
   (loggers/csv_run_logger.py); MLFlowLogger's `_tracking_uri`, `_run_id`, `_initialized`, `_experiment_name`,
   `_artifact_location`, `_mlflow_client`, and WandbLogger's `_wandb_init`, `_experiment` (loggers/trackers.py);
-  ModelCheckpoint's `state_dict` keys and `current_score` (checkpoints/last_checkpoint.py);
+  ModelCheckpoint's `state_dict` keys, `current_score` and `_find_last_checkpoints`, which `fit(ckpt_path="last")`
+  calls before set-up (checkpoints/last_checkpoint.py);
 - `lightning.fabric.utilities.logger._convert_params` / `_flatten_dict` (records/hparams.py);
 - the fit loop's `epoch_progress.current.processed/completed` between an epoch's last batch and its scheduler step
   (checkpoints/last_checkpoint.py: schedulers_after_epoch);
 - a checkpoint's `loops.fit_loop.state_dict.combined_loader` (parallel/fsdp.py) and `meta.pt` as Lightning's name for
   a sharded checkpoint's unsharded part (checkpoints/sharded.py);
-- that a fit looks `train_dataloader` up on the instance after restoring callbacks (checkpoints/random_state.py).
+- that a fit looks `train_dataloader` and the module's `on_train_start` up on the instance after restoring callbacks
+  (checkpoints/random_state.py).
 """
 
 import logging
@@ -33,6 +35,30 @@ def save_now(callback, trainer) -> None:
         candidates = callback._monitor_candidates(trainer)
         callback._save_topk_checkpoint(trainer, candidates)
         callback._save_last_checkpoint(trainer, candidates)
+
+
+def call_epoch_start_hooks(trainer) -> None:
+    """Calls the callbacks' and the module's `on_train_epoch_start` as the fit loop does (its private `call` helpers
+    also name the hook for `self.log` and the profiler): Lightning 2.6 skips them on a restart inside an epoch."""
+    from lightning.pytorch.trainer import call
+
+    call._call_callback_hooks(trainer, "on_train_epoch_start")
+    call._call_lightning_module_hook(trainer, "on_train_epoch_start")
+
+
+def unnumbered_logger(trainer):
+    """The trainer's first logger where it numbers its own `version_N` folders (TensorBoardLogger, CSVLogger) and has
+    not chosen the next yet: their private `_version` is None until `version` is read."""
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+
+    logger = trainer.loggers[0] if trainer.loggers else None
+    numbered = isinstance(logger, TensorBoardLogger | CSVLogger) and logger._version is None
+    return logger if numbered else None
+
+
+def continue_version(logger, version: int) -> None:
+    """Has such a logger write into `version_<version>` (its `version` argument, given after construction)."""
+    logger._version = version
 
 
 def signal_launched_ranks(launcher, signum: signal.Signals) -> None:

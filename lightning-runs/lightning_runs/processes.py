@@ -4,7 +4,7 @@ command can tell a process killed with -9, which recorded nothing, from one stil
 
 A process is its machine's host name and boot, its pid and the moment it started, so that a pid the system gave to
 another process since is not taken for it. Only processes of this machine are judged: another machine's are not ours
-to see. Nothing here needs torch: the `runs` table reads it.
+to see. psutil reads them the same way on Linux and macOS. Nothing here needs torch: the `runs` table reads it.
 """
 
 import ctypes
@@ -14,41 +14,48 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+import psutil
+
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 STOPS = (signal.SIGTERM, signal.SIGINT)
 # What a Python program starts with: Ctrl-C raises KeyboardInterrupt, SIGTERM ends the process.
 PYTHON_DEFAULTS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+# Linux gives a process's start as ticks after boot, and psutil adds the boot time, which the clock's adjustments (NTP)
+# move by up to a second between processes: times this close are the same moment. A pid reused within it is unheard of.
+SAME_S = 1.0
+GONE = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)  # ended, not yet reaped: gone
 
 
 def this_process() -> dict:
-    return {"host": socket.gethostname(), "boot": _boot(), "pid": os.getpid(), "started": started(os.getpid())}
+    pid = os.getpid()
+    return {"host": socket.gethostname(), "boot": psutil.boot_time(), "pid": pid, "started": started(pid)}
 
 
 def is_dead(process: dict) -> bool:
-    """Whether the process `this_process()` recorded is gone; False where it cannot be told (another machine's, or a
-    machine without /proc)."""
-    if process.get("host") != socket.gethostname():
-        return False  # another machine's process: its processes are not ours to see
-    if process.get("boot") != _boot():
+    """Whether the process `this_process()` recorded is gone; False where that cannot be told: another machine's
+    process, or a record of an older format (a boot id and clock ticks), judged by none."""
+    boot, recorded = process.get("boot"), process.get("started")
+    if process.get("host") != socket.gethostname() or not _moment(boot):
+        return False
+    if abs(boot - psutil.boot_time()) > SAME_S:
         return True  # a process from before this machine restarted
-    return started(process.get("pid")) != process.get("started")  # gone, or its pid now another process's
+    now = started(process.get("pid"))
+    return now is None or not _moment(recorded) or abs(now - recorded) > SAME_S  # gone, or its pid another's
 
 
-def _boot() -> str | None:
-    return BOOT_ID.read_text().strip() if BOOT_ID.is_file() else None
-
-
-def started(pid) -> int | None:
-    """When the process `pid` started, in clock ticks since boot (/proc/<pid>/stat, field 22); None if none lives.
-    A process that has ended but is not yet reaped (a zombie) counts as gone."""
+def started(pid) -> float | None:
+    """When the process `pid` started (seconds since the epoch); None if none lives."""
     try:
-        fields = Path(f"/proc/{int(pid)}/stat").read_text().rpartition(")")[2].split()
-    except (OSError, TypeError, ValueError):
+        process = psutil.Process(int(pid))
+        with process.oneshot():
+            return None if process.status() in GONE else process.create_time()
+    except (psutil.Error, TypeError, ValueError):
         return None
-    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+def _moment(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def run_processes(commands: list[list[str]], env: dict[str, str], workers: int = 1, logs=None, ended=None):

@@ -40,7 +40,7 @@ def postgres_server():
     import postgres_server
 
     try:
-        import psycopg2  # noqa: F401 - the driver SQLAlchemy's postgresql+psycopg2:// URLs load
+        import psycopg  # noqa: F401 - psycopg 3, the driver SQLAlchemy's postgresql:// URLs load
     except ImportError:
         pytest.skip("no PostgreSQL driver: pip install 'lightning-runs[postgres]'")
     try:

@@ -41,7 +41,7 @@ class Server:
     port: int
 
     def url(self, database: str) -> str:
-        return f"postgresql+psycopg2://postgres@127.0.0.1:{self.port}/{database}"
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"  # psycopg 3, named
 
     def createdb(self, database: str) -> str:
         """A new, empty database on this server: its SQLAlchemy URL."""

@@ -16,7 +16,7 @@ from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser, DefaultH
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
-from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.loggers.mlflow import _MLFLOW_AVAILABLE
 from lightning.pytorch.loggers.wandb import _WANDB_AVAILABLE
@@ -28,6 +28,8 @@ from lightning_runs.cli.help import RunsHelpFormatter
 from lightning_runs.console import RANK_ZERO_LOGGERS
 from lightning_runs.errors import main
 from lightning_runs.private import (
+    call_epoch_start_hooks,
+    continue_version,
     lightning_modules_traceable,
     option_nargs,
     option_strings,
@@ -41,6 +43,7 @@ from lightning_runs.private import (
     tensorboard_file_writer,
     trial_id,
     typed_options,
+    unnumbered_logger,
 )
 from tiny_tasks import TinyDataModule, cli_main
 
@@ -333,3 +336,59 @@ def test_torch_export_logs_each_guard_it_adds_with_the_line_that_added_it():
         torch.export.export(PinsTheBatch(), (torch.zeros(3, 4),), dynamic_shapes=({0: batch},))
     lines = [frame.line for _, frame in guards if frame is not None]
     assert any("len(x)" in (line or "") for line in lines), guards
+
+
+def boring_fit(tmp_path, callbacks=(), logger=False, model=None, **fit) -> L.Trainer:
+    trainer = L.Trainer(
+        max_epochs=1, limit_train_batches=2, limit_val_batches=0, logger=logger, default_root_dir=tmp_path,
+        callbacks=list(callbacks), enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
+    )  # fmt: skip
+    trainer.fit(model or BoringModel(), **fit)
+    return trainer
+
+
+def test_the_epoch_start_hooks_are_called_as_the_fit_loop_calls_them_and_the_module_hook_is_found_on_the_instance(
+    tmp_path,
+):
+    calls = []
+
+    class Replays(Callback):
+        def on_train_start(self, trainer, pl_module) -> None:
+            call_epoch_start_hooks(trainer)
+
+        def on_train_epoch_start(self, trainer, pl_module) -> None:
+            calls.append(("callback", pl_module._current_fx_name))
+
+    class Logs(BoringModel):
+        def on_train_epoch_start(self) -> None:
+            self.log("at_start", 1.0)  # allowed only where the hook is named as Lightning names it
+            calls.append(("module", self._current_fx_name))
+
+    model = Logs()
+    model.on_train_start = lambda: calls.append(("instance", None))  # RandomState's one-shot wrappers sit there
+    boring_fit(tmp_path, [Replays()], model=model)
+    replayed = [("callback", "on_train_epoch_start"), ("module", "on_train_epoch_start")]
+    assert calls == [*replayed, ("instance", None), *replayed]
+
+
+def test_ckpt_path_last_asks_each_model_checkpoint_before_set_up_and_a_numbering_logger_keeps_a_version_given_late(
+    tmp_path,
+):
+    first = boring_fit(tmp_path, [LastCheckpoint(filename="last")], logger=TensorBoardLogger(tmp_path, name="x"))
+    assert first.log_dir == str(tmp_path / "x/version_0")
+    asked = []
+
+    class Asked(LastCheckpoint):
+        def _find_last_checkpoints(self, trainer) -> set[str]:
+            asked.append(self.dirpath)  # None: before set-up, which sets it from the logger's version
+            return super()._find_last_checkpoints(trainer)
+
+    fresh = TensorBoardLogger(tmp_path, name="x")
+    assert unnumbered_logger(L.Trainer(logger=fresh)) is fresh
+    again = boring_fit(tmp_path, [Asked(filename="last")], logger=fresh, ckpt_path="last")
+    assert asked == [None] and again.ckpt_path == str(tmp_path / "x/version_0/checkpoints/last.ckpt")
+    assert again.log_dir == first.log_dir and not (tmp_path / "x/version_1").exists()
+    numbered = CSVLogger(tmp_path, name="y")
+    continue_version(numbered, 3)
+    assert numbered.version == 3 and numbered.log_dir == str(tmp_path / "y/version_3")
+    assert unnumbered_logger(L.Trainer(logger=numbered)) is None

@@ -1,6 +1,6 @@
 """Many sweep workers on one study, on the storages Optuna recommends for them: the default journal file for the
 workers of one machine, a real PostgreSQL server that the tests start (postgres_server.py) for workers on many, as
-`postgresql://` (psycopg2, the `postgres` extra); a study begun in SQLite continues there. A storage that cannot be
+`postgresql://` (psycopg 3, the `postgres` extra); a study begun in SQLite continues there. A storage that cannot be
 opened is one line saying what it is (exit 2), and only a study that cannot be read says to move it away; a journal a
 killed worker left with a partial last line is repaired, its finished trials kept. Each worker is
 `python -m tiny_tasks sweep` as a process of its own, with tiny trials (test_sweep_tool.py's)."""
@@ -63,8 +63,8 @@ def test_on_postgresql_a_workers_turn_is_a_server_lock_that_excludes_a_worker_of
 
 
 def plain(url: str) -> str:
-    """The URL as a user writes it, `postgresql://` (SQLAlchemy 2.1 reads it as psycopg 3, which the sweep does not)."""
-    return url.replace("postgresql+psycopg2://", "postgresql://")
+    """The URL as a user writes it, `postgresql://` (SQLAlchemy 2.1 reads it as psycopg 3, the postgres extra's)."""
+    return url.replace("postgresql+psycopg://", "postgresql://")
 
 
 @pytest.fixture(params=["journal", "postgresql"])
@@ -82,7 +82,7 @@ def opened(*args: str) -> optuna.Study:
 
 def load(name: str, storage: list[str]) -> optuna.Study:
     journal = optuna.storages.journal.JournalFileBackend(f"runs/sweeps/{name}.journal")
-    url = storage[1].replace("postgresql://", "postgresql+psycopg2://") if storage else None
+    url = storage[1] if storage else None
     return optuna.load_study(study_name=name, storage=url or optuna.storages.JournalStorage(journal))
 
 
@@ -155,12 +155,15 @@ def test_a_study_begun_in_sqlite_continues_there_and_the_worker_says_sqlite_serv
     assert "is SQLite, which Optuna advises against for several workers at once" in err
 
 
-def test_postgresql_urls_as_users_write_them_open_the_study_with_the_postgres_extras_driver(postgres_url, capsys):
+@pytest.mark.parametrize("written", ["postgresql://", "postgresql+psycopg://"])
+def test_a_postgresql_url_opens_with_psycopg_3(postgres_url, written, capsys):
     begun = optuna.create_study(storage=postgres_url, study_name="plain", direction="minimize")
     begun.add_trial(optuna.create_trial(value=0.9, params={}, distributions={}))
-    study = opened("--study=plain", "--n_trials=1", "--storage", plain(postgres_url))
+    url = plain(postgres_url).replace("postgresql://", written)
+    study = opened("--study=plain", "--n_trials=1", "--storage", url)
     assert len(study.trials) == 1, "finished: nothing more to run"
-    assert "Study 'plain' in postgresql+psycopg2://postgres@127.0.0.1:" in capsys.readouterr().out
+    assert f"Study 'plain' in {written}postgres@127.0.0.1:" in capsys.readouterr().out
+    assert sqlalchemy.make_url(url).get_dialect().driver == "psycopg", "psycopg 3 either way, not psycopg2"
 
 
 def storage_refusal(capsys, url: str) -> str:
@@ -176,17 +179,17 @@ def test_a_database_server_that_cannot_be_reached_or_entered_says_which_in_one_l
     port, database = postgres_server.port, postgres_server.createdb("entered")
     unreachable = storage_refusal(capsys, "postgresql://postgres@127.0.0.1:1/optuna")
     assert unreachable == (
-        "error: postgresql+psycopg2://postgres@127.0.0.1:1/optuna: cannot open it: connection to server at"
+        "error: postgresql://postgres@127.0.0.1:1/optuna: cannot open it: connection failed: connection to server at"
         ' "127.0.0.1", port 1 failed: Connection refused'
     )
     unknown_host = storage_refusal(capsys, "postgresql://postgres@no-such-host.invalid/optuna")  # RFC 2606: never
-    assert unknown_host.startswith("error: postgresql+psycopg2://postgres@no-such-host.invalid/optuna: cannot open it:")
+    assert unknown_host.startswith("error: postgresql://postgres@no-such-host.invalid/optuna: cannot open it:")
     assert "no-such-host.invalid" in unknown_host.partition("cannot open it:")[2], "the driver's words name the host"
     no_database = storage_refusal(capsys, f"postgresql://postgres@127.0.0.1:{port}/missing")
     assert no_database.endswith('failed: FATAL:  database "missing" does not exist')
     postgres_server.password_role("sweeper", "right")
     wrong = storage_refusal(capsys, plain(database).replace("postgres@", "sweeper:wrong@"))
-    assert wrong.startswith(f"error: postgresql+psycopg2://sweeper:***@127.0.0.1:{port}/entered: cannot open it:")
+    assert wrong.startswith(f"error: postgresql://sweeper:***@127.0.0.1:{port}/entered: cannot open it:")
     assert wrong.endswith('failed: FATAL:  password authentication failed for user "sweeper"')
 
 
@@ -196,20 +199,20 @@ def test_a_database_server_that_cannot_be_reached_or_entered_says_which_in_one_l
         ("postgresql+foo://h/d", "can open (Can't load plugin: sqlalchemy.dialects:postgresql.foo); give postgresql://"),
         ("://", "not a storage this sweep can open (Could not parse SQLAlchemy URL from given URL string)"),
         ("mysql://u@h/d", "driver is not installed (no module MySQLdb): install the package that provides MySQLdb"),
-        ("postgresql+psycopg://u@h/d", "(no module psycopg): pip install 'lightning-runs[postgres]' (psycopg2, which"),
+        ("postgresql+psycopg2://u@h/d", "(no module psycopg2): install the package that provides psycopg2"),
     ],
-    ids=["unknown_driver", "no_url", "missing_driver", "psycopg_3"],
+    ids=["unknown_driver", "no_url", "missing_driver", "psycopg2"],
 )  # fmt: skip
 def test_a_storage_url_no_installed_driver_opens_is_one_line_naming_what_to_give_or_install(url, said, capsys):
     assert said in storage_refusal(capsys, url)
 
 
 def test_postgresql_without_its_driver_names_the_package_to_install(monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "psycopg2", None)  # as where it was never installed: import fails
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as where it was never installed: import fails
     error = storage_refusal(capsys, "postgresql://u@127.0.0.1:1/d")
     assert error == (
-        "error: postgresql+psycopg2://u@127.0.0.1:1/d: its database driver is not installed (no module psycopg2): pip"
-        " install 'lightning-runs[postgres]' (psycopg2, which postgresql:// loads)"
+        "error: postgresql://u@127.0.0.1:1/d: its database driver is not installed (no module psycopg): pip"
+        " install 'lightning-runs[postgres]' (psycopg 3, which postgresql:// loads)"
     )
 
 

@@ -242,20 +242,3 @@ def test_your_own_lightningmodule_runs_as_written(in_tmp, monkeypatch):
             built.append((type(cli.model).__name__, type(cli.datamodule).__name__, cli.model.hparams.input_shape))
     assert built == [("Regressor", "Diabetes", [10])] * 2
     assert "test/loss" in cli.trainer.callback_metrics
-
-
-def test_the_development_guide_maps_every_file_of_the_library_and_no_other():
-    """docs/development.md's map of lightning-runs/lightning_runs/: each file by its folder, none left out."""
-    text = (ROOT / "docs" / "development.md").read_text()
-    block = text.split("lightning-runs/lightning_runs/\n", 1)[1].split("```", 1)[0]
-    # Two spaces: the package's own files and its folders (a folder's files after it, or on the lines below).
-    mapped, folder = set(), ""
-    for line in filter(str.strip, block.splitlines()):
-        if line.startswith("  ") and not line.startswith("   "):
-            folder = line.split()[0] if line.split()[0].endswith("/") else ""
-        mapped |= {folder + name for name in re.findall(r"(?<![\w/.])(\w+\.py)\b", line)}
-    library = ROOT / "lightning-runs" / "lightning_runs"
-    files = {
-        str(p.relative_to(library)) for p in library.rglob("*.py") if p.name != "__init__.py" or p.parent == library
-    }
-    assert sorted(files - mapped) == [] and sorted(mapped - files) == []

@@ -18,7 +18,7 @@ NAME = f"{PACKAGE}_copy"  # the template itself is `project`; a copy of a copy w
 # The design's top level of a copy (README.md is its own, written from scripts/copy-README.md).
 TOP_LEVEL = {".ci", ".gitignore", ".pre-commit-config.yaml", ".python-version", ".template.json", "Makefile",
              "README.md", "configs", "docs", "mkdocs.yml", "notebooks", "pyproject.toml", "scripts", "sweeps", "tests",
-             "uv.lock", NAME}  # fmt: skip
+             "uv.lock", NAME, "LICENSE", ".github", "Dockerfile", ".dockerignore", ".devcontainer"}  # fmt: skip
 SCRATCH = ["my_run.yaml", "configs/mine.yaml", "my_digits.npy"]  # a user's files, never committed in the template
 
 
@@ -46,9 +46,9 @@ def template(tmp_path_factory):
     return template
 
 
-def new_project(template, dest):
-    """`make new-project DEST=<dest> NAME=project_copy` in `template`: what it said."""
-    command = ["make", "--no-print-directory", "new-project", f"DEST={dest}", f"NAME={NAME}"]
+def new_project(template, dest, *variables):
+    """`make new-project DEST=<dest> NAME=project_copy [VARIABLE=value ...]` in `template`: what it said."""
+    command = ["make", "--no-print-directory", "new-project", f"DEST={dest}", f"NAME={NAME}", *variables]
     command.append(f"PYTHON={sys.executable}")
     result = subprocess.run(command, cwd=template, capture_output=True, text=True, env=GIT_ENV)
     assert result.returncode == 0, result.stderr
@@ -181,7 +181,7 @@ def test_a_pyproject_changed_without_relocking_is_refused_in_one_line(template, 
     copy = tmp_path / "stale"
     new_project(template, copy)
     pyproject = copy / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().replace('"torch>=2.6",', '"torch>=2.6",\n    "rich>=13",'))
+    pyproject.write_text(pyproject.read_text().replace("dependencies = [\n", 'dependencies = [\n    "rich>=13",\n', 1))
     refused = subprocess.run(["make", "--no-print-directory", "install"], cwd=copy, env=GIT_ENV, capture_output=True,
                              text=True)  # fmt: skip
     said = [line for line in refused.stderr.splitlines() if not re.match(r"make(\[\d+\])?: \*\*\* ", line)]
@@ -226,6 +226,42 @@ def test_the_copy_is_a_new_git_repository_that_records_the_template_and_its_comm
     assert NAME in log.splitlines()[0]
     status = subprocess.run(["git", "status", "--porcelain"], cwd=copy, capture_output=True, text=True)
     assert status.stdout == ""
+
+
+def test_the_copy_is_mit_licensed_by_default_and_takes_the_license_and_holder_asked_in_a_commit_of_its_own(
+    made, template, tmp_path
+):
+    """The owner's LICENSE is committed after the template's commit, which never holds it: make update-template merges
+    the template's side onto that commit, so an update never touches the copy's license."""
+    default = (made[0] / "LICENSE").read_text()
+    assert default.startswith("MIT License") and f"The {NAME} authors" in default
+    asked = tmp_path / "asked"
+    new_project(template, asked, "LICENSE=Apache-2.0", "HOLDER=Jane Doe & Co")  # a holder with a space and an &
+    text = (asked / "LICENSE").read_text()
+    assert "Apache License" in text and re.search(r"Copyright \d{4} Jane Doe & Co$", text, flags=re.M)
+    assert 'license = "Apache-2.0"' in (asked / "pyproject.toml").read_text()
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=asked, capture_output=True, text=True).stdout.splitlines()
+    assert log == [f"License {NAME}: Apache-2.0, copyright Jane Doe & Co", f"Start {NAME} from the PyTorch Lightning"
+                   " project template"]  # fmt: skip
+    started = subprocess.run(["git", "ls-tree", "--name-only", "HEAD^"], cwd=asked, capture_output=True, text=True)
+    assert "LICENSE" not in started.stdout.split() and ".github" in started.stdout.split()
+    refused = subprocess.run(["make", "--no-print-directory", "new-project", f"DEST={tmp_path / 'gpl'}", f"NAME={NAME}",
+                              "LICENSE=GPL-3.0", f"PYTHON={sys.executable}"], cwd=template, capture_output=True,
+                             text=True, env=GIT_ENV)  # fmt: skip
+    assert refused.returncode != 0 and "error: 'GPL-3.0' is not a license a copy can take" in refused.stderr
+    assert not (tmp_path / "gpl").exists(), "refused before anything is written"
+
+
+def test_the_copys_workflow_dockerfile_and_devcontainer_pass_their_checks_in_the_copy(made):
+    """The copy's own tests/test_shipped_files.py, run there: its workflow, image and devcontainer name only the
+    copy's make targets (none of template.mk's) and are clean under zizmor, hadolint and their schemas."""
+    copy, _ = made
+    assert f'"name": "{NAME}"' in (copy / ".devcontainer/devcontainer.json").read_text()
+    assert f'ENTRYPOINT ["python", "-m", "{NAME}"]' in (copy / "Dockerfile").read_text()
+    tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_shipped_files.py"]
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    tested = subprocess.run(tests, cwd=copy, capture_output=True, text=True, env=env)
+    assert tested.returncode == 0 and re.search(r"\b5 passed", tested.stdout), tested.stdout[-3000:]
 
 
 @pytest.mark.slow

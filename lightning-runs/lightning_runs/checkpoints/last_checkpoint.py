@@ -10,7 +10,8 @@ from typing import Any
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
-from lightning_runs.private import save_now, steps_between_saves
+from lightning_runs.private import continue_version, save_now, steps_between_saves, unnumbered_logger
+from lightning_runs.run_folders import newest_with
 
 
 class LastCheckpoint(ModelCheckpoint):
@@ -24,6 +25,20 @@ class LastCheckpoint(ModelCheckpoint):
     """
 
     PATHS = ("best_model_path", "kth_best_model_path", "last_model_path")
+
+    def _find_last_checkpoints(self, trainer) -> set[str]:
+        # `fit(ckpt_path="last")` looked in the folder of the logger's next version, new and empty (a plain script's
+        # default logger numbers itself): the run it continues is the newest version with the run's LastCheckpoint
+        # file (whichever part is asked first), and the logger writes there again. A logger given its version, or a
+        # dirpath, is Lightning's own case.
+        logger, last = unnumbered_logger(trainer), last_part(trainer) or self
+        if self.dirpath is None and logger is not None:
+            name = f"{last.filename or self.CHECKPOINT_NAME_LAST}{self.FILE_EXTENSION}"
+            found = newest_with(Path(logger.save_dir or trainer.default_root_dir) / str(logger.name), name)
+            if found is None:
+                return set()
+            continue_version(logger, int(found.parent.parent.name.removeprefix("version_")))
+        return super()._find_last_checkpoints(trainer)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         saved, current = state_dict.get("dirpath"), self.dirpath
@@ -66,6 +81,12 @@ class BestCheckpoint(LastCheckpoint):
             if trainer.strategy.reduce_boolean_decision(tie):
                 return True
         return super().check_monitor_top_k(trainer, current)
+
+
+def last_part(trainer) -> LastCheckpoint | None:
+    """The run's LastCheckpoint, by type: a BestCheckpoint is one too, and may watch nothing."""
+    parts = (c for c in trainer.checkpoint_callbacks if isinstance(c, LastCheckpoint))
+    return next((c for c in parts if not isinstance(c, BestCheckpoint)), None)
 
 
 def schedulers_after_epoch(trainer, checkpoint: dict[str, Any]) -> None:

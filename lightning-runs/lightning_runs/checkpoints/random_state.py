@@ -1,9 +1,11 @@
-"""RandomState: the RNG states in every checkpoint, so that a resumed run draws what an uninterrupted one draws.
+"""RandomState: the RNG states in every checkpoint, so that a resumed run draws what an uninterrupted one draws, and
+what a restart needs that Lightning's checkpoint lacks: which parameters train, and an epoch's start.
 
 Trainer(callbacks=[RandomState()])
 """
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -14,6 +16,7 @@ from lightning.pytorch.utilities import CombinedLoader
 from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs.console import say
+from lightning_runs.private import call_epoch_start_hooks
 
 
 class RandomState(Callback):
@@ -22,22 +25,49 @@ class RandomState(Callback):
     (`DataLoader(..., generator=torch.Generator().manual_seed(0))`, PyTorch's reproducibility recipe): rebuilt by
     `train_dataloader()`, such a generator would start again from its seed and retrain epoch 1's order. All ranks were
     seeded alike, so rank zero's state (the one written) is every rank's. Tensors and lists only: weights_only loads it.
+
+    Building the loaders after a restore draws from the restored RNG (torchdata's shuffling sampler seeds itself), and
+    so does the restored loader's iterator (its base seed): each later draw was shifted. So the RNG is set as saved
+    again once `train_dataloader()` returns, and on a restart inside an epoch once every `on_train_start` has run
+    (the module's last), after calling the callbacks' and the module's `on_train_epoch_start`, which Lightning 2.6
+    skips there (`BaseFinetuning` unfreezes in it): the first batch is fetched and drawn from the saved state. Any
+    restart also restores which parameters train and which norm layers track running statistics (`requires_grad`,
+    `track_running_stats`): `BaseFinetuning` freezes again at set-up and unfreezes only at its milestone's epoch.
     """
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         self._trainer = trainer
 
     def on_train_start(self, trainer, pl_module) -> None:
+        restored, self._restored = getattr(self, "_restored", None), None
         # A resume inside an epoch is exact only where the loader resumes its position: said in one line of its own.
         # (Lightning's own restart stage: a checkpoint taken at an epoch's end restores with its batches counted.)
         resumed_inside = trainer.ckpt_path and trainer.fit_loop.restarted_mid_epoch
         loaders = CombinedLoader(trainer.train_dataloader).flattened
-        stateful = all(hasattr(d, "state_dict") and hasattr(d, "load_state_dict") for d in loaders)
+        stateful = all(_stateful(d) for d in loaders)
         if resumed_inside and not stateful and not is_overridden("state_dict", trainer.datamodule, LightningDataModule):
             say(
                 "resumed inside an epoch whose loader cannot resume its position: the epoch's remaining batches come"
                 " from a fresh shuffle, not as the uninterrupted run's (torchdata's StatefulDataLoader resumes exactly)"
             )
+        workers = [d.num_workers for d in loaders if getattr(d, "num_workers", 0) and not _stateful(d.dataset)]
+        if resumed_inside and stateful and workers:
+            say(
+                f"resumed inside an epoch whose loader reads in worker processes (num_workers={workers[0]}): a random"
+                " draw there (an augmentation) starts again from the worker's seed, unlike the uninterrupted run's (a"
+                " dataset with state_dict/load_state_dict of its own generator resumes exactly)"
+            )
+        if restored is None:
+            return
+        if restored.get("trainable"):  # none in a checkpoint of an earlier version
+            train_as(pl_module, restored["trainable"])
+        if resumed_inside:  # after every callback's and the module's own on_train_start, as in a fit from the start
+
+            def replay(_) -> None:
+                call_epoch_start_hooks(trainer)
+                _set_rng(restored)
+
+            _once_after(pl_module, "on_train_start", replay)
 
     def state_dict(self) -> dict[str, Any]:
         kind, keys, position, has_gauss, cached = np.random.get_state()
@@ -49,26 +79,50 @@ class RandomState(Callback):
             "numpy": [kind, keys.tolist(), position, has_gauss, cached],
             "python": [version, list(python_state), gauss_next],
             "loaders": [g.get_state() for g in loader_generators(trainer and trainer.train_dataloader)],
+            "trainable": trainable(trainer.lightning_module) if trainer and trainer.lightning_module else {},
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        trainer, loaders = getattr(self, "_trainer", None), list(state.get("loaders", []))
-        if (
-            loaders
-            and trainer is not None
-            and trainer.state.fn == "fit"
-            and not trainer.reload_dataloaders_every_n_epochs
-        ):
-            datamodule = trainer.datamodule  # where Lightning takes the loaders from, if it has them
+        trainer = getattr(self, "_trainer", None)
+        # Rebuilt at every epoch's start, the loaders draw alike in both runs: nothing to undo.
+        if trainer is not None and trainer.state.fn == "fit" and not trainer.reload_dataloaders_every_n_epochs:
+            datamodule, module = trainer.datamodule, trainer.lightning_module  # Lightning's order of sources
             own = datamodule is not None and is_overridden("train_dataloader", datamodule)
-            _restore_on_return(datamodule if own else trainer.lightning_module, loaders)
-        torch.set_rng_state(state["torch"])
-        if state["cuda"] and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda"])
-        kind, keys, position, has_gauss, cached = state["numpy"]
-        np.random.set_state((kind, np.array(keys, dtype=np.uint32), position, has_gauss, cached))
-        version, python_state, gauss_next = state["python"]
-        random.setstate((version, tuple(python_state), gauss_next))
+            source = datamodule if own else module if is_overridden("train_dataloader", module) else None
+            if source is not None:
+                _restore_on_return(source, state)
+        _set_rng(state)
+        self._restored = state
+
+
+def _stateful(thing) -> bool:
+    return hasattr(thing, "state_dict") and hasattr(thing, "load_state_dict")
+
+
+def _set_rng(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+    kind, keys, position, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, np.array(keys, dtype=np.uint32), position, has_gauss, cached))
+    version, python_state, gauss_next = state["python"]
+    random.setstate((version, tuple(python_state), gauss_next))
+
+
+def trainable(module: torch.nn.Module) -> dict[str, list[str]]:
+    """The parameters that do not train and the norm layers that keep no running statistics, by name."""
+    frozen = [name for name, parameter in module.named_parameters() if not parameter.requires_grad]
+    norms = [name for name, layer in module.named_modules() if getattr(layer, "track_running_stats", True) is False]
+    return {"frozen": frozen, "untracked": norms}
+
+
+def train_as(module: torch.nn.Module, state: dict[str, list[str]]) -> None:
+    frozen, untracked = set(state["frozen"]), set(state["untracked"])
+    for name, parameter in module.named_parameters():
+        parameter.requires_grad_(name not in frozen)
+    for name, layer in module.named_modules():
+        if isinstance(getattr(layer, "track_running_stats", None), bool):
+            layer.track_running_stats = name not in untracked
 
 
 def loader_generators(loaders) -> list[torch.Generator]:
@@ -88,19 +142,32 @@ def loader_generators(loaders) -> list[torch.Generator]:
     return list(found.values())
 
 
-def _restore_on_return(source, states: list[torch.Tensor]) -> None:
-    """The next `source.train_dataloader()` gives loaders whose generators hold `states`; then the method is the
-    class's own again. Lightning calls it by name on the instance after it restores the callbacks and before it draws
-    a batch (private.py lists this reliance; tests/test_loader_generators.py fails when it changes)."""
-    build = source.train_dataloader
+def _restore_on_return(source, saved: dict[str, Any]) -> None:
+    """The next `source.train_dataloader()` gives loaders whose generators hold the saved states, and leaves the RNG
+    as saved: building a loader draws (torchdata's shuffling sampler seeds itself from the global RNG), which the
+    uninterrupted run did at its start."""
+    states = list(saved.get("loaders", []))
 
-    def restoring():
-        del source.train_dataloader
-        loaders = build()
+    def restore(loaders) -> None:
         generators = loader_generators(loaders)
         if len(generators) == len(states):  # the same loaders as when saved; else nothing to match them by
             for generator, state in zip(generators, states, strict=True):
                 generator.set_state(state)
-        return loaders
+        _set_rng(saved)
 
-    source.train_dataloader = restoring
+    _once_after(source, "train_dataloader", restore)
+
+
+def _once_after(owner, name: str, then: Callable[[Any], None]) -> None:
+    """The next `owner.<name>()` runs the method, then `then(its result)`; then the method is as it was. Lightning
+    calls `train_dataloader` and `on_train_start` by name on the instance, after it restores the callbacks (private.py
+    lists this reliance; tests/test_loader_generators.py and tests/test_exact_restarts.py fail when it changes)."""
+    method, own = getattr(owner, name), name in vars(owner)
+
+    def once(*args, **kwargs):
+        setattr(owner, name, method) if own else delattr(owner, name)
+        result = method(*args, **kwargs)
+        then(result)
+        return result
+
+    setattr(owner, name, once)

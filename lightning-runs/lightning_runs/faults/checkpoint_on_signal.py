@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 
+from lightning_runs.checkpoints.last_checkpoint import last_part
 from lightning_runs.errors import Stopped, Terminated
 from lightning_runs.private import signal_launched_ranks
 from lightning_runs.processes import PYTHON_DEFAULTS
@@ -71,9 +72,11 @@ class CheckpointOnSignal(Callback):
         path = last_checkpoint_path(trainer)
         if save:
             trainer.save_checkpoint(path)
-        name = "SIGTERM" if requested == signal.SIGTERM else "Ctrl-C"
-        then = "the run had finished its last epoch" if ran_to_its_end(trainer) else "resume with --ckpt_path last"
-        raise Stopped(requested, f"stopped by {name} at step {trainer.global_step}; saved {path}; {then}")
+        said = f"stopped by {'SIGTERM' if requested == signal.SIGTERM else 'Ctrl-C'} at step {trainer.global_step}"
+        if ran_to_its_end(trainer):
+            raise Stopped(requested, f"{said}; saved {path}; the run had finished its last epoch")
+        python = f'{said}; saved {path}; trainer.fit(..., ckpt_path="last") resumes it'
+        raise Stopped(requested, python, command_line=f"{said}; saved {path}; resume with --ckpt_path last")
 
     def on_fit_end(self, trainer, pl_module) -> None:
         # Asked for after the last batch (the fit's final saves): no batch is left to stop at.
@@ -97,10 +100,11 @@ def ran_to_its_end(trainer) -> bool:
 
 
 def last_checkpoint_path(trainer) -> Path:
-    """Where the un-monitored ModelCheckpoint (the run's `last`) writes."""
+    """Where the run's LastCheckpoint writes (a BestCheckpoint watching nothing is none); without one, `last.ckpt`
+    beside the first ModelCheckpoint's files, where Lightning's `ckpt_path="last"` looks."""
     saving = [c for c in trainer.checkpoint_callbacks if isinstance(c, ModelCheckpoint) and c.dirpath]
-    last = next((c for c in saving if c.monitor is None), None)
-    if last is None:
+    last = last_part(trainer)
+    if last is None or not last.dirpath:
         folder = Path(saving[0].dirpath) if saving else Path(trainer.default_root_dir) / "checkpoints"
         return folder / f"last{ModelCheckpoint.FILE_EXTENSION}"
     return Path(last.format_checkpoint_name({}))

@@ -42,8 +42,8 @@ def storage_errors(url: str, where: str):
         yield
     except ImportError as error:  # Optuna's, or SQLAlchemy's, over the driver's missing module
         module = getattr(error.__cause__, "name", None) or error.name
-        postgres = "pip install 'lightning-runs[postgres]' (psycopg2, which postgresql:// loads)"
-        fix = postgres if url.startswith("postgresql") else f"install the package that provides {module}"
+        postgres = "pip install 'lightning-runs[postgres]' (psycopg 3, which postgresql:// loads)"
+        fix = postgres if module == "psycopg" else f"install the package that provides {module}"
         raise UsageError(f"{where}: its database driver is not installed (no module {module}): {fix}") from None
     except sqlalchemy.exc.ArgumentError as error:  # an unknown database or driver, or no URL at all
         raise UsageError(f"{where}: not a storage this sweep can open ({first_line(error)}); {FORMS}") from None

@@ -29,7 +29,7 @@ SQLITE_TIMEOUT_S = 60
 
 
 def open_storage(url: str, **heartbeat):
-    """`url`: an SQLAlchemy URL (sqlite:///..., postgresql+psycopg2://...), or else the path of a journal file, as
+    """`url`: an SQLAlchemy URL (sqlite:///..., postgresql://...), or else the path of a journal file, as
     Optuna's own command line reads it. The heartbeat's arguments are RDBStorage's (a journal has none)."""
     import optuna
 

@@ -76,7 +76,7 @@ def sweep(
         pruning_warmup_epochs: epochs of every trial that are never pruned
         seed: the sampler's seed, offset by each trial's number (workers sharing a study sample different values)
         save_dir: the folder of studies: <save_dir>/<study>.journal and the trials' runs in <save_dir>/<study>/
-        storage: the study's storage: a database URL, such as postgresql://user:password@host/database (psycopg2,
+        storage: the study's storage: a database URL, such as postgresql://user:password@host/database (psycopg 3,
             the `postgres` extra) for workers on many machines, or a journal file's path (default:
             <save_dir>/<study>.journal for workers on one machine; <save_dir>/<study>.db, SQLite, where a study
             began there)
@@ -173,14 +173,14 @@ def scored_by(resolved: dict, metric: str | None, direction: str | None) -> tupl
 
 
 def _url(storage: str | None, save_dir: Path, study: str) -> str:
-    """The storage as every worker and trial opens it: a journal file by its absolute path, or a database URL;
-    `postgresql://` names psycopg2, the driver the `postgres` extra installs (SQLAlchemy 2.1 would load psycopg 3)."""
+    """The storage as every worker and trial opens it: a journal file by its absolute path, or a database URL as
+    given (SQLAlchemy 2.1 reads `postgresql://` as psycopg 3, the driver the `postgres` extra installs)."""
     if storage is None:  # the journal file, or the SQLite file of a study begun there (it continues there)
         database, journal = save_dir / f"{study}.db", save_dir / f"{study}.journal"
         storage = f"sqlite:///{database.resolve()}" if database.is_file() and not journal.exists() else str(journal)
     if "://" not in storage:
         return str(Path(storage).resolve())
-    return re.sub(r"^postgresql://", "postgresql+psycopg2://", storage)
+    return storage
 
 
 def main(cli_main: Callable, args: list[str] | None = None) -> optuna.Study:
