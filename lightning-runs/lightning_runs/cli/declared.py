@@ -11,7 +11,8 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 from lightning_runs.errors import UsageError
 
 
-def check_declared(model, datamodule, data_links: list[tuple[str, str]], config, args: list[str]) -> None:
+def check_declared(model, datamodule, links: list[tuple], config, args: list[str]) -> None:
+    """`links`: (source, target, apply_on) of the project's link_arguments."""
     name = type(model).__name__
     if datamodule is None:
         if not is_overridden("train_dataloader", model):
@@ -21,8 +22,10 @@ def check_declared(model, datamodule, data_links: list[tuple[str, str]], config,
             )
         return
     arguments = config.model.get("init_args") or {}
-    for attribute, argument in data_links:
-        if hasattr(datamodule, attribute) or argument not in arguments or _given(argument, config, args):
+    for source, target, apply_on in links:
+        attribute, argument = str(source).removeprefix("data."), target.removeprefix("model.init_args.")
+        linked = apply_on == "instantiate" and source == f"data.{attribute}" and argument in arguments
+        if not linked or hasattr(datamodule, attribute) or _given(argument, config, args):
             continue
         raise UsageError(
             f"{type(datamodule).__name__} names no {attribute}, which {name}'s {argument} is taken from: give"

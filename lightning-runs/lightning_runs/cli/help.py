@@ -29,21 +29,17 @@ class RunsArgumentParser(LightningArgumentParser):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.link_targets: list[str] = []
-        self.data_links: list[tuple[str, str]] = []  # (data attribute, model argument) linked at instantiation
+        self.links: list[tuple[str, str, str]] = []  # (source, target, apply_on), as link_arguments took them
 
     def link_arguments(self, source, target, compute_fn=None, apply_on: str = "parse") -> None:
         super().link_arguments(source, target, compute_fn, apply_on)
-        self.link_targets.append(target)
-        data, model = isinstance(source, str) and source.startswith("data."), target.startswith("model.init_args.")
-        if apply_on == "instantiate" and data and model:
-            self.data_links.append((source.removeprefix("data."), target.removeprefix("model.init_args.")))
+        self.links.append((source, target, apply_on))
 
     def dump(self, cfg, *args, **kwargs) -> str:
         if kwargs.get("format", "parser_mode") not in ("parser_mode", "yaml") or "skip_link_targets" in kwargs:
             return super().dump(cfg, *args, **kwargs)
         defaults, kept = self.get_defaults(), cfg.clone()
-        for target in self.link_targets:
+        for _, target, _ in self.links:
             if target in kept and json.dumps(kept[target], default=str) == json.dumps(
                 defaults.get(target), default=str
             ):

@@ -207,11 +207,7 @@ class RunsCLI(LightningCLI):
             chosen["data"] = None
         if chosen != {group: defaults.get(group) for group in GROUPS}:
             _set_classes(parser, subcommand, chosen)
-            try:
-                config = parser.parse_args(args)
-            except ArgumentError:  # a config file gave options of the default data: it asked for it
-                _set_classes(parser, subcommand, {"data": self.defaults.get("data")})
-                config = parser.parse_args(args)
+            config = parser.parse_args(args)
         return config
 
     def _default_data_for(self, model: str | None) -> bool:
@@ -250,7 +246,7 @@ class RunsCLI(LightningCLI):
             raise UsageError(str(error.__cause__ or error).strip().splitlines()[-1]) from None
         if self.subcommand == "fit":
             # The default model's defaults are the default data's: another DataModule gives those or the command does.
-            links = getattr(self._parser("fit"), "data_links", []) if isinstance(self.model, self.default_model) else []
+            links = getattr(self._parser("fit"), "links", []) if isinstance(self.model, self.default_model) else []
             check_declared(self.model, self.datamodule, links, self.config.fit, self.args)
 
     def after_instantiate_classes(self) -> None:

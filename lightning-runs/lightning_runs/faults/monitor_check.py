@@ -24,15 +24,8 @@ class MonitorCheck(Callback):
         self._check(trainer, pl_module)
 
     def on_train_start(self, trainer, pl_module) -> None:
-        if is_overridden("validation_step", pl_module) and trainer.limit_val_batches != 0:
-            return
-        for who, metric in _watched(trainer):
-            if test_metric(metric) is not None:  # a validation metric, and nothing validates
-                raise UsageError(
-                    f"{who} monitors {metric}, a validation metric, but this fit validates nothing"
-                    f" ({type(pl_module).__name__} has no validation_step, or --trainer.limit_val_batches is 0);"
-                    f" monitor a metric it logs in training (--{_option(who)}.monitor), or none (--{_option(who)} null)"
-                )
+        if not is_overridden("validation_step", pl_module) or trainer.limit_val_batches == 0:
+            self._check(trainer, pl_module, unvalidated=True)  # a validation metric can never come: said now
 
     def on_validation_end(self, trainer, pl_module) -> None:
         if not trainer.sanity_checking:
@@ -48,27 +41,21 @@ class MonitorCheck(Callback):
             return
         self._check(trainer, pl_module)  # runs before the monitoring callbacks' own epoch-end hooks
 
-    def _check(self, trainer, pl_module) -> None:
+    def _check(self, trainer, pl_module, unvalidated: bool = False) -> None:
         if self._checked or trainer.state.fn != "fit":
             return
-        self._checked = True
-        logged = sorted(trainer.callback_metrics)
-        for who, metric in _watched(trainer):
-            if metric not in logged:
-                raise UsageError(
-                    f"{who} monitors {metric}, which {type(pl_module).__name__} does not log (it logs:"
-                    f" {', '.join(logged) or 'nothing yet'}); monitor one of those (--{_option(who)}.monitor), or none"
-                    f" (--{_option(who)} null)"
-                )
-
-
-def _watched(trainer) -> list[tuple[str, str]]:
-    watched = [(type(c).__name__, c.monitor) for c in trainer.callbacks if _monitors(c)]
-    return watched + [("its lr scheduler", c.monitor) for c in trainer.lr_scheduler_configs if c.monitor]
-
-
-def _option(who: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", who).lower()  # as RunsCLI names the part: --early_stopping
+        self._checked = not unvalidated
+        watched = [(type(c).__name__, c.monitor) for c in trainer.callbacks if _monitors(c)]
+        watched += [("its lr scheduler", c.monitor) for c in trainer.lr_scheduler_configs if c.monitor]
+        logged, name = sorted(trainer.callback_metrics), type(pl_module).__name__
+        for who, metric in watched:
+            if metric not in logged and (not unvalidated or test_metric(metric)):
+                option = re.sub(r"(?<!^)(?=[A-Z])", "_", who).lower()  # as RunsCLI names the part: --early_stopping
+                why = f"which {name} does not log (it logs: {', '.join(logged) or 'nothing yet'}); monitor one of those"
+                if unvalidated:
+                    why = "a validation metric, but this fit validates nothing (no validation_step, or"
+                    why += " --trainer.limit_val_batches 0); monitor one it logs in training"
+                raise UsageError(f"{who} monitors {metric}, {why} (--{option}.monitor), or none (--{option} null)")
 
 
 def _monitors(callback) -> bool:
