@@ -99,10 +99,8 @@ def resolve_checkpoint(subcommand: str, config) -> Path | None:
     given, args = config.get("ckpt_path"), config.trainer.logger.init_args
     if given in ("last", "best"):
         experiment = Path(args.save_dir) / args.name
-        found, wanted = (
-            newest_with(experiment, f"{given}.ckpt"),
-            experiment / "version_*" / CHECKPOINTS / f"{given}.ckpt",
-        )
+        found = newest_with(experiment, f"{given}.ckpt")
+        wanted = experiment / "version_*" / CHECKPOINTS / f"{given}.ckpt"
         if args.get("version") is not None:  # a run pinned by hand (a SLURM job's): its own file, or a first fit
             wanted = run_dir(args.save_dir, args.name, args.version) / CHECKPOINTS / f"{given}.ckpt"
             found = wanted if is_checkpoint(wanted) else None

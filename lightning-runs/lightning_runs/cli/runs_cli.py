@@ -161,8 +161,8 @@ class RunsCLI(LightningCLI):
         if not BUILDING.get():
             with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
                 self.claim = placement.claim(subcommand, config)
-        if self.evaluated and not BUILDING.get():
-            say_evaluated(subcommand, Path(self.evaluated), self.claim and self.claim.folder)
+            if self.evaluated:
+                say_evaluated(subcommand, Path(self.evaluated), self.claim and self.claim.folder)
         config.ckpt_path = None if self.evaluated else config.get("ckpt_path")
 
     def _parse(self, parser) -> None:

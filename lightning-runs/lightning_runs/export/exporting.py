@@ -95,12 +95,9 @@ def exported(model: torch.nn.Module, format: str, batch_size: int | None = None)
         content = _serialized(model, program, args, kwargs, format, [output for output, _ in first])
     except Exception as error:  # the exporter's refusal, and the line of forward that made the batch size a constant
         reason = f"{type(error).__name__}: {first_line(error)}"
-        if batch_size:
-            raise UsageError(f"{name} cannot be exported at a batch of {batch_size} ({reason})") from None
-        raise UsageError(
-            f"{name} cannot be exported with a free batch size{_pinned(guards)} ({reason}); export at a fixed batch"
-            " size with --batch_size N"
-        ) from None
+        how = f"at a batch of {batch_size}" if batch_size else f"with a free batch size{_pinned(guards)}"
+        hint = "" if batch_size else "; export at a fixed batch size with --batch_size N"
+        raise UsageError(f"{name} cannot be exported {how} ({reason}){hint}") from None
     for checked in (batch_size,) if batch_size else (1, size + 3):
         inputs, named = resized(args, checked), resized(kwargs, checked)
         try:
