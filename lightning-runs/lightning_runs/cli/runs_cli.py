@@ -76,12 +76,8 @@ class RunsCLI(LightningCLI):
         self.args = list(sys.argv[1:] if args is None else args)
         if program() == PLACEHOLDER:  # a cli_main called without lightning_runs.main (a test, a notebook)
             set_program(model_class.__module__.partition(".")[0])
-        self.added, self.claim, self.tested, self.testing = (
-            [*callbacks, *callbacks_from_environment()],
-            None,
-            None,
-            None,
-        )
+        self.added = [*callbacks, *callbacks_from_environment()]
+        self.claim = self.tested = self.testing = None
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
         # jsonargparse's own denylist (os, subprocess, eval, ...) enforced: a class_path or callable that a config, a
         # command line or a checkpoint's hyperparameters name never runs a command (only warned by default, 4.53).
