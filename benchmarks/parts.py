@@ -1,0 +1,112 @@
+"""What each part of the default fit costs: `python -m project fit` against the same with one part switched off.
+
+    python -m benchmarks.parts [--rounds 4] [--epochs 50]
+
+Rows: the library's parts (cli/parts.py, each `--<part> null`) and Lightning's own (the model summary, the progress
+bar, TensorBoard swapped for CSV files, checkpoints written in the training thread instead of the background one).
+Each round runs the default at both ends and every row between, the order reversed every other round (drift on a
+machine that slows under load falls on all rows alike); a row's saving is its round's default (the mean of the two)
+less its own time, per round: medians (min-max) of the whole process (output through pipes, as a CI log takes it) and
+of the fit phase (FitClock below: setup to teardown, what every row has, as `--run_summary null` has no summary). The
+machine is named with its load before and after: on a shared machine the numbers are indicative only.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from lightning.pytorch.callbacks import Callback
+
+from benchmarks.common import DEFAULT, project, timed
+
+PARTS = ("figures", "histograms", "gradient_check", "run_summary", "random_state", "checkpoint_on_signal",
+         "best_checkpoint", "last_checkpoint", "early_stopping", "learning_rate_monitor")  # fmt: skip
+ROWS = {f"{part} (--{part} null)": [f"--{part}=null"] for part in PARTS} | {
+    "the model summary (--trainer.enable_model_summary false)": ["--trainer.enable_model_summary=false"],
+    "the progress bar (--trainer.enable_progress_bar false)": ["--trainer.enable_progress_bar=false"],
+    "TensorBoard (swapped for CSVRunLogger)": ["--trainer.logger=lightning_runs.loggers.CSVRunLogger"],
+    "BackgroundCheckpointIO (checkpoints in the training thread)": [
+        "--trainer.plugins=lightning_runs.checkpoints.AtomicCheckpointIO"
+    ],
+}
+CLOCK = "--trainer.callbacks+=benchmarks.parts.FitClock"
+
+
+class FitClock(Callback):
+    """Prints `{"fit_seconds": ..., "fit_cpu": ...}` (wall and CPU seconds) as the fit's last line: from its setup,
+    before every part's fit start, to its teardown, after every part's fit end."""
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        self._started, self._cpu = time.perf_counter(), time.process_time()
+
+    def teardown(self, trainer, pl_module, stage: str) -> None:
+        if trainer.is_global_zero and stage == "fit":
+            cpu = time.process_time() - self._cpu  # all threads: steadier than wall time on a shared machine
+            print(json.dumps({"fit_seconds": time.perf_counter() - self._started, "fit_cpu": cpu}), flush=True)
+
+
+def fit(work: Path, epochs: int | None, *args: str) -> dict:
+    more = [f"--trainer.max_epochs={epochs}"] if epochs else []
+    wall, _, out = timed(project("fit", "--config", str(DEFAULT), *more, CLOCK, *args), work)
+    clock = next(json.loads(line) for line in reversed(out.splitlines()) if line.startswith('{"fit_seconds"'))
+    return {"wall": wall, **clock}
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor() or platform.machine())  # fmt: skip
+    return f"{cpu}, {len(os.sched_getaffinity(0))} cores"
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def saved(default: list[dict], row: list[dict], key: str) -> list[float]:
+    return [d[key] - r[key] for d, r in zip(default, row, strict=True)]
+
+
+def main(args: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=4, help="an even number balances the order")
+    parser.add_argument("--epochs", type=int, default=None, help="the default config's 50 unless given")
+    parser.add_argument("--only", action="append", default=None, help="rows whose name contains this (repeatable)")
+    options = parser.parse_args(args)
+    rows = {name: extra for name, extra in ROWS.items() if not options.only or any(o in name for o in options.only)}
+    work = Path(tempfile.mkdtemp(prefix="parts-"))
+    before = load()
+    fit(work, options.epochs)  # warm-up: file caches
+    results: dict[str, list[dict]] = {"default": [], **{name: [] for name in rows}}
+    for i in range(options.rounds):
+        ends = [fit(work, options.epochs)]
+        for name in list(rows)[:: 1 if i % 2 == 0 else -1]:  # forward, then backward, ...
+            results[name].append(fit(work, options.epochs, *rows[name]))
+        ends.append(fit(work, options.epochs))
+        results["default"].append({key: statistics.mean(end[key] for end in ends) for key in ends[0]})
+
+    default = results["default"]
+    fit_s, wall_s = (statistics.median(d[key] for d in default) for key in ("fit_seconds", "wall"))
+    print(f"\n{time.strftime('%Y-%m-%d')}, {machine()}; load average {before} before, {load()} after")
+    print(f"{options.rounds} rounds, {options.epochs or 'the default'} epochs; the default fit: fit phase {fit_s:.2f}")
+    print(f"s, whole process {wall_s:.2f} s; saved = the round's default less the row, medians (min-max)\n")
+    cpu_s = statistics.median(d["fit_cpu"] for d in default)
+    print("| part switched off | fit phase saved (s) | % of the default's fit phase | fit phase CPU saved (s, %) "
+          "| whole process saved (s) |\n|---|---|---|---|---|")  # fmt: skip
+    for name in rows:
+        fits, cpus, walls = (saved(default, results[name], key) for key in ("fit_seconds", "fit_cpu", "wall"))
+        cpu = statistics.median(cpus)
+        print(f"| {name} | {statistics.median(fits):.2f} ({min(fits):.2f} to {max(fits):.2f}) | "
+              f"{100 * statistics.median(fits) / fit_s:.1f} | {cpu:.2f} ({100 * cpu / cpu_s:.1f}) | "
+              f"{statistics.median(walls):.2f} |")  # fmt: skip
+    (work / "parts.json").write_text(json.dumps(results, indent=2))
+    print(f"\nraw numbers: {work / 'parts.json'}")
+    return results
+
+
+if __name__ == "__main__":
+    main()
