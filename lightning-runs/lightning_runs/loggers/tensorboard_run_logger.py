@@ -15,10 +15,11 @@ from lightning_runs.run_folders import RUNS
 
 
 class TensorBoardRunLogger(TensorBoardLogger):
-    """Lightning's TensorBoardLogger writes an event per scalar and flushes the file after every logged step (its
-    `save()`): with `log_every_n_steps` 1, five events and a wait for the writer's thread a step. Here the scalars of a
-    call share one event, and `save()` reaches the disk at most every `flush_seconds` (TensorBoard reloads every 30 s),
-    and at the end; a run killed with -9 loses at most that many seconds of scalars, which its resume writes again."""
+    """Lightning's TensorBoardLogger writes an event per scalar, each handed to the event writer's thread at once,
+    and flushes the file after every logged step (its `save()`): with `log_every_n_steps` 1, five events and a wait
+    for that thread a step. Here the scalars of a call share one event, kept until `save()`, which writes them and
+    flushes at most every `flush_seconds` (TensorBoard reloads every 30 s), and at the end; a run killed with -9 loses
+    at most that many seconds of scalars, which its resume writes again."""
 
     def __init__(
         self,
@@ -30,7 +31,7 @@ class TensorBoardRunLogger(TensorBoardLogger):
         **tensorboard_logger,
     ) -> None:
         super().__init__(save_dir, name, version, prefix=prefix, **tensorboard_logger)
-        self.flush_seconds, self._flushed = flush_seconds, -math.inf
+        self.flush_seconds, self._flushed, self._pending = flush_seconds, -math.inf, []
         self._tag = lambda key: f"{prefix}{self.LOGGER_JOIN_CHAR}{key}" if prefix else key  # as Lightning names them
 
     @rank_zero_only
@@ -39,7 +40,7 @@ class TensorBoardRunLogger(TensorBoardLogger):
         scalars = {k: v for k, v in metrics.items() if isinstance(v, int | float)}
         if scalars:
             values = [Summary.Value(tag=self._tag(k), simple_value=v) for k, v in scalars.items()]
-            tensorboard_file_writer(self.experiment).add_summary(Summary(value=values), step)
+            self._pending.append((Summary(value=values), step, time.time()))
         if len(scalars) < len(metrics):  # a dict (add_scalars), or a value Lightning's own refuses in its words
             super().log_metrics({k: v for k, v in metrics.items() if k not in scalars}, step)
 
@@ -48,4 +49,17 @@ class TensorBoardRunLogger(TensorBoardLogger):
         now = time.monotonic()
         if now - self._flushed >= self.flush_seconds:
             self._flushed = now
+            self._write_pending()
             super().save()
+
+    @rank_zero_only
+    def finalize(self, status: str) -> None:
+        self._write_pending()  # a failed or stopped fit's too: Lightning finalizes its loggers on every exit
+        super().finalize(status)
+
+    def _write_pending(self) -> None:
+        # Handed to the writer's thread together: an event at a time, that thread woke three times a step.
+        writer = tensorboard_file_writer(self.experiment)
+        for summary, step, walltime in self._pending:
+            writer.add_summary(summary, step, walltime)
+        self._pending.clear()
