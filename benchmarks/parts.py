@@ -3,7 +3,8 @@
     python -m benchmarks.parts [--rounds 4] [--epochs 50]
 
 Rows: the library's parts (cli/parts.py, each `--<part> null`) and Lightning's own (the model summary, the progress
-bar, TensorBoard swapped for CSV files, checkpoints written in the training thread instead of the background one).
+bar, TensorBoard swapped for CSV files or for the library's TensorBoardRunLogger, checkpoints written in the training
+thread instead of the background one).
 Each round runs the default at both ends and every row between, the order reversed every other round (drift on a
 machine that slows under load falls on all rows alike); a row's saving is its round's default (the mean of the two)
 less its own time, per round: medians (min-max) of the whole process (output through pipes, as a CI log takes it) and
@@ -30,6 +31,10 @@ ROWS = {f"{part} (--{part} null)": [f"--{part}=null"] for part in PARTS} | {
     "the model summary (--trainer.enable_model_summary false)": ["--trainer.enable_model_summary=false"],
     "the progress bar (--trainer.enable_progress_bar false)": ["--trainer.enable_progress_bar=false"],
     "TensorBoard (swapped for CSVRunLogger)": ["--trainer.logger=lightning_runs.loggers.CSVRunLogger"],
+    # Where the default is still Lightning's TensorBoardLogger: what the library's, flushing every 5 s, saves.
+    "TensorBoard's flush every step (swapped for TensorBoardRunLogger)": [
+        "--trainer.logger=lightning_runs.loggers.TensorBoardRunLogger"
+    ],
     "BackgroundCheckpointIO (checkpoints in the training thread)": [
         "--trainer.plugins=lightning_runs.checkpoints.AtomicCheckpointIO"
     ],
