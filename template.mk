@@ -6,8 +6,9 @@ new-project: ## copy this template to DEST as package NAME, in a new git reposit
 	$(PYTHON) scripts/new_project.py "$(DEST)" "$(NAME)" $(if $(LICENSE),--license "$(LICENSE)") \
 		$(if $(HOLDER),--holder "$(HOLDER)")  # quoted: a DEST with a space is one folder; LICENSE=Apache-2.0 HOLDER=...
 
-bench: install ## the project's fit against a plain PyTorch loop and a plain Lightning script of the same job (~10 min)
+bench: install ## the fit against a plain PyTorch loop and a plain Lightning script, then each part's cost (~30 min)
 	$(PY) -m benchmarks.compare $(ARGS)
+	$(PY) -m benchmarks.parts $(PARTS_ARGS)
 
 bench-scale: install ## samples/s, set-up time and memory on 1x, 10x and 100x the digits (~4 min)
 	$(PY) -m benchmarks.scale $(ARGS)

@@ -6,6 +6,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,14 +22,20 @@ def project(*args: str) -> list[str]:
 
 
 def timed(command: list[str], cwd: Path) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MB) and stdout of one process; raises if it fails."""
+    """Wall seconds, peak RSS (MB) and stdout of one process; raises if it fails. Both its stdout and its stderr go
+    through a pipe, as a CI log or a scheduler's log file takes them: a progress bar's redraws cost there what they
+    cost a user (to /dev/null they cost nothing)."""
     started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(command, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.append(process.stderr.read()))  # both pipes drained: no deadlock
+    reader.start()
     out = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
+    reader.join()
+    _, status, usage = os.wait4(process.pid, 0)  # not communicate(): its wait() would take the rusage with it
     seconds = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{' '.join(map(str, command))} failed")
+        raise RuntimeError(f"{' '.join(map(str, command))} failed:\n{''.join(err)[-2000:]}")
     return seconds, usage.ru_maxrss / 1024, out
 
 

@@ -187,3 +187,53 @@ def ddp_fit(home: Path, logger: str) -> Path:
     assert result.returncode == 0, result.stderr[-4000:]
     assert [p.name for p in (home / "runs/tiny").iterdir()] == ["version_0"]
     return home / "runs/tiny/version_0"
+
+
+# TensorBoardRunLogger: TensorBoard's events, written cheaper.
+
+
+def _scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: [(s.step, s.value) for s in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+def test_tensorboard_run_logger_writes_what_lightnings_writes_in_a_plain_trainer(tmp_path):
+    import lightning as L
+    from lightning.pytorch.callbacks import LearningRateMonitor
+    from lightning.pytorch.loggers import TensorBoardLogger
+
+    from lightning_runs.faults import GradientCheck
+    from lightning_runs.loggers import TensorBoardRunLogger
+    from tiny_tasks import TinyClassifier, TinyDataModule
+
+    written = {}
+    for name, logger in (("lightning", TensorBoardLogger), ("ours", TensorBoardRunLogger)):
+        L.seed_everything(0)
+        trainer = L.Trainer(max_epochs=2, limit_train_batches=3, log_every_n_steps=1, logger=logger(tmp_path, name),
+                            callbacks=[GradientCheck(), LearningRateMonitor("step")], enable_progress_bar=False,
+                            enable_model_summary=False, enable_checkpointing=False)  # fmt: skip
+        trainer.fit(TinyClassifier(), TinyDataModule())
+        written[name] = _scalars(trainer.logger.log_dir)
+    assert written["ours"] == written["lightning"]
+    assert {"train/loss", "train/grad_norm", "lr-Adam", "val/acc"} <= set(written["ours"])
+    assert len(written["ours"]["train/grad_norm"]) == 6
+
+
+def test_tensorboard_run_logger_flushes_every_few_seconds_and_at_the_end(tmp_path, monkeypatch):
+    from lightning_runs.loggers import TensorBoardRunLogger
+
+    for seconds, expected in ((3600, 1), (0, 20)):
+        logger = TensorBoardRunLogger(tmp_path, str(seconds), flush_seconds=seconds, prefix="fold0")
+        flushes, flush = [], logger.experiment.flush
+        counted = lambda flushes=flushes, flush=flush: flushes.append(1) or flush()  # noqa: E731
+        monkeypatch.setattr(logger.experiment, "flush", counted)  # counted, then done
+        for step in range(20):  # as Lightning calls them: the step's scalars, then save()
+            logger.log_metrics({"loss": 1.0 / (step + 1), "acc": torch.tensor(0.5)}, step=step)
+            logger.save()
+        assert len(flushes) == expected
+        assert (Path(logger.log_dir) / "hparams.yaml").is_file()  # written by the first save(), as Lightning's
+        logger.finalize("success")
+        assert [step for step, _ in _scalars(logger.log_dir)["fold0-loss"]] == list(range(20))

@@ -4,6 +4,7 @@ the study it timed holds exactly the trials asked."""
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -29,3 +30,25 @@ def test_the_sweep_workers_benchmark_times_workers_that_finish_exactly_the_trial
     assert header == "| Workers | journal |"
     workers, seconds = row.strip("| ").split(" | ")
     assert workers == "2" and float(seconds) > 0
+
+
+def test_timed_takes_stderr_through_a_pipe_without_blocking_and_names_it_on_failure(tmp_path):
+    noisy = "import sys; sys.stderr.write('x' * 1_000_000); print('done')"  # far over a pipe's 64 KB buffer
+    assert timed([sys.executable, "-c", noisy], tmp_path)[2] == "done\n"
+    with pytest.raises(RuntimeError, match="the reason it failed"):
+        timed([sys.executable, "-c", "import sys; sys.exit('the reason it failed')"], tmp_path)
+
+
+@pytest.mark.slow  # ~50 s: four one-epoch fits (a warm-up, the default before and after, one part switched off)
+def test_the_parts_benchmark_times_the_default_and_each_part_switched_off(tmp_path):
+    out = timed(
+        [sys.executable, "-m", "benchmarks.parts", "--epochs", "1", "--rounds", "1", "--only", "gradient_check"],
+        tmp_path,
+    )[2]
+    (row,) = [line for line in out.splitlines() if line.startswith("| gradient_check (--gradient_check null) |")]
+    assert len(row.split(" | ")) == 5
+    assert "cores; load average" in out
+    raw = json.loads(Path(out.strip().splitlines()[-1].removeprefix("raw numbers: ")).read_text())
+    (default,), (switched_off,) = raw["default"], raw["gradient_check (--gradient_check null)"]
+    for fit in (default, switched_off):
+        assert 0 < fit["fit_seconds"] < fit["wall"] and fit["fit_cpu"] > 0

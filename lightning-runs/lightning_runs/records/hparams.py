@@ -8,17 +8,9 @@ import math
 
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
 from lightning.pytorch.loggers import TensorBoardLogger
-from tensorboard.compat.proto.summary_pb2 import Summary
-from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
-
-# tensorboard.plugins.hparams.api re-exports this module, but imports TensorFlow's Keras on the way.
-from tensorboard.plugins.hparams import summary_v2 as hparams_api
 
 from lightning_runs.configs import test_metric
 from lightning_runs.private import tensorboard_file_writer
-
-# Each HPARAMS column's type, by its value's: bool before int, which it subclasses.
-TYPES = ((bool, api_pb2.DATA_TYPE_BOOL), ((int, float), api_pb2.DATA_TYPE_FLOAT64), (str, api_pb2.DATA_TYPE_STRING))
 
 
 def score_tags(monitor: str | None) -> list[str]:
@@ -54,13 +46,21 @@ def log_parameters(trainer, pl_module) -> None:
     logger = next((one for one in trainer.loggers if isinstance(one, TensorBoardLogger)), None)
     if logger is None or not trainer.is_global_zero:
         return
+    # Imported here, by a fit with TensorBoard only: TensorBoard's hparams plugin pulls in absl and its TensorFlow stub,
+    # ~1% of every command's start-up (`fit --help`, `runs`) otherwise.
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
+    from tensorboard.plugins.hparams import summary_v2 as hparams_api  # .api would import TensorFlow's Keras
+
+    # Each HPARAMS column's type, by its value's: bool before int, which it subclasses.
+    types = ((bool, api_pb2.DATA_TYPE_BOOL), ((int, float), api_pb2.DATA_TYPE_FLOAT64), (str, api_pb2.DATA_TYPE_STRING))
     best = next((c for c in trainer.checkpoint_callbacks if getattr(c, "monitor", None)), None)
     scores = score_tags(best and best.monitor)
     params = {**pl_module.hparams, **(trainer.datamodule.hparams if trainer.datamodule else {}), **settings}
     # None leaves its cell empty, as torch's writer does: a column keeps one type. A list shows as its text.
     values = {k: v if isinstance(v, bool | int | float | str) else str(v)
               for k, v in _flatten_dict(parameters(params)).items() if v is not None}  # fmt: skip
-    infos = [api_pb2.HParamInfo(name=key, type=next(t for types, t in TYPES if isinstance(v, types)))
+    infos = [api_pb2.HParamInfo(name=key, type=next(t for kinds, t in types if isinstance(v, kinds)))
              for key, v in values.items()]  # fmt: skip
     metrics = [api_pb2.MetricInfo(name=api_pb2.MetricName(tag=tag)) for tag in scores]
     data = plugin_data_pb2.HParamsPluginData(experiment=api_pb2.Experiment(hparam_infos=infos, metric_infos=metrics))
