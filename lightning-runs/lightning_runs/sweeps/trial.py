@@ -15,7 +15,7 @@ from pathlib import Path
 from lightning.pytorch.callbacks import Callback
 
 from lightning_runs.errors import TrialRefusal
-from lightning_runs.run_folders import read_run_file, run_folder
+from lightning_runs.run_folders import read_run_data, run_folder
 
 # JSON: {"storage": URL or journal file, "study": name, "trial_id": id, "metric": name, "pruner": MedianPruner's
 # arguments}
@@ -118,6 +118,6 @@ def fit_finished(trial) -> bool:
     `completed` (a stop after the last step, records/summary.py). Its score then counts."""
     run = trial.user_attrs.get("run")
     try:
-        return run is not None and json.loads(read_run_file(Path(run) / "summary.json")).get("status") == "completed"
-    except (OSError, ValueError, AttributeError):  # no summary, or not one: the fit did not get that far
+        return run is not None and read_run_data(Path(run) / "summary.json").get("status") == "completed"
+    except (OSError, ValueError):  # no summary, or not one: the fit did not get that far
         return False

@@ -8,7 +8,6 @@ test split's scores of each fold's best checkpoint; runs/<name>/cv-<study>/cv.js
 again continues: finished folds are kept, a stopped fold resumes from its last checkpoint.
 """
 
-import json
 import os
 import shlex
 import statistics
@@ -21,7 +20,7 @@ from jsonargparse.typing import PositiveInt
 from lightning_runs.console import program, say
 from lightning_runs.errors import Failed, Stopped, UsageError
 from lightning_runs.processes import run_processes, stop_signal
-from lightning_runs.run_folders import read_run_file, write_json
+from lightning_runs.run_folders import read_run_data, write_json
 from lightning_runs.tools.function_cli import fit_config, function_cli
 
 
@@ -117,10 +116,9 @@ def _command(k, folds, recipe, study, save_dir, run, test) -> list[str] | None:
 
 def _summary(run: Path) -> dict:
     try:
-        summary = json.loads(read_run_file(run / "summary.json"))
+        return read_run_data(run / "summary.json")
     except (OSError, ValueError):  # no fit yet, or one stopped before it wrote its summary
         return {}
-    return summary if isinstance(summary, dict) else {}
 
 
 def _table(runs: list[Path], monitor: str, test: bool) -> dict:
