@@ -36,7 +36,10 @@ def open_storage(url: str, **heartbeat):
     if "://" not in url:
         lock = optuna.storages.journal.JournalFileSymlinkLock(url)  # the lock Optuna's own appends take
         repair_journal(Path(url), lock)
-        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(url, lock_obj=lock))
+        try:  # Optuna replays every record here, reading each one's keys unchecked
+            return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(url, lock_obj=lock))
+        except (KeyError, TypeError, AttributeError, IndexError) as error:  # a ValueError: storage.py names the file
+            raise ValueError(f"a record not as Optuna writes it: {type(error).__name__} {error}") from None
     engine = {"connect_args": {"timeout": SQLITE_TIMEOUT_S}} if url.startswith("sqlite") else {"pool_pre_ping": True}
     return optuna.storages.RDBStorage(url, engine_kwargs=engine, **heartbeat)
 
