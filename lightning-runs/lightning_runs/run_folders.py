@@ -25,6 +25,13 @@ def run_dir(save_dir, name: str, version: int | str) -> Path:
     return Path(save_dir) / name / (version if isinstance(version, str) else f"version_{version}")
 
 
+def check_folder_name(option: str, name: str) -> None:
+    """A name that becomes one folder's or file's name (a study's): one path component, printable (a newline would
+    split every line that shows it)."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or not name.isprintable():
+        raise UsageError(f"{option} {name!r}: must be one folder name, printable (no '/', newline, '..' or empty)")
+
+
 def run_folder(trainer) -> Path | None:
     """The folder the run's logger writes into, on any rank; None without one. Not `Trainer.log_dir`: a collective call
     under DDP, and for MLflow or W&B loggers their save_dir, runs/ itself."""

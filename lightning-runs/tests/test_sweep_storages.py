@@ -275,3 +275,24 @@ def test_a_journal_record_not_as_optuna_writes_it_is_one_line_naming_the_journal
     error = refusal(capsys, lambda: opened("--study=odd", "--n_trials=1"))
     assert error.startswith(f"error: {journal.resolve()}: not a readable study (a record not as Optuna writes it: ")
     assert error.endswith("move it away to start afresh")
+
+
+def test_a_study_continued_with_another_recipe_or_fold_count_is_refused_before_any_trial(capsys):
+    """A study kept the metric it began with, not its recipe: trials of two recipes were compared as one."""
+    Path("runs/sweeps").mkdir(parents=True)
+    journal = optuna.storages.journal.JournalFileBackend("runs/sweeps/kept.journal")
+    begun = optuna.create_study(storage=optuna.storages.JournalStorage(journal), study_name="kept")
+    begun.add_trial(optuna.create_trial(value=0.5, params={}, distributions={}))
+    opened("--study=kept", "--n_trials=1", "--args=[--data.n=128]")  # records the recipe: nothing to run
+    capsys.readouterr()
+    for changed, said in [
+        (["--args=[--data.n=64]"], "--data.n 64 (the study: 128)"),
+        (["--args=[--data.n=128]", "--folds=2"], "--folds 2 (the study: None)"),
+    ]:
+        error = refusal(capsys, lambda: opened("--study=kept", "--n_trials=1", *changed))  # noqa: B023
+        assert error.startswith(f"error: {said}") and "began with another recipe; start a new --study" in error
+    assert len(opened("--study=kept", "--n_trials=1", "--args=[--data.n=128]").trials) == 1, "the same: continues"
+
+
+def test_a_study_name_with_a_newline_is_one_line(capsys):
+    assert "one folder name" in refusal(capsys, lambda: opened("--study=a\nb"))
