@@ -1,12 +1,14 @@
 """Every file the library reads back from a run (config.yaml, summary.json) goes through one reader
 (run_folders.read_run_data): a file that is binary, cut short, of the wrong type, empty or too large is one line
 naming it and what to do (exit 2), never a UnicodeDecodeError, AttributeError or OSError traceback; the commands that
-read a run's config (a resume, an evaluation of its checkpoint) are refused before anything is written."""
+read a run's config (a resume, an evaluation of its checkpoint) are refused before anything is written; so is a
+checkpoint whose hyperparameters are no mapping (checkpoint_io.read_checkpoint)."""
 
 import shutil
 from pathlib import Path
 
 import pytest
+import torch
 from tiny_runs import each_row_once_daily, refusal, run, snapshot
 
 from lightning_runs.run_folders import MAX_RUN_FILE_BYTES, Unreadable, read_run_data
@@ -83,3 +85,13 @@ def test_a_runs_damaged_config_is_one_line_for_a_resume_and_an_evaluation_of_its
     error = refusal(capsys, lambda: run(*command))
     assert error.startswith(f"error: {(RUN / 'config.yaml').absolute()}: {said}") and error.endswith(FIX), error
     assert snapshot() == before, "nothing written"
+
+
+@pytest.mark.parametrize("key", ["hyper_parameters", "datamodule_hyper_parameters"])
+@pytest.mark.parametrize("value", [[1, 2], "lr=0.1"], ids=["a list", "a string"])
+def test_a_checkpoint_whose_hyperparameters_are_no_mapping_is_one_line(finished, key, value, capsys):
+    """LightningCLI's own reading of them was an AttributeError or TypeError traceback."""
+    checkpoint = torch.load(finished / "tiny/version_0/checkpoints/last.ckpt", weights_only=True)
+    torch.save({**checkpoint, key: value}, "odd.ckpt")
+    error = refusal(capsys, lambda: run("test", "--ckpt_path=odd.ckpt"))
+    assert error == f"error: odd.ckpt: its {key} are a {type(value).__name__}, not a mapping of arguments"
