@@ -175,11 +175,12 @@ def scored_by(resolved: dict, metric: str | None, direction: str | None) -> tupl
 
 
 def _keep_recipe(study, resolved: dict, distributions: dict, folds: int | None, where: str) -> None:
-    """A study keeps, in a user attribute, the recipe its trials vary (the searched settings left out) and its folds: a
-    continuation with another is refused before any trial, as its trials' scores would not compare."""
+    """A study keeps, in a user attribute, the recipe its trials vary (the searched settings left out) and its folds,
+    from its first finished trial on: a continuation with another is refused before any trial, as its trials' scores
+    would not compare."""
     current = {"folds": folds, "recipe": {k: v for k, v in configs.recipe(resolved).items() if k not in distributions}}
     began = study.user_attrs.get(STUDY_RECIPE)
-    if began is None:
+    if began is None or studies.counts(study)[0] == 0:  # no trial finished (every one failed): it begins again
         return study.set_user_attr(STUDY_RECIPE, current)
     changed = [f"--folds {folds} (the study: {began.get('folds')})"] if began.get("folds") != folds else []
     changed += configs.differences(began.get("recipe") or {}, current["recipe"], "the study")
