@@ -33,9 +33,15 @@ help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 	@echo "More GPUs or machines, FSDP, torch.compile, sweep workers: docs/scaling.md"
 
+# Built in a folder of its own and renamed into place, so .uv/bin/uv exists only whole: a second make started meanwhile
+# (two terminals of a fresh checkout) took a uv still being written as made ("Text file busy"). Where two build at
+# once, the second rename finds .uv there and keeps it. Only uv's binary is used: the venv's scripts name the folder.
 $(UV_BOOTSTRAP):
-	$(PYTHON) -m venv $(dir $(@D))
-	$(dir $@)python -m pip install --quiet "uv$(UV_VERSION)"
+	@set -e; building=$$(mktemp -d "$(CURDIR)/.uv-building-XXXXXX"); trap 'rm -rf "$$building"' EXIT; \
+	echo "bootstrapping uv into $(abspath $(@D)/..)"; \
+	$(PYTHON) -m venv "$$building"; "$$building/bin/python" -m pip install --quiet "uv$(UV_VERSION)"; \
+	$(PYTHON) -c 'import os, sys; os.rename(*sys.argv[1:])' "$$building" "$(abspath $(@D)/..)" 2>/dev/null || test -x $@ \
+	|| { echo "error: $(abspath $(@D)/..) holds no uv (a bootstrap stopped midway?): remove it, then run make again" >&2; exit 2; }
 
 # A pyproject.toml changed since uv.lock was written is refused in one line (uv's own takes three and names uv).
 # Offline: a lock that matches is known so at once; one that does not sends uv resolving, which ends in one of these

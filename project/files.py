@@ -2,7 +2,7 @@
 
 Whatever is wrong with a file is refused where it is read, in one line naming the file and the problem: a wrong
 shape, no numbers, NaN or infinite values, labels that are not class numbers. Nothing is trained on or predicted
-from garbage.
+from garbage; a labelled sample repeated is kept once.
 """
 
 import itertools
@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from lightning_runs.console import say
 from lightning_runs.errors import UsageError, first_line
 
 # Rows of a data file, read no further: every sample is held in memory as float32 and split here; a larger data set
@@ -61,7 +62,18 @@ def load_labelled(path: Path, shape: tuple[int, ...] | None = None) -> tuple[tor
     else:
         raise UsageError(f"{path}: unsupported file type {path.suffix!r}; use .npz or .csv")
     samples = _as_samples(samples, path, shape)
-    return samples, _as_labels(labels, path, len(samples))
+    return _each_once(samples, _as_labels(labels, path, len(samples)), path)
+
+
+def _each_once(samples: torch.Tensor, labels: torch.Tensor, path: Path) -> tuple[torch.Tensor, torch.Tensor]:
+    """A sample repeated (its values and label) is kept once, in its first row, said in one line: its copies would
+    land in train and test alike, and the test would score samples the model trained on."""
+    rows = np.concatenate([samples.flatten(1).numpy(), labels[:, None].numpy().astype(np.float32)], axis=1)
+    first = np.sort(np.unique(rows, axis=0, return_index=True)[1])
+    if len(first) < len(rows):
+        say(f"{path}: {len(rows) - len(first)} repeated samples (the same values and label) kept once each")
+        samples, labels = samples[first], labels[first]
+    return samples, labels
 
 
 def _existing(path: Path) -> Path:

@@ -6,7 +6,6 @@ statistics come from the train split in one streamed pass, and the training load
 resumes mid-epoch at the batch after the checkpoint, with or without workers, augmentation included.
 """
 
-import csv
 import os
 import warnings
 from functools import cached_property
@@ -18,14 +17,22 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 from torchdata.stateful_dataloader import StatefulDataLoader
-from torchvision.datasets.folder import find_classes, make_dataset
 from torchvision.io import ImageReadMode
 from torchvision.transforms import v2
 
 from lightning_runs.data import fold_indices
-from project.image_files import ImageFiles, SeededDrawSampler, channel_statistics, stratified_split
+from lightning_runs.errors import UsageError
+from project.image_files import (
+    SUFFIXES,
+    ImageFiles,
+    SeededDrawSampler,
+    channel_statistics,
+    read_csv,
+    read_folder,
+    refuse_unreadable,
+    stratified_split,
+)
 
-SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")  # what decode_image reads as one still image
 # Workers decode while the model trains. Measured on 2 cores (docs/performance.md, "Images on disk"): 2 workers
 # beat 0; more than 4 rarely pays for small images, and each is a process of its own.
 DEFAULT_WORKERS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
@@ -103,7 +110,7 @@ class ImageFolderDataModule(L.LightningDataModule):
         where a list of str would be copied into each worker page by page as reference counts are touched."""
         root = Path(self.hparams.root)
         if not root.exists():
-            raise ValueError(f"{root}: no such folder or file (the root of class folders, or a CSV of path,label)")
+            raise UsageError(f"{root}: no such folder or file (the root of class folders, or a CSV of path,label)")
         files, classes = read_csv(root) if root.is_file() else read_folder(root)
         paths = np.array([os.fsencode(path) for path, _ in files])
         return paths, np.array([label for _, label in files], dtype=np.int64), classes
@@ -132,10 +139,12 @@ class ImageFolderDataModule(L.LightningDataModule):
             found = sorted(str(f) for f in path.iterdir() if f.suffix.lower() in SUFFIXES) if path.is_dir() else []
             self.predict_files = found or ([str(path)] if path.is_file() else [])
             if not self.predict_files:
-                raise ValueError(f"{path}: neither an image nor a folder of images ({', '.join(SUFFIXES)}) to predict")
+                raise UsageError(f"{path}: neither an image nor a folder of images ({', '.join(SUFFIXES)}) to predict")
+            refuse_unreadable(self.predict_files)
             return
         if self.splits is None:  # called twice (by the CLI, then by the Trainer), and fit then test: done once
-            _, labels, _ = self._listing
+            paths, labels, _ = self._listing
+            refuse_unreadable(os.fsdecode(path) for path in paths)  # here, not in a worker mid-epoch
             labels, seed, folds = torch.from_numpy(labels), self.hparams.seed, self.hparams.folds
             self.splits = stratified_split(labels, self.hparams.val_fraction, self.hparams.test_fraction, seed)
             if folds is not None:  # the same test split; train + val cut into folds
@@ -144,7 +153,7 @@ class ImageFolderDataModule(L.LightningDataModule):
                 self.splits |= {"train": rest[train], "val": rest[val]}
         if stage == "fit" and self.mean is None:
             if len(self.splits["train"]) < self.hparams.batch_size or len(self.splits["val"]) == 0:
-                raise ValueError(
+                raise UsageError(
                     f"{self.hparams.root}: {len(self.splits['train'])} training and {len(self.splits['val'])}"
                     f" validation images; fit needs a full batch ({self.hparams.batch_size}) and one to validate"
                 )
@@ -214,36 +223,3 @@ class ImageFolderDataModule(L.LightningDataModule):
             return self.test_dataloader()
         paths = np.array([os.fsencode(f) for f in self.predict_files])
         return self._loader(ImageFiles(paths, None, self._transform(train=False), self._mode))
-
-
-def read_folder(root: Path) -> tuple[list[tuple[str, int]], list[str]]:
-    """(path, label) of every image under root/<class>/, and the sorted class names, as torchvision's ImageFolder."""
-    try:
-        classes, class_to_index = find_classes(str(root))
-        return make_dataset(str(root), class_to_index, extensions=SUFFIXES), classes
-    except FileNotFoundError as error:  # no class folder, or a class folder without images
-        raise ValueError(f"{root}: {error}") from None
-
-
-def read_csv(path: Path) -> tuple[list[tuple[str, int]], list[str]]:
-    """(path, label) of every row of a CSV with a `path,label` header; classes are the sorted label names (in
-    numeric order where all are integers)."""
-    try:
-        with path.open(newline="") as file:
-            reader = csv.DictReader(file)
-            rows = (
-                [(row["path"], row["label"]) for row in reader]
-                if {"path", "label"} <= set(reader.fieldnames or ())
-                else []
-            )
-    except (UnicodeDecodeError, csv.Error):
-        rows = []
-    if not rows or any(file is None or label is None for file, label in rows):
-        raise ValueError(f"{path}: not a list of images; expected a header row path,label and then one row per image")
-    names = sorted({label for _, label in rows}, key=lambda name: (int(name), "") if name.isdigit() else (0, name))
-    index = {name: i for i, name in enumerate(names)}
-    files = [(str(path.parent / file), index[label]) for file, label in rows]
-    for row, (file, _) in enumerate(files, start=2):
-        if not os.path.isfile(file):
-            raise ValueError(f"{path}, row {row}: {file} is not a file")
-    return files, names

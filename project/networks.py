@@ -26,6 +26,8 @@ class DigitsCNN(nn.Module):
                 f"DigitsCNN takes images, (H, W) or (C, H, W) samples, not {tuple(input_shape)}; choose another"
                 " --model.network (project.networks.MLP takes any shape)"
             )
+        if min(input_shape[-2:]) < 2:  # its pooling halves H and W: a 1-pixel side would leave nothing to convolve
+            raise ValueError(f"DigitsCNN takes images of at least 2 x 2 pixels, not {tuple(input_shape[-2:])}")
         c1, c2 = channels
         self.features = nn.Sequential(
             nn.Conv2d(1 if len(input_shape) == 2 else input_shape[0], c1, kernel_size=3, padding=1),  # (N, c1, H, W)

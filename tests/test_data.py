@@ -229,8 +229,20 @@ def test_a_csv_of_more_rows_or_classes_than_the_limits_is_refused_without_readin
 
 
 def test_samples_shaped_like_a_signals_channels_are_taken_for_images_and_it_says_how_to_tell(tmp_path, capsys):
-    np.savez(tmp_path / "channels.npz", samples=np.zeros((40, 3, 128)), labels=np.arange(40) % 2)
+    samples = np.random.default_rng(0).normal(size=(40, 3, 128))  # distinct: a repeated sample is kept once
+    np.savez(tmp_path / "channels.npz", samples=samples, labels=np.arange(40) % 2)
     FileDataModule(str(tmp_path / "channels.npz"), batch_size=8).setup("fit")
     assert "Samples of shape (3, 128) are taken for images; --data.kind signal" in capsys.readouterr().out
     FileDataModule(str(tmp_path / "channels.npz"), batch_size=8, kind="signal").setup("fit")
     assert "taken for images" not in capsys.readouterr().out
+
+
+def test_a_sample_repeated_in_a_csv_is_kept_once_so_no_copy_is_both_trained_and_tested_on(tmp_path, capsys):
+    rows = np.c_[np.random.default_rng(0).normal(size=(40, 5)), np.arange(40) % 2]
+    np.savetxt(tmp_path / "table.csv", np.r_[rows, rows[:20]], delimiter=",")  # 20 rows twice: a join gone wrong
+    table = FileDataModule(str(tmp_path / "table.csv"), batch_size=8, val_fraction=0.2, test_fraction=0.2)
+    table.setup("fit")
+    assert sum(len(table.splits[name][0]) for name in ("train", "val", "test")) == 40, "each sample once"
+    trained = {tuple(sample.tolist()) for sample in table.splits["train"][0]}
+    assert not trained & {tuple(sample.tolist()) for sample in table.splits["test"][0]}
+    assert "table.csv: 20 repeated samples (the same values and label) kept once each" in capsys.readouterr().out

@@ -2,6 +2,7 @@
 augmentation on the training split only, predict from a folder, bad input, and the exact mid-epoch resume with and
 without workers. Folders of generated PNGs, written in each test's own directory: nothing is downloaded."""
 
+import shutil
 from functools import partial
 from pathlib import Path
 
@@ -157,7 +158,7 @@ def test_an_unreadable_image_is_refused_in_one_line_naming_it(tmp_path, workers)
     (root / "class_1" / "005.png").write_bytes(b"not a png")
     with pytest.raises(ValueError) as error:
         prepared(root, batch_size=2, val_fraction=0.1, test_fraction=0.01, num_workers=workers)
-    assert str(error.value) == f"{root}/class_1/005.png: not an image decode_image reads (PNG, JPEG or WebP)"
+    assert str(error.value).startswith(f"{root}/class_1/005.png: not an image decode_image reads (cannot identify")
 
 
 def test_a_root_without_class_folders_or_a_list_is_refused_in_one_line_naming_it(tmp_path):
@@ -165,7 +166,7 @@ def test_a_root_without_class_folders_or_a_list_is_refused_in_one_line_naming_it
     write_png(torch.zeros(3, 4, 4, dtype=torch.uint8), str(tmp_path / "flat" / "only.png"))
     (tmp_path / "bad.csv").write_text("file,class\na.png,0\n")
     for root, message in [
-        (tmp_path / "flat", "Couldn't find any class folder"),
+        (tmp_path / "flat", "no class folder in it"),
         (tmp_path / "missing", "no such folder or file"),
         (tmp_path / "bad.csv", "expected a header row path,label"),
     ]:
@@ -215,3 +216,84 @@ def test_a_fit_stopped_and_resumed_ends_with_the_uninterrupted_fits_weights(fold
     assert state.keys() == theirs.keys()
     different = [name for name in state if not torch.equal(state[name], theirs[name])]
     assert not different, f"differ after the resume: {different}"
+
+
+# A file in a class folder that decode_image cannot read as one still image, made from a good one: each is named with
+# its path before training (images.py's check at setup), never a worker's error mid-epoch or a crash.
+def corrupt_png(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # inside the pixel data: libpng's "incorrect data check" crashed decode_image
+    path.write_bytes(bytes(data))
+
+
+def truncated_jpeg(path: Path) -> None:
+    from torchvision.io import encode_jpeg
+
+    data = encode_jpeg(torch.randint(0, 255, (3, 12, 12), dtype=torch.uint8)).numpy().tobytes()
+    path.with_suffix(".jpg").write_bytes(data[: len(data) // 2])
+    path.unlink()
+
+
+def animated_webp(path: Path) -> None:
+    from PIL import Image
+
+    frames = [Image.new("RGB", (12, 12), (k * 80, 0, 0)) for k in range(3)]
+    frames[0].save(path.with_suffix(".webp"), save_all=True, append_images=frames[1:])
+    path.unlink()
+
+
+def link_in_a_loop(path: Path) -> None:
+    path.unlink()
+    path.symlink_to(path.name)
+
+
+UNREADABLE = {
+    "corrupt PNG": (corrupt_png, ".png", "broken PNG file"),
+    "0-byte file": (lambda path: path.write_bytes(b""), ".png", "cannot identify image file"),
+    "truncated JPEG": (truncated_jpeg, ".jpg", "Truncated File Read"),
+    "animated WebP": (animated_webp, ".webp", "an animated WEBP, 3 frames"),
+    "a link in a loop": (link_in_a_loop, ".png", "Too many levels of symbolic links"),
+}
+IMAGES = ["--data=project.images.ImageFolderDataModule", "--data.image_size=[8, 8]", "--data.num_workers=0"]
+
+
+@pytest.mark.parametrize("damage,suffix,said", UNREADABLE.values(), ids=UNREADABLE.keys())
+def test_an_unreadable_image_is_one_line_naming_it_before_training(tmp_path, monkeypatch, capsys, damage, suffix, said):
+    from helpers import refusal, run
+
+    root = write_folder(tmp_path / "images", counts=(10, 10), size=12)
+    damage(root / "class_1" / "005.png")
+    monkeypatch.chdir(tmp_path)
+    error = refusal(capsys, lambda: run("fit", *IMAGES, f"--data.root={root}", "--data.batch_size=4"))
+    bad = root / "class_1" / f"005{suffix}"
+    assert error.startswith(f"error: {bad}: not an image decode_image reads (") and said in error, error
+    assert error.endswith("; remove or replace it") and not (tmp_path / "runs").exists(), "nothing started"
+
+
+def test_files_are_listed_without_following_links_out_of_their_class_folder_nor_hidden_folders(folder, tmp_path):
+    root = tmp_path / "linked"
+    shutil.copytree(folder, root)
+    (root / "class_0" / "loop").symlink_to("..")  # followed, it listed every class again under class_0: 6,560 of 160
+    (root / ".ipynb_checkpoints").mkdir()  # what Jupyter leaves beside a notebook: no class
+    write_png(torch.zeros(3, 4, 4, dtype=torch.uint8), str(root / ".ipynb_checkpoints" / "copy.png"))
+    write_png(torch.zeros(3, 4, 4, dtype=torch.uint8), str(root / "class_1" / ".hidden.png"))
+    listed = ImageFolderDataModule(str(root), num_workers=0)
+    assert listed.classes == ["class_0", "class_1", "class_2"]
+    assert listed._listing[1].tolist() == [0] * 24 + [1] * 24 + [2] * 24, "each image once, under its own class"
+
+
+@pytest.mark.parametrize(
+    "args,said",
+    [
+        (["--data.image_size=[1, 1]"], "DigitsCNN takes images of at least 2 x 2 pixels, not (1, 1)"),
+        (["--data.batch_size=64"], "60 training and 6 validation images; fit needs a full batch (64)"),
+        (["--data.val_fraction=0.01"], "66 training and 0 validation images; fit needs a full batch (4) and one to"),
+    ],
+    ids=["image size too small for the network", "a batch larger than the split", "an empty validation split"],
+)
+def test_a_fit_its_images_cannot_feed_is_one_line_before_training(folder, tmp_path, monkeypatch, capsys, args, said):
+    from helpers import refusal, run
+
+    monkeypatch.chdir(tmp_path)
+    error = refusal(capsys, lambda: run("fit", *IMAGES, f"--data.root={folder}", "--data.batch_size=4", *args))
+    assert said in error and not (tmp_path / "runs").exists(), error

@@ -5,6 +5,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
+from lightning_runs.errors import UsageError
+
 
 def write_atomically(path: Path, content: bytes | str | Callable[[BinaryIO], object]) -> None:
     """Write `content` (bytes, text, or a function that writes to the open file) to `path`: readers, and a kill at any
@@ -42,3 +44,18 @@ def write_atomically(path: Path, content: bytes | str | Callable[[BinaryIO], obj
         if named:
             os.unlink(temp, dir_fd=folder)
         os.close(folder)
+
+
+def write_output(path: Path, content: bytes | str, mine: Callable[[bytes], bool], tool: str) -> None:
+    """A tool's `--output`: written as write_atomically writes, where `path` is new or holds what the tool writes
+    (`mine` of its first 4 KB: a mark its output carries); any other file (a README, a config, a checkpoint) is refused,
+    never replaced. A folder passes to write_atomically, whose OSError the entry point words."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        head = b""
+        if path.is_file():  # not a FIFO or a device: never read
+            with path.open("rb") as file:
+                head = file.read(4096)
+        if not mine(head):
+            raise UsageError(f"--output {path}: a file {tool} did not write; give a new file, or move that one away")
+    write_atomically(path, content)

@@ -49,10 +49,10 @@ def config_hash(config: dict | None) -> str | None:
     return hashlib.sha256(json.dumps(recipe(config), sort_keys=True).encode()).hexdigest()
 
 
-def differences(saved: dict, command: dict) -> list[str]:
+def differences(saved: dict, command: dict, whose: str = "the run") -> list[str]:
     """`--model.lr 0.003 (the run: 0.01)` for each setting the two configs give differently."""
     a, b = recipe(saved), recipe(command)
-    return [f"--{key} {_shown(b.get(key))} (the run: {_shown(a.get(key))})" for key in sorted(a.keys() | b.keys())
+    return [f"--{key} {_shown(b.get(key))} ({whose}: {_shown(a.get(key))})" for key in sorted(a.keys() | b.keys())
             if a.get(key) != b.get(key)]  # fmt: skip
 
 

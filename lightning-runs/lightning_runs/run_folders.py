@@ -9,15 +9,27 @@ import re
 import stat
 from pathlib import Path
 
+from lightning_runs.errors import UsageError
+
 RUNS = "runs"  # the runs root every logger of the library defaults to, under the working directory
 CHECKPOINTS = "checkpoints"  # where ModelCheckpoint writes without a dirpath: <run>/checkpoints
 VERSION = re.compile(r"version_(\d+)")
 # A run's own small files read back (summary.json, config.yaml: a few KB): a link to /dev/zero is never read whole.
 MAX_RUN_FILE_BYTES = 10_000_000
+# The sections of a run's file that the library reads into, each a mapping where present.
+SECTIONS = {"config.yaml": ("trainer", "model", "data")}
+DAMAGED = "a run's own file, damaged: restore it, or move its run folder away"
 
 
 def run_dir(save_dir, name: str, version: int | str) -> Path:
     return Path(save_dir) / name / (version if isinstance(version, str) else f"version_{version}")
+
+
+def check_folder_name(option: str, name: str) -> None:
+    """A name that becomes one folder's or file's name (a study's): one path component, printable (a newline would
+    split every line that shows it)."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or not name.isprintable():
+        raise UsageError(f"{option} {name!r}: must be one folder name, printable (no '/', newline, '..' or empty)")
 
 
 def run_folder(trainer) -> Path | None:
@@ -68,8 +80,6 @@ def lock_run(folder: Path) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        from lightning_runs.errors import UsageError
-
         raise UsageError(f"{folder} is in use by another command that is still running; wait for it to end") from None
     return fd
 
@@ -83,15 +93,67 @@ def free_path(path: Path) -> Path:
     return candidate
 
 
+class Unreadable(UsageError):
+    """A file the library reads back that it cannot use: the line names the file, what is wrong, and what to do."""
+
+    def __init__(self, path: Path, problem: str, fix: str = DAMAGED) -> None:
+        super().__init__(f"{path}: {problem}; {fix}")
+        self.problem = problem
+
+
 def read_run_file(path: Path) -> str:
-    """A run's small file as text: a regular file of at most MAX_RUN_FILE_BYTES, else OSError saying which."""
-    if not stat.S_ISREG(path.stat().st_mode):
-        raise OSError(f"{path} is not a regular file")
+    """A run's own small file as text, checked as `read_run_data` checks it (a .yaml or .json file holds a mapping):
+    for the callers that parse it themselves."""
+    text = _text(path)
+    if path.suffix in (".yaml", ".json"):
+        _mapping(path, text)
+    return text
+
+
+def read_run_data(path: Path, fix: str = DAMAGED) -> dict:
+    """The mapping a run's config.yaml or summary.json holds (a .json file as JSON, any other as YAML); Unreadable
+    where it is not a regular file, is over MAX_RUN_FILE_BYTES, not UTF-8, empty, does not parse or holds no mapping."""
+    return _mapping(path, _text(path, fix), fix)
+
+
+def _text(path: Path, fix: str = DAMAGED) -> str:
+    if not stat.S_ISREG(path.stat().st_mode):  # a folder, a FIFO, /dev/zero: never opened
+        raise Unreadable(path, "not a regular file", fix)
     with path.open("rb") as file:
         content = file.read(MAX_RUN_FILE_BYTES + 1)
     if len(content) > MAX_RUN_FILE_BYTES:
-        raise OSError(f"{path} is larger than {MAX_RUN_FILE_BYTES:,} bytes")
-    return content.decode()
+        raise Unreadable(path, f"larger than {MAX_RUN_FILE_BYTES:,} bytes", fix)
+    try:
+        text = content.decode()
+    except UnicodeDecodeError as error:
+        raise Unreadable(path, f"not UTF-8 text ({error.reason} at byte {error.start})", fix) from None
+    if not text.strip():
+        raise Unreadable(path, "empty", fix)
+    return text
+
+
+def _mapping(path: Path, text: str, fix: str = DAMAGED) -> dict:
+    import yaml
+
+    form = "JSON" if path.suffix == ".json" else "YAML"
+    try:  # libyaml's parser where PyYAML has it: ten times faster, the same values
+        data = json.loads(text) if form == "JSON" else yaml.load(text, getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except RecursionError:
+        raise Unreadable(path, "nested too deeply to read", fix) from None
+    except yaml.MarkedYAMLError as error:
+        raise Unreadable(path, f"not YAML ({error.problem}, line {error.problem_mark.line + 1})", fix) from None
+    except (ValueError, yaml.YAMLError) as error:  # JSONDecodeError, a 5,000-digit integer
+        raise Unreadable(path, f"not {form} ({str(error).splitlines()[0][:200]})", fix) from None
+    if not isinstance(data, dict):
+        raise Unreadable(path, f"{_kind(form, data)}, not a mapping", fix)
+    for key in SECTIONS.get(path.name, ()):
+        if not isinstance(data.get(key), dict | None):
+            raise Unreadable(path, f"its {key} is {_kind(form, data[key])}, not a mapping", fix)
+    return data
+
+
+def _kind(form: str, value) -> str:
+    return f"a {form} {'null' if value is None else type(value).__name__}"
 
 
 def write_json(path: Path, data: dict) -> None:

@@ -8,7 +8,8 @@ import statistics
 from pathlib import Path
 
 import pytest
-from tiny_runs import command, load, refusal, start, wait_for
+import torch
+from tiny_runs import command, load, refusal, snapshot, start, wait_for
 
 ROOT = Path("runs/tiny/cv-study")
 
@@ -79,10 +80,65 @@ def test_a_datamodule_without_folds_is_told_what_to_accept(capsys):
     assert not Path("runs").exists()
 
 
-@pytest.mark.parametrize("option, said", [("--folds=1", "at least 2 folds"), ("--study=a/b", "one folder name")])
+@pytest.mark.parametrize(
+    "option, said",
+    [("--folds=1", "at least 2 folds"), ("--study=a/b", "one folder name"), ("--study=a\nb", "one folder name")],
+    ids=["one fold", "a study name with a slash", "a study name with a newline"],
+)
 def test_bad_options_are_one_line(capsys, option, said):
     from lightning_runs import main
     from tiny_tasks import cli_main
 
     args = ["cv", option] + ([] if option.startswith("--folds") else ["--folds=2"])
     assert said in refusal(capsys, lambda: main(cli_main, "tiny_tasks", args))
+
+
+def test_more_folds_than_samples_is_one_line_and_the_first_refused_fold_stops_the_cv(capsys):
+    """Each fold was a ValueError traceback, and the cv went on to the next of 30 folds."""
+    done = command("cv", "--folds=30", "--study=many", "--args=[--data.n=20]")
+    assert done.returncode == 2, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert (
+        errors
+        == [
+            "error: --data.folds 30 (fold 0): folds must be 2 to the 18 samples, fold 0 to folds - 1",
+            "error: fold 0 was refused (its error is above); fix that and run the same command",
+        ]
+        and "Traceback" not in done.stderr
+    ), done.stderr[-2000:]
+    assert not Path("runs/tiny/cv-many/fold_1").exists(), "no other fold started"
+
+
+def test_folds_stratify_by_classes_only_and_never_ask_more_than_the_samples_allow():
+    from lightning_runs.data import fold_indices
+    from lightning_runs.errors import UsageError
+
+    targets = torch.linspace(0, 1, 40)  # a regression's: stratifying raised "Supported target types are..."
+    train, val = fold_indices(40, 4, 1, seed=0, labels=targets)
+    assert len(val) == 10 and sorted([*train.tolist(), *val.tolist()]) == list(range(40))
+    classes = torch.tensor([0] * 30 + [1] * 10)
+    assert (classes[fold_indices(40, 5, 0, seed=0, labels=classes)[1]] == 1).sum() == 2, "stratified: 2 of each 8"
+    with pytest.raises(UsageError, match=r"--data.folds 31: more folds than the largest class has samples \(30\)"):
+        fold_indices(40, 31, 0, seed=0, labels=classes)
+    with pytest.raises(UsageError, match="folds must be 2 to the 40 samples"):
+        fold_indices(40, 41, 0, seed=0)
+
+
+@pytest.mark.slow
+def test_a_study_continued_with_another_recipe_or_fold_count_is_refused_naming_what_differs():
+    """It said "2 finished, 0 to run" and printed the old table; 3 folds on a 2-fold study mixed the splits."""
+    base = ["cv", "--folds=2", "--study=base", "--args=[--trainer.max_epochs=1,--trainer.limit_train_batches=2]"]
+    assert command(*base).returncode == 0
+    before = snapshot()
+    for changed, said in [
+        (["--args=[--trainer.max_epochs=1,--trainer.limit_train_batches=2,--model.lr=0.01]"], "--model.lr 0.01 (the"
+         " study: 0.05)"),
+        (["--folds=3"], "--folds 3 (the study: 2)"),
+    ]:  # fmt: skip
+        again = command(*base, *changed)
+        errors = [line for line in again.stderr.splitlines() if line.startswith("error:")]
+        assert again.returncode == 2 and len(errors) == 1 and said in errors[0], again.stderr[-2000:]
+        assert errors[0].endswith("began with another recipe; give another --study for this one, or the study's to"
+                                  " continue it")  # fmt: skip
+    assert snapshot() == before, "nothing ran"
+    assert "2 finished, 0 to run" in command(*base).stdout

@@ -76,3 +76,24 @@ def test_a_schema_written_over_a_folder_is_one_line_from_the_entry_points_handle
     error = refusal(capsys, lambda: main(lambda: schema.main(cli_main, ["--output", "configs"])))
     assert error.startswith("error: configs") and "is a folder; give a file" in error, error
     assert snapshot() == before
+
+
+@pytest.mark.parametrize("tool", ["schema", "completion"])
+def test_a_tools_output_never_replaces_a_file_it_did_not_write_and_replaces_its_own(tool, capsys):
+    """`schema --output README.md`, `completion --output pyproject.toml` wrote over them."""
+    from tiny_runs import refusal, snapshot
+
+    import lightning_runs
+
+    for name in ("README.md", "pyproject.toml"):
+        Path(name).write_text("# the owner's words\n")
+    before = snapshot()
+    for name in ("README.md", "pyproject.toml"):
+        error = refusal(capsys, lambda: lightning_runs.main(cli_main, "tiny_tasks", [tool, "--output", name]))  # noqa: B023
+        assert error == f"error: --output {name}: a file {tool} did not write; give a new file, or move that one away"
+    assert snapshot() == before, "nothing replaced"
+    lightning_runs.main(cli_main, "tiny_tasks", [tool, "--output", "mine"])
+    first = Path("mine").read_bytes()
+    Path("mine").write_bytes(first + b"\nan earlier version")
+    lightning_runs.main(cli_main, "tiny_tasks", [tool, "--output", "mine"])  # its own file: replaced, as make does
+    assert Path("mine").read_bytes() == first

@@ -198,11 +198,11 @@ def test_no_runs_says_so(capsys):
 # Each summary below is one line on stderr, and the good run beside it is still listed.
 UNREADABLE = {
     "corrupt": (b'{"status": "comp', "not JSON (Unterminated string"),  # a disk filled up mid-write, a hand edit
-    "a list": (b"[1, 2]", "not a run summary (a JSON list, not an object)"),
+    "a list": (b"[1, 2]", "a JSON list, not a mapping"),
     "NaN wall time": (b'{"status": "completed", "wall_time_s": NaN}', "its wall_time_s is not a finite number (nan)"),
     "Infinity wall time": (b'{"wall_time_s": Infinity}', "its wall_time_s is not a finite number (inf)"),
     "deep nesting": (b'{"config": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply to read"),
-    "not UTF-8": (b'{"status": "\xff"}', "'utf-8' codec can't decode byte 0xff"),
+    "not UTF-8": (b'{"status": "\xff"}', "not UTF-8 text (invalid start byte at byte 12)"),
     # Each field the table reads, of a type it cannot show.
     "started": (b'{"started": 1733000000}', "its started has the wrong type (int)"),  # could not sort beside text
     "best_checkpoint": (b'{"best_checkpoint": ["val/loss", 0.3]}', "its best_checkpoint has the wrong type (list)"),

@@ -211,3 +211,19 @@ def test_a_truncated_shard_is_one_line_from_the_entry_points_handler(tmp_path, c
     shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
     error = refusal(capsys, lambda: main(lambda: read_checkpoint(path)))
     assert error.startswith(f"error: {path}: a shard could not be read (") and error.endswith("give a whole checkpoint")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "binary"])
+@pytest.mark.parametrize("name", [sharded.METADATA, sharded.SHARDS_METADATA])
+def test_a_damaged_meta_pt_or_shard_index_is_one_line_naming_it(tmp_path, capsys, name, damage):
+    """torch.load's PytorchStreamReader and pickle's UnpicklingError, as the entry point's one line."""
+    path = tmp_path / "last.ckpt"
+    sharded.save_sharded(OneProcess(), checkpoint(1), path)
+    whole = (path / name).read_bytes()
+    (path / name).write_bytes(
+        {"truncated": whole[: len(whole) // 2], "empty": b"", "binary": os.urandom(len(whole))}[damage]
+    )
+    error = refusal(capsys, lambda: main(lambda: read_checkpoint(path)))
+    assert error.startswith(f"error: {path / name}: not readable (") and error.endswith(
+        "give the folder as its fit saved it"
+    )

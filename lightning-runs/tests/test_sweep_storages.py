@@ -255,3 +255,47 @@ def test_a_journal_whose_last_record_a_killed_worker_left_partial_is_repaired_an
     assert err.count("its last record was cut short (a worker stopped mid-write); removed it") == 1, err
     assert journal.read_bytes().startswith(whole) and "Study 'cut' in" in out and "2 of 2 trials finished" in out
     assert [t.value for t in study.trials] == [0.5, 0.4], "its finished trials, readable"
+
+
+JOURNAL_DAMAGE = {
+    "a record lacking its study_id": lambda record: {k: v for k, v in record.items() if k != "study_id"},
+    "a record that is a list": lambda record: [1, 2],
+}
+
+
+@pytest.mark.parametrize("damage", JOURNAL_DAMAGE.values(), ids=JOURNAL_DAMAGE.keys())
+def test_a_journal_record_not_as_optuna_writes_it_is_one_line_naming_the_journal(damage, capsys):
+    """Optuna replays a journal's records reading their keys unchecked: a KeyError or TypeError traceback."""
+    Path("runs/sweeps").mkdir(parents=True)
+    journal = Path("runs/sweeps/odd.journal")
+    begun = optuna.create_study(
+        storage=optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal))),
+        study_name="odd",
+    )
+    begun.add_trial(optuna.create_trial(value=0.5, params={}, distributions={}))
+    *records, last = journal.read_bytes().splitlines()
+    journal.write_bytes(b"\n".join([*records, json.dumps(damage(json.loads(last))).encode()]) + b"\n")
+    error = refusal(capsys, lambda: opened("--study=odd", "--n_trials=1"))
+    assert error.startswith(f"error: {journal.resolve()}: not a readable study (a record not as Optuna writes it: ")
+    assert error.endswith("move it away to start afresh")
+
+
+def test_a_study_continued_with_another_recipe_or_fold_count_is_refused_before_any_trial(capsys):
+    """A study kept the metric it began with, not its recipe: trials of two recipes were compared as one."""
+    Path("runs/sweeps").mkdir(parents=True)
+    journal = optuna.storages.journal.JournalFileBackend("runs/sweeps/kept.journal")
+    begun = optuna.create_study(storage=optuna.storages.JournalStorage(journal), study_name="kept")
+    begun.add_trial(optuna.create_trial(value=0.5, params={}, distributions={}))
+    opened("--study=kept", "--n_trials=1", "--args=[--data.n=128]")  # records the recipe: nothing to run
+    capsys.readouterr()
+    for changed, said in [
+        (["--args=[--data.n=64]"], "--data.n 64 (the study: 128)"),
+        (["--args=[--data.n=128]", "--folds=2"], "--folds 2 (the study: None)"),
+    ]:
+        error = refusal(capsys, lambda: opened("--study=kept", "--n_trials=1", *changed))  # noqa: B023
+        assert error.startswith(f"error: {said}") and "began with another recipe; start a new --study" in error
+    assert len(opened("--study=kept", "--n_trials=1", "--args=[--data.n=128]").trials) == 1, "the same: continues"
+
+
+def test_a_study_name_with_a_newline_is_one_line(capsys):
+    assert "one folder name" in refusal(capsys, lambda: opened("--study=a\nb"))

@@ -42,6 +42,9 @@ def _read(path: Path, identity: tuple) -> dict:
         raise UsageError(f"{path}: not a readable checkpoint ({first_line(error)})") from None
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), dict):
         raise UsageError(f"{path}: not a Lightning checkpoint (no state_dict)")
+    for key in ("hyper_parameters", "datamodule_hyper_parameters"):  # what LightningCLI and ours read as mappings
+        if not isinstance(checkpoint.get(key, {}), dict):
+            raise UsageError(f"{path}: its {key} are a {type(checkpoint[key]).__name__}, not a mapping of arguments")
     return checkpoint
 
 

@@ -134,11 +134,18 @@ def check_whole(path: Path) -> dict:
     shard is of the same save; else UsageError naming what is missing or stray."""
     from torch.distributed.checkpoint import FileSystemReader, load
 
-    path, meta = Path(path), torch.load(Path(path) / METADATA, map_location="cpu", weights_only=True)
-    identity = meta.get(IDENTITY)
+    path = Path(path)
+    reading = path / METADATA
+    try:  # meta.pt and torch's index of the shards, truncated or not torch's: what torch.load and pickle raise
+        meta = torch.load(reading, map_location="cpu", weights_only=True)
+        reading = path / SHARDS_METADATA
+        files = {item.relative_path for item in FileSystemReader(path).read_metadata().storage_data.values()}
+    except Exception as error:
+        said = f"{reading}: not readable ({first_line(error)}); give the folder as its fit saved it"
+        raise UsageError(said) from None
+    identity = meta.get(IDENTITY) if isinstance(meta, dict) else None
     if not isinstance(identity, torch.Tensor):
         raise UsageError(f"{path}: a sharded checkpoint without the identity of its save; give one this library saved")
-    files = {item.relative_path for item in FileSystemReader(path).read_metadata().storage_data.values()}
     missing = sorted(name for name in files if not (path / name).is_file())
     if missing:
         raise UsageError(f"{path}: its shard {missing[0]} is missing; give the folder as its fit saved it")

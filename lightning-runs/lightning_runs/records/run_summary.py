@@ -7,13 +7,11 @@
 (its config's data section, the batch size aside) also updates `metrics`, a test on other data never does.
 """
 
-import json
 import math
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import yaml
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.data import extract_batch_size
@@ -25,7 +23,7 @@ from lightning_runs.faults.checkpoint_on_signal import ran_to_its_end
 from lightning_runs.processes import this_process
 from lightning_runs.records import provenance
 from lightning_runs.records.hparams import log_parameters, log_scores
-from lightning_runs.run_folders import free_path, read_run_file, run_folder, write_json
+from lightning_runs.run_folders import free_path, read_run_data, run_folder, write_json
 
 
 class RunSummary(Callback):
@@ -39,7 +37,7 @@ class RunSummary(Callback):
         if self._facts or not trainer.is_global_zero:
             return
         path = provenance.saved_config_path(trainer)
-        config = yaml.safe_load(path.read_text()) if path is not None else None
+        config = read_run_data(path) if path is not None else None
         self._facts = {
             "config": config,
             "config_hash": config_hash(config),
@@ -171,10 +169,10 @@ class RunSummary(Callback):
         if path is None or not path.is_file():
             return None
         try:
-            summary = json.loads(read_run_file(path))
+            summary = read_run_data(path)
             if isinstance(summary.get("evaluations"), list) and isinstance(summary.get("metrics"), dict):
                 return summary
-        except (OSError, ValueError, AttributeError, RecursionError):  # a device, a folder, too large, too deep
+        except (OSError, ValueError):  # a device, a folder, too large, not JSON
             pass
         kept = free_path(path.with_name(f"{path.stem}.unreadable{path.suffix}"))
         path.rename(kept)

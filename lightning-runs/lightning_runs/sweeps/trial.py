@@ -15,7 +15,7 @@ from pathlib import Path
 from lightning.pytorch.callbacks import Callback
 
 from lightning_runs.errors import TrialRefusal
-from lightning_runs.run_folders import read_run_file, run_folder
+from lightning_runs.run_folders import read_run_data, run_folder
 
 # JSON: {"storage": URL or journal file, "study": name, "trial_id": id, "metric": name, "pruner": MedianPruner's
 # arguments}
@@ -36,7 +36,10 @@ def open_storage(url: str, **heartbeat):
     if "://" not in url:
         lock = optuna.storages.journal.JournalFileSymlinkLock(url)  # the lock Optuna's own appends take
         repair_journal(Path(url), lock)
-        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(url, lock_obj=lock))
+        try:  # Optuna replays every record here, reading each one's keys unchecked
+            return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(url, lock_obj=lock))
+        except (KeyError, TypeError, AttributeError, IndexError) as error:  # a ValueError: storage.py names the file
+            raise ValueError(f"a record not as Optuna writes it: {type(error).__name__} {error}") from None
     engine = {"connect_args": {"timeout": SQLITE_TIMEOUT_S}} if url.startswith("sqlite") else {"pool_pre_ping": True}
     return optuna.storages.RDBStorage(url, engine_kwargs=engine, **heartbeat)
 
@@ -118,6 +121,6 @@ def fit_finished(trial) -> bool:
     `completed` (a stop after the last step, records/summary.py). Its score then counts."""
     run = trial.user_attrs.get("run")
     try:
-        return run is not None and json.loads(read_run_file(Path(run) / "summary.json")).get("status") == "completed"
-    except (OSError, ValueError, AttributeError):  # no summary, or not one: the fit did not get that far
+        return run is not None and read_run_data(Path(run) / "summary.json").get("status") == "completed"
+    except (OSError, ValueError):  # no summary, or not one: the fit did not get that far
         return False

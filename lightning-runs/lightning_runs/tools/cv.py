@@ -8,7 +8,6 @@ test split's scores of each fold's best checkpoint; runs/<name>/cv-<study>/cv.js
 again continues: finished folds are kept, a stopped fold resumes from its last checkpoint.
 """
 
-import json
 import os
 import shlex
 import statistics
@@ -18,10 +17,12 @@ from pathlib import Path
 
 from jsonargparse.typing import PositiveInt
 
+from lightning_runs.configs import differences
+from lightning_runs.configs import recipe as recipe_of
 from lightning_runs.console import program, say
 from lightning_runs.errors import Failed, Stopped, UsageError
 from lightning_runs.processes import run_processes, stop_signal
-from lightning_runs.run_folders import read_run_file, write_json
+from lightning_runs.run_folders import check_folder_name, read_run_data, write_json
 from lightning_runs.tools.function_cli import fit_config, function_cli
 
 
@@ -53,8 +54,7 @@ def cv(
     """
     if folds < 2:
         raise UsageError(f"--folds {folds}: cross-validation takes at least 2 folds")
-    if not study or any(c in study for c in "/\\\0") or study in (".", ".."):
-        raise UsageError(f"--study {study!r}: must be one folder name (no '/', not '..' or empty)")
+    check_folder_name("--study", study)
     recipe = (*(f"--config={config}" for config in configs), *args)
     resolved = fit_config(cli_main, recipe)
     check_folds(resolved)
@@ -65,6 +65,7 @@ def cv(
     root = save_dir / f"cv-{study}"
     runs = [root / f"fold_{k}" for k in range(folds)]
     commands = {k: _command(k, folds, recipe, study, save_dir, runs[k], test) for k in range(folds)}
+    _same_study(root, folds, resolved, begun=any((run / "summary.json").exists() for run in runs))
     todo = {k: command for k, command in commands.items() if command is not None}
     say(f"cv {study}: {folds} folds of {resolved['name']} in {root}; {folds - len(todo)} finished, {len(todo)} to run")
     root.mkdir(parents=True, exist_ok=True)
@@ -76,7 +77,13 @@ def cv(
         say(f"fold {k}: {shown}" + (f" > {root / f'fold_{k}.log'}" if logs else ""))
     env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
     order = list(todo)
-    ended = (lambda i, code: say(f"fold {order[i]}: exit {code}")) if logs else None
+
+    def ended(i: int, code: int) -> None:
+        if logs:
+            say(f"fold {order[i]}: exit {code}")
+        if code == 2:  # refused (its line is above): so would every fold be
+            raise UsageError(f"fold {order[i]} was refused (its error is above); fix that and run the same command")
+
     codes, signum = run_processes([[*launcher, *python, *todo[k]] for k in order], env, workers, logs, ended)
     signum = signum or next(filter(None, map(stop_signal, codes)), None)
     if signum is not None:
@@ -89,6 +96,22 @@ def cv(
             f"folds {', '.join(map(str, failed))} failed (their errors are above); the same command reruns them"
         )
     return result
+
+
+def _same_study(root: Path, folds: int, resolved: dict, begun: bool) -> None:
+    """The study's recipe and fold count, recorded until a fold has begun (study.json); a continuation with another
+    recipe would keep the old folds' scores, and another fold count mix two splits: refused, naming what differs."""
+    path = root / "study.json"
+    if not begun or not path.exists():  # a study whose every fold was refused at its start begins again
+        return write_json(path, {"folds": folds, "recipe": recipe_of(resolved)})
+    began = read_run_data(path, fix=f"move {root} away to start the study afresh")
+    changed = [f"--folds {folds} (the study: {began.get('folds')})"] if began.get("folds") != folds else []
+    changed += differences(began.get("recipe") or {}, resolved, "the study")
+    if changed:
+        raise UsageError(
+            f"{'; '.join(changed[:4])}{f'; {len(changed) - 4} more' if len(changed) > 4 else ''}: {root} began with"
+            " another recipe; give another --study for this one, or the study's to continue it"
+        )
 
 
 def check_folds(resolved: dict) -> None:
@@ -117,10 +140,9 @@ def _command(k, folds, recipe, study, save_dir, run, test) -> list[str] | None:
 
 def _summary(run: Path) -> dict:
     try:
-        summary = json.loads(read_run_file(run / "summary.json"))
+        return read_run_data(run / "summary.json")
     except (OSError, ValueError):  # no fit yet, or one stopped before it wrote its summary
         return {}
-    return summary if isinstance(summary, dict) else {}
 
 
 def _table(runs: list[Path], monitor: str, test: bool) -> dict:

@@ -20,7 +20,7 @@ from jsonargparse import auto_cli
 from lightning_runs.configs import recipe, test_metric
 from lightning_runs.console import duration, program
 from lightning_runs.processes import is_dead
-from lightning_runs.run_folders import RUNS, VERSION, read_run_file
+from lightning_runs.run_folders import RUNS, VERSION, Unreadable, read_run_data
 
 COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "env", "differs")
 # The fields the table reads and the types it shows (a score is text where it was not finite: RunSummary's "nan").
@@ -76,9 +76,7 @@ def list_runs(name: str | None = None, root: Path = Path(RUNS)) -> list[dict[str
 
 def _read(path: Path) -> tuple:
     """(sort key, row, monitor, recipe settings shown) of one summary, or the error that makes it unreadable."""
-    summary = json.loads(read_run_file(path))
-    if not isinstance(summary, dict):
-        raise ValueError(f"not a run summary (a JSON {type(summary).__name__}, not an object)")
+    summary = read_run_data(path)
     for field, kinds in FIELDS.items():
         value = _get(summary, *field.split("."))
         if not isinstance(value, kinds):
@@ -151,14 +149,11 @@ def _score(value) -> str:
 
 
 def _reason(error: Exception, path: Path) -> str:
-    if isinstance(error, RecursionError):
-        return "nested too deeply to read"
-    if isinstance(error, json.JSONDecodeError):
-        return f"not JSON ({error})"
+    if isinstance(error, Unreadable):
+        return error.problem
     if isinstance(error, OSError) and error.strerror:
         return error.strerror
-    said = str(error).removeprefix(f"{path} is ")  # run_folders.read_run_file's refusals: "<path> is not ..."
-    return said if isinstance(error, OSError | TypeError | ValueError) else f"{type(error).__name__}: {said}"
+    return str(error) if isinstance(error, OSError | TypeError | ValueError) else f"{type(error).__name__}: {error}"
 
 
 def _shown(value) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from lightning_runs.run_folders import write_json
+from lightning_runs.atomic import write_output
 from lightning_runs.tools.function_cli import function_cli
 from lightning_runs.tools.schema_of import subcommand_schema
 
@@ -19,7 +19,7 @@ def write_schema(
     if output is None:
         print(json.dumps(schema, indent=2))
         return schema
-    write_json(output, schema)
+    write_output(output, json.dumps(schema, indent=2) + "\n", lambda head: b'"$schema"' in head, "schema")
     print(
         f"wrote {output}: a config file with the line `# yaml-language-server: $schema=<its path to {output.name}>`"
         " is checked against it by VS Code's YAML extension (any editor using yaml-language-server)"

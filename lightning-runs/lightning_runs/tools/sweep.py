@@ -26,8 +26,9 @@ import optuna
 from jsonargparse.typing import NonNegativeInt, PositiveInt
 from optuna.trial import TrialState
 
-from lightning_runs import errors
+from lightning_runs import configs, errors
 from lightning_runs.errors import Failed, Stopped, UsageError
+from lightning_runs.run_folders import check_folder_name
 from lightning_runs.sweeps import storage as studies
 from lightning_runs.sweeps.objective import TrialFits
 from lightning_runs.sweeps.space import corners, search_space
@@ -35,6 +36,7 @@ from lightning_runs.sweeps.turns import Turn
 from lightning_runs.tools.cv import check_folds
 from lightning_runs.tools.function_cli import fit_config, function_cli
 
+STUDY_RECIPE = "recipe"  # the study's user attribute holding the recipe it began with
 DIRECTIONS = {"max": "maximize", "min": "minimize"}  # a checkpoint's mode -> a study's direction
 
 
@@ -91,8 +93,7 @@ def sweep(
             `metric`, each fold a fit of its own (`--data.folds K --data.fold k`, as `cv` runs them); a trial is
             pruned on any fold that trails the other trials' same fold
     """
-    if not study or any(c in study for c in "/\\\0") or study in (".", ".."):  # a file and a run name in save_dir
-        raise UsageError(f"--study {study!r}: must be one file name (no '/', not '..' or empty)")
+    check_folder_name("--study", study)  # a file and a run name in save_dir
     if folds is not None and folds < 2:
         raise UsageError(f"--folds {folds}: cross-validation takes at least 2 folds")
     if grace_period <= heartbeat_interval:
@@ -117,6 +118,7 @@ def sweep(
         turn = Turn(url, study, save_dir)
         optuna_study = studies.open_study(url, study, direction, turn, heartbeat_interval, grace_period)
     studies.keep_scoring(optuna_study, metric, direction, shown)  # before any trial: a study scores one way
+    _keep_recipe(optuna_study, resolved, distributions, folds, shown)
     finished = studies.counts(optuna_study)[0]
     print(f"Study {study!r} in {shown}: {finished} of {n_trials} trials finished", flush=True)
     package = cli_main.__module__.partition(".")[0]
@@ -170,6 +172,23 @@ def scored_by(resolved: dict, metric: str | None, direction: str | None) -> tupl
             f" trials' best checkpoint monitors, and that is {watched}"
         )
     return metric, direction or DIRECTIONS[mode]
+
+
+def _keep_recipe(study, resolved: dict, distributions: dict, folds: int | None, where: str) -> None:
+    """A study keeps, in a user attribute, the recipe its trials vary (the searched settings left out) and its folds,
+    from its first finished trial on: a continuation with another is refused before any trial, as its trials' scores
+    would not compare."""
+    current = {"folds": folds, "recipe": {k: v for k, v in configs.recipe(resolved).items() if k not in distributions}}
+    began = study.user_attrs.get(STUDY_RECIPE)
+    if began is None or studies.counts(study)[0] == 0:  # no trial finished (every one failed): it begins again
+        return study.set_user_attr(STUDY_RECIPE, current)
+    changed = [f"--folds {folds} (the study: {began.get('folds')})"] if began.get("folds") != folds else []
+    changed += configs.differences(began.get("recipe") or {}, current["recipe"], "the study")
+    if changed:
+        raise UsageError(
+            f"{'; '.join(changed[:4])}{f'; {len(changed) - 4} more' if len(changed) > 4 else ''}: the study in {where}"
+            " began with another recipe; start a new --study for this one, or give the study's to continue it"
+        )
 
 
 def _url(storage: str | None, save_dir: Path, study: str) -> str:
