@@ -101,15 +101,6 @@ class Unreadable(UsageError):
         self.problem = problem
 
 
-def read_run_file(path: Path) -> str:
-    """A run's own small file as text, checked as `read_run_data` checks it (a .yaml or .json file holds a mapping):
-    for the callers that parse it themselves."""
-    text = _text(path)
-    if path.suffix in (".yaml", ".json"):
-        _mapping(path, text)
-    return text
-
-
 def read_run_data(path: Path, fix: str = DAMAGED) -> dict:
     """The mapping a run's config.yaml or summary.json holds (a .json file as JSON, any other as YAML); Unreadable
     where it is not a regular file, is over MAX_RUN_FILE_BYTES, not UTF-8, empty, does not parse or holds no mapping."""

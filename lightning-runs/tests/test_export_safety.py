@@ -105,10 +105,17 @@ def test_a_checkpoint_with_non_finite_weights_is_refused_naming_the_first_and_no
     assert error == f"error: refusing to write diverged.onnx: non-finite values in {name}"
 
 
+def test_an_output_that_is_another_file_is_refused_and_kept(runs, capsys):
+    Path("README.md").write_text("# mine\n")
+    error = refused(capsys, "--ckpt_path", str(BEST), "--output", "README.md")
+    assert error == "error: --output README.md: a file export did not write; give a new file, or move that one away"
+    assert Path("README.md").read_text() == "# mine\n"
+
+
 @pytest.mark.slow
 def test_an_export_replaces_its_output_whole_and_leaves_no_temp_file(runs):
     output = Path("tiny.pt2")
-    output.write_bytes(b"an older export")
+    output.write_bytes(b"PK\x03\x04 an older export: a zip archive, as pt2 files are")
     exports("--ckpt_path", str(BEST), "--format", "pt2", "--output", str(output))
     assert torch.export.load(output).module()(torch.zeros(5, 4)).shape == (5, 3)
     assert sorted(p.name for p in Path(".").iterdir()) == ["runs", "tiny.pt2"], "no temp file beside it"

@@ -18,7 +18,7 @@ from lightning_runs.checkpoints.sharded import is_sharded
 from lightning_runs.cli.placement import relative
 from lightning_runs.console import say
 from lightning_runs.private import saved_class_path
-from lightning_runs.run_folders import read_run_file, run_of_checkpoint
+from lightning_runs.run_folders import read_run_data, run_of_checkpoint
 
 EVALUATIONS = ("validate", "test", "predict")
 # Where a run computed, not what: an evaluation of its checkpoint runs where its own command says (one CPU process for
@@ -53,7 +53,7 @@ def layers(path: Path) -> tuple[list[str], dict, list[str]]:
     classes they choose (None: no DataModule), and the names of the hyperparameters the checkpoint gave."""
     configs, classes, run = [], {}, run_of_checkpoint(path)
     if run is not None:
-        recorded = yaml.safe_load(read_run_file(run / "config.yaml")) or {}
+        recorded = read_run_data(run / "config.yaml")
         for key in WHERE:
             (recorded.get("trainer") or {}).pop(key, None)
         configs.append(yaml.safe_dump(recorded))

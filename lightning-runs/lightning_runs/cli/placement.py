@@ -11,7 +11,6 @@
 """
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -19,7 +18,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
@@ -36,7 +34,7 @@ from lightning_runs.run_folders import (
     claim_version,
     lock_run,
     newest_with,
-    read_run_file,
+    read_run_data,
     run_dir,
     run_of_checkpoint,
 )
@@ -126,7 +124,7 @@ def resume(config, path: Path, current: dict) -> None:
     run = run_of_checkpoint(path)
     if run is None:
         return say(f"fit from {path} (a checkpoint outside any run): a new run of its weights and state")
-    saved = yaml.safe_load(read_run_file(run / "config.yaml"))
+    saved = read_run_data(run / "config.yaml")
     changed = differences(saved, current)
     if changed:
         raise UsageError(
@@ -135,7 +133,7 @@ def resume(config, path: Path, current: dict) -> None:
         )
     status = None
     with contextlib.suppress(OSError, ValueError, AttributeError):
-        status = json.loads(read_run_file(run / "summary.json")).get("status")
+        status = read_run_data(run / "summary.json").get("status")
     if status == "completed":
         raise UsageError(f"--ckpt_path {path}: its run {relative(run)} already finished; start a new run to train more")
     last, step = run / CHECKPOINTS / "last.ckpt", read_checkpoint(path).get("global_step", 0)

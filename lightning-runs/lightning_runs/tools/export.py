@@ -16,7 +16,7 @@ import torch
 from jsonargparse.typing import PositiveInt
 from lightning.pytorch.utilities.model_helpers import is_overridden
 
-from lightning_runs.atomic import write_atomically
+from lightning_runs.atomic import write_output
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint, refuse_non_finite
 from lightning_runs.cli import RunsCLI
 from lightning_runs.cli.evaluation import BUILDING, say_evaluated
@@ -26,6 +26,9 @@ from lightning_runs.tools.function_cli import function_cli
 
 OWN = ("--ckpt_path", "--format", "--output", "--batch_size", "--config", "--print_config", "-h", "--help")
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".torchscript.pt", "pt2": ".pt2"}
+# How each format's file starts: an existing --output is replaced only where it is an export (ONNX's protobuf opens with
+# its ir_version field; TorchScript and pt2 are zip archives).
+MAGIC = {"onnx": b"\x08", "torchscript": b"PK\x03\x04", "pt2": b"PK\x03\x04"}
 
 
 def export(
@@ -52,7 +55,7 @@ def export(
     model = built_model(ckpt_path, cli_main, options)
     refuse_non_finite(model.state_dict(), output)  # NaN weights would check out: NaN equals NaN
     content = exported(model, format, batch_size)
-    write_atomically(output, content)
+    write_output(output, content, lambda head: head.startswith(MAGIC[format]), "export")
     args, kwargs = example_of(model)
     args, kwargs = (resized(args, batch_size), resized(kwargs, batch_size)) if batch_size else (args, kwargs)
     tensors = zip(input_names(args, kwargs), [*args, *kwargs.values()], strict=True)
