@@ -133,7 +133,7 @@ def _mapping(path: Path, text: str, fix: str = DAMAGED) -> dict:
         raise Unreadable(path, "nested too deeply to read", fix) from None
     except yaml.MarkedYAMLError as error:
         raise Unreadable(path, f"not YAML ({error.problem}, line {error.problem_mark.line + 1})", fix) from None
-    except (ValueError, yaml.YAMLError) as error:  # JSONDecodeError, a 5,000-digit integer
+    except (ValueError, yaml.YAMLError) as error:  # JSONDecodeError, an integer 5,000 characters long
         raise Unreadable(path, f"not {form} ({str(error).splitlines()[0][:200]})", fix) from None
     if not isinstance(data, dict):
         raise Unreadable(path, f"{_kind(form, data)}, not a mapping", fix)

@@ -89,10 +89,8 @@ def test_predict_needs_only_the_checkpoint_and_the_file_of_samples(trained):
     assert len(predict(trained, path, "--ckpt_path", str(trained.best))) == len(samples)
 
 
-# RunsCLI._parse parses the command alone first (to name the run and find its checkpoint), with the default
-# DigitsDataModule: an argument of the run's own DataModule that DigitsDataModule lacks (`--data.path`, `--data.n`) is
-# refused there ("unknown option --data.path: did you mean --data.predict_path?"), before the run's config.yaml is read.
-@pytest.mark.xfail(strict=True, raises=SystemExit, reason="lightning_runs: the first parse knows only the default data")
+# An argument of the run's own DataModule that the default DigitsDataModule lacks (`--data.path`, `--data.n`) needs no
+# `--data <class>` again: the evaluation is parsed with the run's config.yaml first (issue 51, one evaluation path).
 def test_a_checkpoint_is_evaluated_on_other_data_of_its_datamodule_given_by_a_data_argument(trained):
     with working_directory(trained.home):
         other = trained.task.other_data()

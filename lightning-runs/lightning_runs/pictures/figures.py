@@ -23,7 +23,7 @@ class Figures(Callback):
     """`every_n_epochs`: a fit's figures every N epochs and at its last (validate, test: always); 0 turns them off."""
 
     # Every 25 epochs: the template's 50-epoch fit draws twice, halfway and at the end, at about 0.15 s a time (two
-    # matplotlib figures rendered and PNG-encoded): under 3% of its fit phase (docs/performance.md, "Each part's cost").
+    # matplotlib figures rendered and PNG-encoded): under 3% of its fit phase.
     def __init__(self, every_n_epochs: NonNegativeInt = 25) -> None:
         self.every_n_epochs = every_n_epochs
         self._said = False

@@ -67,7 +67,7 @@ def environment(module: str) -> dict:
     text = lock.read_bytes()
     pinned: dict[str, set[str]] = {}
     # Each entry's first two lines, as uv writes them: a regular expression over the ~1 MB lock takes milliseconds,
-    # a TOML parse of it half a second (docs/performance.md).
+    # a TOML parse of it half a second.
     for name, version in LOCKED.findall(text.decode()):
         pinned.setdefault(_canonical(name), set()).add(version.partition("+")[0])
     differs = {f"{name} {version} (lock: {', '.join(sorted(pinned[name]))})"
