@@ -12,6 +12,7 @@ import concurrent.futures
 import contextlib
 import io
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,12 +41,11 @@ CAUSES = (
     (("epoch", "global_step", "loops"), "the resumed run counted other batches or steps: some replayed or skipped"),
     (("callbacks/RandomState",), "random draws after the resume differ: a loader without `generator=` drew its seed"
      " from the global RNG after the restore, or the module draws from an RNG no checkpoint holds"),
-    (("callbacks",), "a callback's state is not the uninterrupted run's: set at an epoch's start (Lightning does not"
-     " call on_train_epoch_start on a mid-epoch restart) or kept outside its state_dict"),
+    (("state_dict",), "the weights differ while counters and RNG agree: a state no checkpoint holds (the module's own"
+     " generator or attribute, layers unfrozen at an epoch's start, the data's order)"),
+    (("optimizer_states",), "the optimizer's state differs: the parameters it holds (frozen, unfrozen) or its steps"),
     (("lr_schedulers",), "the schedulers stepped otherwise: an interval or a step the resume repeated or skipped"),
-    (("optimizer_states",), "the optimizer's state differs: parameters it holds (frozen, unfrozen) or its steps"),
-    (("state_dict",), "the weights differ while counters, RNG and callbacks agree: a state no checkpoint holds"
-     " (a module attribute, a frozen layer, the data's order)"),
+    (("callbacks",), "a callback's state differs: set at an epoch's start or kept outside its state_dict"),
     ((), "the DataModule's or the module's saved state differs"),
 )  # fmt: skip
 
@@ -183,8 +183,9 @@ def _verdict(batch: int, a: dict, b: dict) -> str:
         tensors = sum(isinstance(v, torch.Tensor) for v in a.values())
         return f"exact at batch {batch} ({tensors} tensors, {len(a) - tensors} other values)"
     prefix, cause = next((p, c) for p, c in CAUSES if not p or any(k.startswith(p) for k in differ))
-    first = next(k for k in differ if not prefix or k.startswith(prefix))
-    return f"differs at batch {batch}: {first} and {len(differ) - 1} more of {len(a)} values; {cause}"
+    first = re.sub(r"\{.*?\}", "", next(k for k in differ if not prefix or k.startswith(prefix)))  # state keys
+    groups = ", ".join(dict.fromkeys(k.partition("/")[0] for k in differ))
+    return f"differs at batch {batch}: {first} and {len(differ) - 1} more of {len(a)} values (in {groups}); {cause}"
 
 
 def main(cli_main: Callable, args: list[str] | None = None) -> list[tuple[str, str]]:
