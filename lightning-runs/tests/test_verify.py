@@ -1,6 +1,8 @@
 """`python -m <package> verify <fit options>`: exact on a module that resumes exactly; on one that does not, exit 1 and
 the first value that differs named, with its likely cause; bad options refused in one line, as `fit` refuses them."""
 
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -41,6 +43,7 @@ def test_a_module_that_resumes_exactly_is_exact_at_every_stop_and_every_command_
     table = rows(done.stdout)
     assert all(table[name].startswith("exact at batch") for name in verify.POINTS), done.stdout
     assert all(table[stage] == "works" for stage in verify.EVALUATIONS), done.stdout
+    assert not Path("runs").exists()  # every run in a temporary folder: the user's runs/ untouched
 
 
 @pytest.mark.slow

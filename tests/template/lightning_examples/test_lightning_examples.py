@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from lightning_examples.random_backbone import write_random_backbone
 from lightning_runs.tools import verify
@@ -47,6 +48,18 @@ def test_the_examples_are_lightnings_own_byte_for_byte():
 
     files = {Path(importlib.util.find_spec(k).origin) if isinstance(k, str) else k: v for k, v in COPIED.items()}
     assert {path.name: blob_id(path) for path in files} == {path.name: v for path, v in files.items()}
+
+
+def test_each_example_has_its_config_naming_classes_that_import():
+    import importlib
+
+    for example in TODAY:
+        config = yaml.safe_load((HERE / "configs" / f"{example}.yaml").read_text())
+        for group in ("model", "data"):
+            path = config[group]["class_path"] if isinstance(config[group], dict) else config[group]
+            if path is not None:
+                module, _, name = path.rpartition(".")
+                assert hasattr(importlib.import_module(module), name), path
 
 
 def verified(*args: str, cwd: Path) -> subprocess.CompletedProcess:
