@@ -32,10 +32,21 @@ TODAY = {
     "generative_adversarial_net": f"{RNG}; predict: a TypeError traceback (no predict_step, Lightning's default calls"
     " forward with the batch)",
     "autoencoder": RNG,
-    "backbone_image_classifier": RNG,
+    "backbone_image_classifier": f"{RNG}; export refused: the module rebuilt from its saved hyperparameters only",
     "computer_vision_fine_tuning": f"{RNG} (the loader's saved _base_seed with workers); BaseFinetuning mid-epoch",
     "transformer": RNG,
     "boring_classes": "issue 51: --data null refused (the following arguments are required: fit.data)",
+}
+
+# The commands each example cannot run, for want of the step, loader or example input they need: one line each; every
+# other command works.
+LACKS = {
+    "generative_adversarial_net": {"test", "validate", "predict"},
+    "autoencoder": {"export"},
+    "backbone_image_classifier": set(),
+    "computer_vision_fine_tuning": {"test", "predict", "export"},
+    "transformer": {"test", "validate", "predict", "export"},
+    "boring_classes": {"export"},
 }
 
 
@@ -89,7 +100,8 @@ def test_each_example_resumes_exactly_at_every_stop_and_each_command_works_or_is
     done = verified(f"--config={HERE / 'configs' / f'{example}.yaml'}", cwd=in_tmp)
     rows = table(done.stdout)
     assert [name for name in verify.POINTS if not rows[name].startswith("exact at batch")] == []
-    assert [stage for stage in verify.EVALUATIONS if not rows[stage].startswith(("works", "refused in one line"))] == []
+    lacking = ("works", "refused in one line")
+    assert [s for s in verify.EVALUATIONS if not rows[s].startswith(lacking if s in LACKS[example] else "works")] == []
     assert done.returncode == 0
 
 
