@@ -33,7 +33,8 @@ TODAY = {
     " forward with the batch)",
     "autoencoder": RNG,
     "backbone_image_classifier": f"{RNG}; export refused: the module rebuilt from its saved hyperparameters only",
-    "computer_vision_fine_tuning": f"{RNG} (the loader's saved _base_seed with workers); BaseFinetuning mid-epoch",
+    "computer_vision_fine_tuning": "issue 51: with 2 workers the loader's saved _base_seed differs after a resume (also"
+    " with main's resume fix of ea6aa7e merged); BaseFinetuning mid-epoch",
     "transformer": RNG,
     "boring_classes": "issue 51: --data null refused (the following arguments are required: fit.data)",
 }
