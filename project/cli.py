@@ -1,5 +1,5 @@
 """`python -m project {fit,validate,test,predict}`, and the tools:
-`python -m project {export,runs,sweep,seeds,cv,schema,completion}`.
+`python -m project {export,runs,sweep,seeds,cv,schema,completion,verify}`.
 
 The recipe is the defaults of the signatures (networks.py, model.py, data.py) and below, each with its reason:
 `python -m project fit` trains exactly what `make train` trains. The machinery (run folders, exact resume, clean stops,

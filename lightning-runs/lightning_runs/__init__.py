@@ -11,7 +11,7 @@ from collections.abc import Callable
 from lightning_runs import errors
 from lightning_runs.console import set_program
 
-TOOLS = ("export", "runs", "sweep", "seeds", "cv", "schema", "completion")
+TOOLS = ("export", "runs", "sweep", "seeds", "cv", "verify", "schema", "completion")
 READERS = ("runs",)  # tools that only read files: they answer without importing torch, Lightning or the model
 
 

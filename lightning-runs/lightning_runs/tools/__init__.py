@@ -1,1 +1,1 @@
-"""Tools beside the CLI: `python -m <package> export|runs|sweep|seeds|cv|schema|completion`."""
+"""Tools beside the CLI: `python -m <package> export|runs|sweep|seeds|cv|schema|completion|verify`."""
