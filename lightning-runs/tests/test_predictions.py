@@ -252,6 +252,20 @@ def test_a_filename_that_is_not_a_csv_file_name_is_refused_before_a_run_folder_e
     assert not Path("runs").exists() or not list(Path("runs").rglob("*.*"))
 
 
+class NoPredictStep(TinyClassifier):
+    """forward takes the points alone; Lightning's default predict_step hands it the whole batch, a list."""
+
+    predict_step = L.LightningModule.predict_step  # Lightning's own: the module defines none
+
+
+def test_a_module_without_predict_step_whose_forward_cannot_take_a_batch_is_one_line(capsys):
+    error = refusal(capsys, lambda: predict("NoPredictStep"))
+    assert error.startswith("error: NoPredictStep has no predict_step, and Lightning's default, forward(batch), failed"
+                            " on a batch (AttributeError: "), error  # fmt: skip
+    assert error.endswith("define predict_step"), error
+    assert not list(Path().rglob("predictions*")), "no predictions file"
+
+
 def fitted(model: str) -> Path:
     """A run of `model` trained on one batch: predicts of its checkpoint write into its folder, runs/tiny/version_0."""
     run("fit", f"--model={HERE}.{model}", *BATCHES, *ONE_BATCH)

@@ -271,6 +271,21 @@ class RunsCLI(LightningCLI):
         if not is_overridden("test_step", self.model):
             raise UsageError(f"{type(self.model).__name__} has no test_step: there is nothing to test")
 
+    def before_predict(self) -> None:
+        if not is_overridden("predict_step", self.model):  # Lightning's default calls forward(batch), whatever it takes
+            default, name = self.model.predict_step, type(self.model).__name__
+
+            def predict_step(*args, **kwargs):
+                try:
+                    return default(*args, **kwargs)
+                except (AttributeError, TypeError, ValueError, RuntimeError) as error:
+                    raise UsageError(
+                        f"{name} has no predict_step, and Lightning's default, forward(batch), failed on a batch"
+                        f" ({type(error).__name__}: {first_line(error)}): define predict_step"
+                    ) from None
+
+            self.model.predict_step = predict_step
+
     def after_fit(self) -> None:
         best = self.trainer.checkpoint_callback
         if self.config.fit.test_best and best is not None and best.best_model_path:
