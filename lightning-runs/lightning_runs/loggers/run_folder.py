@@ -11,6 +11,7 @@ CSVLogger deletes the metrics.csv of a folder it reopens; MLFlowLogger and Wandb
 from collections.abc import Mapping
 from pathlib import Path
 
+from lightning.pytorch.utilities import rank_zero_only
 from torch import Tensor
 
 from lightning_runs.atomic import write_atomically
@@ -56,8 +57,8 @@ class RunFolder:
     def _store_id(self, run_id: str) -> None:
         write_atomically(self._folder / self.ID_FILE, run_id + "\n")
 
-
-def numbers(metrics: Mapping) -> dict:
-    """Tensors as Python numbers: the project's own scalars reach the loggers as tensors, which TensorBoard's and
-    CSV's read out themselves (train/grad_norm stays on the device until then: faults/)."""
-    return {key: value.item() if isinstance(value, Tensor) else value for key, value in metrics.items()}
+    @rank_zero_only
+    def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
+        # Tensors as Python numbers: the project's own scalars reach the loggers as tensors, which TensorBoard's and
+        # CSV's read out themselves (train/grad_norm stays on the device until then: faults/).
+        super().log_metrics({key: v.item() if isinstance(v, Tensor) else v for key, v in metrics.items()}, step)
