@@ -96,12 +96,11 @@ class RunSummary(Callback):
             if failure.errno not in NO_SPACE:  # a full disk: the entry point says so, once
                 rank_zero_warn(f"could not record the {status} run in {self.filename}: {failure!r}")
         folder = run_folder(trainer)
-        full = getattr(exception, "errno", None) in NO_SPACE
-        if full and not exception.filename and folder is not None:
-            exception.filename = str(folder)  # a logger's writer thread names no file: the error names the run
-        if trainer.is_global_zero and folder is not None and full:
-            for empty in (p for p in folder.glob("*") if p.is_file() and p.stat().st_size == 0):
-                empty.unlink()  # a logger's file a full disk left empty holds nothing: never read as a record
+        if getattr(exception, "errno", None) in NO_SPACE and folder is not None:
+            exception.filename = exception.filename or str(folder)  # a logger's writer thread names no file: the run
+            for path in folder.glob("*") if trainer.is_global_zero else ():
+                if path.is_file() and path.stat().st_size == 0:  # a logger's file a full disk left empty: no record
+                    path.unlink()
 
     def _fit(self, status: str, trainer, error: dict | None = None) -> dict:
         now = time.time()
