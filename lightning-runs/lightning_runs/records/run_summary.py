@@ -7,6 +7,7 @@
 (its config's data section, the batch size aside) also updates `metrics`, a test on other data never does.
 """
 
+import contextlib
 import math
 import time
 from datetime import datetime, timezone
@@ -167,12 +168,10 @@ class RunSummary(Callback):
         path = self._path(trainer)
         if path is None or not path.is_file():
             return None
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a device, a folder, too large, not JSON
             summary = read_run_data(path)
             if isinstance(summary.get("evaluations"), list) and isinstance(summary.get("metrics"), dict):
                 return summary
-        except (OSError, ValueError):  # a device, a folder, too large, not JSON
-            pass
         kept = free_path(path.with_name(f"{path.stem}.unreadable{path.suffix}"))
         path.rename(kept)
         rank_zero_warn(f"{path} is not a run summary: kept as {kept.name}, starting a new one")
