@@ -185,9 +185,7 @@ def _url(storage: str | None, save_dir: Path, study: str) -> str:
     if storage is None:  # the journal file, or the SQLite file of a study begun there (it continues there)
         database, journal = save_dir / f"{study}.db", save_dir / f"{study}.journal"
         storage = f"sqlite:///{database.resolve()}" if database.is_file() and not journal.exists() else str(journal)
-    if "://" not in storage:
-        return str(Path(storage).resolve())
-    return storage
+    return storage if "://" in storage else str(Path(storage).resolve())
 
 
 def main(cli_main: Callable, args: list[str] | None = None) -> optuna.Study:
