@@ -34,21 +34,11 @@ class RunFolder:
         self._folder_save_dir, self._folder_name, self._folder_version = save_dir, name, version
         self._folder = run_dir(save_dir, name, version)
 
-    @property
-    def save_dir(self) -> str:
-        return self._folder_save_dir
-
-    @property
-    def name(self) -> str:
-        return self._folder_name
-
-    @property
-    def version(self) -> int | str:
-        return self._folder_version
-
-    @property
-    def log_dir(self) -> str:
-        return str(self._folder)
+    # What TensorBoardLogger answers for its folder (the tracking services' loggers answer others).
+    save_dir = property(lambda self: self._folder_save_dir)
+    name = property(lambda self: self._folder_name)
+    version = property(lambda self: self._folder_version)
+    log_dir = property(lambda self: str(self._folder))
 
     def _stored_id(self) -> str | None:
         path = self._folder / self.ID_FILE
