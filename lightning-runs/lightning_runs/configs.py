@@ -44,9 +44,7 @@ def recipe(config: dict) -> dict:
 
 
 def config_hash(config: dict | None) -> str | None:
-    if config is None:
-        return None
-    return hashlib.sha256(json.dumps(recipe(config), sort_keys=True).encode()).hexdigest()
+    return None if config is None else hashlib.sha256(json.dumps(recipe(config), sort_keys=True).encode()).hexdigest()
 
 
 def differences(saved: dict, command: dict, whose: str = "the run") -> list[str]:

@@ -104,10 +104,8 @@ class Unreadable(UsageError):
 def read_run_data(path: Path, fix: str = DAMAGED) -> dict:
     """The mapping a run's config.yaml or summary.json holds (a .json file as JSON, any other as YAML); Unreadable
     where it is not a regular file, is over MAX_RUN_FILE_BYTES, not UTF-8, empty, does not parse or holds no mapping."""
-    return _mapping(path, _text(path, fix), fix)
+    import yaml
 
-
-def _text(path: Path, fix: str = DAMAGED) -> str:
     if not stat.S_ISREG(path.stat().st_mode):  # a folder, a FIFO, /dev/zero: never opened
         raise Unreadable(path, "not a regular file", fix)
     with path.open("rb") as file:
@@ -120,12 +118,6 @@ def _text(path: Path, fix: str = DAMAGED) -> str:
         raise Unreadable(path, f"not UTF-8 text ({error.reason} at byte {error.start})", fix) from None
     if not text.strip():
         raise Unreadable(path, "empty", fix)
-    return text
-
-
-def _mapping(path: Path, text: str, fix: str = DAMAGED) -> dict:
-    import yaml
-
     form = "JSON" if path.suffix == ".json" else "YAML"
     try:  # libyaml's parser where PyYAML has it: ten times faster, the same values
         data = json.loads(text) if form == "JSON" else yaml.load(text, getattr(yaml, "CSafeLoader", yaml.SafeLoader))

@@ -7,7 +7,6 @@ optimizer, schedule, step count and run folder are the new run's own. Named part
 
 from pathlib import Path
 
-import torch
 from lightning.pytorch.callbacks import BaseFinetuning, Callback
 
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
@@ -51,7 +50,7 @@ class InitFrom(Callback):
             )
         pl_module.load_state_dict(fits, strict=False)
         self.loaded = list(fits)
-        self.left = [f"{k} {_shape(own[k])}" + (f" (there {_shape(saved[k])})" if k in saved else "")
+        self.left = [f"{k} {tuple(own[k].shape)}" + (f" (there {tuple(saved[k].shape)})" if k in saved else "")
                      for k in own if k not in fits]  # fmt: skip
         line = f"init from {self.path}: {len(fits)} of {len(own)} weights loaded"
         line += f"; left as initialized: {', '.join(self.left)}" if self.left else ""
@@ -71,7 +70,3 @@ class InitFrom(Callback):
 
     def state_dict(self) -> dict:
         return {"path": str(self.path), "loaded": len(self.loaded), "left": self.left, "freeze": self.freeze}
-
-
-def _shape(tensor: torch.Tensor) -> tuple:
-    return tuple(tensor.shape)

@@ -40,8 +40,7 @@ class RunsArgumentParser(LightningArgumentParser):
             return super().dump(cfg, *args, **kwargs)
         defaults, kept = self.get_defaults(), cfg.clone()
         for _, target, _ in self.links:
-            if target in kept and json.dumps(kept[target], default=str) == json.dumps(
-                defaults.get(target), default=str
-            ):
+            same = json.dumps(kept.get(target), default=str) == json.dumps(defaults.get(target), default=str)
+            if target in kept and same:
                 del kept[target]  # the class's default, the link's to set
         return super().dump(kept, *args, skip_link_targets=False, **kwargs)

@@ -191,9 +191,8 @@ def release(claim: Claim | None, refused: bool) -> None:
     folder = claim.folder.absolute()
     while claim.created and folder != claim.kept and folder.is_relative_to(claim.kept):
         try:
-            folder.rmdir()
-        except FileNotFoundError:
-            pass
+            with contextlib.suppress(FileNotFoundError):
+                folder.rmdir()
         except OSError:  # something was written: kept
             break
         folder = folder.parent

@@ -82,15 +82,9 @@ class RunsCLI(LightningCLI):
         # jsonargparse's own denylist (os, subprocess, eval, ...) enforced: a class_path or callable that a config, a
         # command line or a checkpoint's hyperparameters name never runs a command (only warned by default, 4.53).
         set_parsing_settings(import_path_denylist=[])
-        parser_kwargs = kwargs.pop("parser_kwargs", {})
         common = {"exit_on_error": False, "allow_abbrev": False, "formatter_class": RunsHelpFormatter}
-        tools = ", ".join(f"{program()} {tool}" for tool in TOOLS)
-        parser_kwargs = {
-            **common,
-            "prog": program(),
-            "epilog": f"tools, each with its --help: {tools}",
-            **parser_kwargs,
-        }
+        epilog = "tools, each with its --help: " + ", ".join(f"{program()} {tool}" for tool in TOOLS)
+        parser_kwargs = {**common, "prog": program(), "epilog": epilog, **kwargs.pop("parser_kwargs", {})}
         parser_kwargs |= {name: {**common, **parser_kwargs.get(name, {})} for name in self.subcommands()}
         refused = False
         with library_noise_silenced(), terminated_outside_training():

@@ -11,6 +11,7 @@ CSVLogger deletes the metrics.csv of a folder it reopens; MLFlowLogger and Wandb
 from collections.abc import Mapping
 from pathlib import Path
 
+from lightning.pytorch.utilities import rank_zero_only
 from torch import Tensor
 
 from lightning_runs.atomic import write_atomically
@@ -33,21 +34,11 @@ class RunFolder:
         self._folder_save_dir, self._folder_name, self._folder_version = save_dir, name, version
         self._folder = run_dir(save_dir, name, version)
 
-    @property
-    def save_dir(self) -> str:
-        return self._folder_save_dir
-
-    @property
-    def name(self) -> str:
-        return self._folder_name
-
-    @property
-    def version(self) -> int | str:
-        return self._folder_version
-
-    @property
-    def log_dir(self) -> str:
-        return str(self._folder)
+    # What TensorBoardLogger answers for its folder (the tracking services' loggers answer others).
+    save_dir = property(lambda self: self._folder_save_dir)
+    name = property(lambda self: self._folder_name)
+    version = property(lambda self: self._folder_version)
+    log_dir = property(lambda self: str(self._folder))
 
     def _stored_id(self) -> str | None:
         path = self._folder / self.ID_FILE
@@ -56,8 +47,8 @@ class RunFolder:
     def _store_id(self, run_id: str) -> None:
         write_atomically(self._folder / self.ID_FILE, run_id + "\n")
 
-
-def numbers(metrics: Mapping) -> dict:
-    """Tensors as Python numbers: the project's own scalars reach the loggers as tensors, which TensorBoard's and
-    CSV's read out themselves (train/grad_norm stays on the device until then: faults/)."""
-    return {key: value.item() if isinstance(value, Tensor) else value for key, value in metrics.items()}
+    @rank_zero_only
+    def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
+        # Tensors as Python numbers: the project's own scalars reach the loggers as tensors, which TensorBoard's and
+        # CSV's read out themselves (train/grad_norm stays on the device until then: faults/).
+        super().log_metrics({key: v.item() if isinstance(v, Tensor) else v for key, v in metrics.items()}, step)

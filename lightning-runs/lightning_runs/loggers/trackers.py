@@ -2,7 +2,6 @@
 
 import os
 import secrets
-from collections.abc import Mapping
 from pathlib import Path
 
 from lightning.fabric.utilities.logger import _flatten_dict
@@ -15,7 +14,7 @@ from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from lightning_runs.console import is_quiet
 from lightning_runs.errors import UsageError
 from lightning_runs.loggers.mlflow_store import creation_lock, local_database, open_client, retire_empty_default
-from lightning_runs.loggers.run_folder import INSTALL, RunFolder, numbers
+from lightning_runs.loggers.run_folder import INSTALL, RunFolder
 from lightning_runs.records.hparams import parameters
 from lightning_runs.run_folders import RUNS
 
@@ -97,10 +96,6 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
                 retire_empty_default(client)
 
     @rank_zero_only
-    def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
-        super().log_metrics(numbers(metrics), step)
-
-    @rank_zero_only
     def log_hyperparams(self, params) -> None:
         # MLflow refuses to change a logged parameter: a resumed run, or an evaluation of its checkpoint with another
         # batch size, adds only the parameters it does not have yet (a resumed fit keeps its settings).
@@ -161,10 +156,6 @@ class WandbRunLogger(RunFolder, WandbLogger):
         if not opened and self._stored_id() is None:  # a new run: keep its id for the next command
             self._store_id(run.id)
         return run
-
-    @rank_zero_only
-    def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
-        super().log_metrics(numbers(metrics), step)
 
     @rank_zero_only
     def log_hyperparams(self, params) -> None:

@@ -7,6 +7,7 @@
 (its config's data section, the batch size aside) also updates `metrics`, a test on other data never does.
 """
 
+import contextlib
 import math
 import time
 from datetime import datetime, timezone
@@ -96,12 +97,11 @@ class RunSummary(Callback):
             if failure.errno not in NO_SPACE:  # a full disk: the entry point says so, once
                 rank_zero_warn(f"could not record the {status} run in {self.filename}: {failure!r}")
         folder = run_folder(trainer)
-        full = getattr(exception, "errno", None) in NO_SPACE
-        if full and not exception.filename and folder is not None:
-            exception.filename = str(folder)  # a logger's writer thread names no file: the error names the run
-        if trainer.is_global_zero and folder is not None and full:
-            for empty in (p for p in folder.glob("*") if p.is_file() and p.stat().st_size == 0):
-                empty.unlink()  # a logger's file a full disk left empty holds nothing: never read as a record
+        if getattr(exception, "errno", None) in NO_SPACE and folder is not None:
+            exception.filename = exception.filename or str(folder)  # a logger's writer thread names no file: the run
+            for path in folder.glob("*") if trainer.is_global_zero else ():
+                if path.is_file() and path.stat().st_size == 0:  # a logger's file a full disk left empty: no record
+                    path.unlink()
 
     def _fit(self, status: str, trainer, error: dict | None = None) -> dict:
         now = time.time()
@@ -168,12 +168,10 @@ class RunSummary(Callback):
         path = self._path(trainer)
         if path is None or not path.is_file():
             return None
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a device, a folder, too large, not JSON
             summary = read_run_data(path)
             if isinstance(summary.get("evaluations"), list) and isinstance(summary.get("metrics"), dict):
                 return summary
-        except (OSError, ValueError):  # a device, a folder, too large, not JSON
-            pass
         kept = free_path(path.with_name(f"{path.stem}.unreadable{path.suffix}"))
         path.rename(kept)
         rank_zero_warn(f"{path} is not a run summary: kept as {kept.name}, starting a new one")

@@ -26,12 +26,11 @@ MAX_SAMPLES = 20_000
 
 def baselines(task: str, train_loader, test_loader) -> dict[str, float]:
     (train_x, train_y), (test_x, test_y) = _arrays(train_loader), _arrays(test_loader)
-    if task == "classification":
-        return {
-            f"{name}_acc": make().fit(train_x, train_y).score(test_x, test_y) for name, make in MODELS[task].items()
-        }
     scores = {}
     for name, make in MODELS[task].items():
+        if task == "classification":
+            scores[f"{name}_acc"] = make().fit(train_x, train_y).score(test_x, test_y)
+            continue
         predicted = make().fit(train_x, train_y.reshape(len(train_y), -1).squeeze(-1)).predict(test_x)
         scores |= {
             f"{name}_{score}": float(f(test_y.reshape(len(test_y), -1), predicted))
@@ -43,9 +42,8 @@ def baselines(task: str, train_loader, test_loader) -> dict[str, float]:
 def _arrays(loader):
     inputs, targets = [], []
     for batch in loader:
-        if not (
-            isinstance(batch, tuple | list) and len(batch) >= 2 and all(isinstance(t, torch.Tensor) for t in batch[:2])
-        ):
+        pair = isinstance(batch, tuple | list) and len(batch) >= 2
+        if not pair or not all(isinstance(t, torch.Tensor) for t in batch[:2]):
             raise UsageError("--baselines: the batches are not (inputs, targets, ...) tensors; leave baselines out")
         inputs.append(batch[0].detach().cpu().flatten(1).float())
         targets.append(batch[1].detach().cpu())

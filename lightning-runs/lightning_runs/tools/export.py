@@ -73,7 +73,9 @@ def built_model(ckpt_path: Path, cli_main: Callable | None, options: Sequence[st
     say_evaluated("export", ckpt_path, None)
     token = BUILDING.set(True)
     try:
-        cli = (cli_main or _any_module)(["predict", f"--ckpt_path={ckpt_path}", *options])
+        # No project's CLI: the checkpoint (or --model) names the class.
+        build = cli_main or (lambda args: RunsCLI(L.LightningModule, args=args))
+        cli = build(["predict", f"--ckpt_path={ckpt_path}", *options])
     finally:
         BUILDING.reset(token)
     model = cli.model
@@ -91,10 +93,6 @@ def built_model(ckpt_path: Path, cli_main: Callable | None, options: Sequence[st
         name = type(model).__name__
         raise UsageError(f"{ckpt_path}: its weights do not fit {name} as built ({first_line(error)})") from None
     return model.cpu().eval()
-
-
-def _any_module(args: list[str]) -> RunsCLI:
-    return RunsCLI(L.LightningModule, args=args)  # no project's: the checkpoint (or --model) names the class
 
 
 def main(cli_main, args: list[str] | None = None) -> Path:

@@ -25,22 +25,11 @@ from lightning_runs.run_folders import RUNS, VERSION, Unreadable, read_run_data
 COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "env", "differs")
 # The fields the table reads and the types it shows (a score is text where it was not finite: RunSummary's "nan").
 NUMBER, TEXT, OBJECT = (int, float, type(None)), (str, type(None)), (dict, type(None))
-FIELDS = {
-    "started": TEXT,
-    "wall_time_s": NUMBER,
-    "config_hash": TEXT,
-    "config": OBJECT,
-    "process": OBJECT,
-    "git": OBJECT,
-    "git.commit": TEXT,
-    "environment": OBJECT,
-    "environment.lock_sha256": TEXT,
-    "environment.differs": (list, type(None)),
-    "metrics": OBJECT,
-    "best_checkpoint": OBJECT,
-    "best_checkpoint.monitor": TEXT,
-    "best_checkpoint.score": (*NUMBER, str),
-}
+FIELDS = dict.fromkeys(("config", "process", "git", "environment", "metrics", "best_checkpoint"), OBJECT)
+FIELDS |= dict.fromkeys(
+    ("started", "config_hash", "git.commit", "environment.lock_sha256", "best_checkpoint.monitor"), TEXT
+)
+FIELDS |= {"wall_time_s": NUMBER, "environment.differs": (list, type(None)), "best_checkpoint.score": (*NUMBER, str)}
 
 
 def list_runs(name: str | None = None, root: Path = Path(RUNS)) -> list[dict[str, str]]:

@@ -72,11 +72,8 @@ def evaluate_seeds(
     result["summary"] = summary
     print("\n" + " | ".join(["seed", *scores]))
     for row in rows:
-        print(
-            " | ".join(
-                [str(row["seed"]), *(f"{row[k]:.4f}" if isinstance(row[k], float) else str(row[k]) for k in scores)]
-            )
-        )
+        cells = (f"{row[k]:.4f}" if isinstance(row[k], float) else str(row[k]) for k in scores)
+        print(" | ".join([str(row["seed"]), *cells]))
     for stat in ("mean", "median", "std"):
         print(" | ".join([stat, *(f"{summary[k][stat]:.4f}" for k in scores)]))
     if not any(k.startswith("test") for k in scores):

@@ -98,10 +98,10 @@ def sweep(
         raise UsageError(f"--folds {folds}: cross-validation takes at least 2 folds")
     if grace_period <= heartbeat_interval:
         raise UsageError(f"--grace_period {grace_period}: must exceed --heartbeat_interval {heartbeat_interval}")
-    distributions = search_space(space)
+    space = search_space(space)  # each option's Optuna distribution
     # Parsed as every trial's fit will be, at each end of each range and each choice: a misspelt option or a value the
     # fit refuses (a smoothing of 5, a batch size of "abc") is refused before any trial.
-    first, *others = corners(distributions)
+    first, *others = corners(space)
     recipe = tuple(f"--config={config}" for config in configs)
     resolved = fit_config(cli_main, (*recipe, *args, *first))  # the trials' config, their best checkpoint with it
     for corner in others:
@@ -118,7 +118,7 @@ def sweep(
         turn = Turn(url, study, save_dir)
         optuna_study = studies.open_study(url, study, direction, turn, heartbeat_interval, grace_period)
     studies.keep_scoring(optuna_study, metric, direction, shown)  # before any trial: a study scores one way
-    _keep_recipe(optuna_study, resolved, distributions, folds, shown)
+    _keep_recipe(optuna_study, resolved, space, folds, shown)
     finished = studies.counts(optuna_study)[0]
     print(f"Study {study!r} in {shown}: {finished} of {n_trials} trials finished", flush=True)
     package = cli_main.__module__.partition(".")[0]
@@ -126,19 +126,7 @@ def sweep(
     python = [sys.executable, "-m", package] if package != "__main__" else [sys.executable, sys.argv[0]]
     pruning = {"n_startup_trials": pruning_startup_trials, "n_warmup_steps": pruning_warmup_epochs}
     objective = TrialFits(
-        optuna_study,
-        distributions,
-        python,
-        configs,
-        args,
-        launcher,
-        save_dir,
-        url,
-        metric,
-        pruning,
-        seed,
-        threads,
-        folds,
+        optuna_study, space, python, configs, args, launcher, save_dir, url, metric, pruning, seed, threads, folds
     )
     previous = signal.signal(signal.SIGTERM, objective.stop)  # Ctrl-C raises KeyboardInterrupt by itself
     try:
@@ -197,9 +185,7 @@ def _url(storage: str | None, save_dir: Path, study: str) -> str:
     if storage is None:  # the journal file, or the SQLite file of a study begun there (it continues there)
         database, journal = save_dir / f"{study}.db", save_dir / f"{study}.journal"
         storage = f"sqlite:///{database.resolve()}" if database.is_file() and not journal.exists() else str(journal)
-    if "://" not in storage:
-        return str(Path(storage).resolve())
-    return storage
+    return storage if "://" in storage else str(Path(storage).resolve())
 
 
 def main(cli_main: Callable, args: list[str] | None = None) -> optuna.Study:
