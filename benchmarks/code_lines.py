@@ -4,7 +4,7 @@
     python -m benchmarks.code_lines --map             the library's map, a module a row, as docs/development.md holds it
     python -m benchmarks.code_lines --map --write     that map written into docs/development.md, between its markers
 
-The machinery is held to 4,000 such lines; tests/template/test_docs_map.py checks that and that the map is current.
+tests/template/test_docs_map.py holds the machinery to its bound (BOUND) of such lines and the map to the code.
 """
 
 import ast
