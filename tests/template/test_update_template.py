@@ -309,7 +309,7 @@ def test_a_copy_made_before_the_library_was_a_dependency_takes_it_with_the_templ
     moved = subprocess.run([sys.executable, str(template / "scripts/update_template.py"), "--template", str(template)],
                            cwd=old, env=ENV, capture_output=True, text=True)  # fmt: skip
     assert moved.returncode == 0, moved.stderr
-    for gone in ("lightning-runs", "benchmarks", "docs", "tests/template", "template.mk"):
+    for gone in ("lightning-runs", "benchmarks", "tests/template", "template.mk"):
         assert not (old / gone).exists(), gone
     assert (old / "tests/test_workflow.py").is_file()
     assert f'rev = "{head_commit(template)}"' in library_source(old) and locked_commit(old) == head_commit(template)

@@ -22,7 +22,7 @@ TRAINER_DEFAULTS = {
     "plugins": [{"class_path": "lightning_runs.checkpoints.BackgroundCheckpointIO"}],
     # name null: the run's name, given by --name (placement.py)
     "logger": {
-        "class_path": "lightning_runs.loggers.TensorBoardRunLogger",
+        "class_path": "lightning.pytorch.loggers.TensorBoardLogger",
         "init_args": {"save_dir": RUNS, "name": None, "default_hp_metric": False},
     },
 }

@@ -236,7 +236,9 @@ class RunsCLI(LightningCLI):
             raise UsageError(str(error.__cause__ or error).strip().splitlines()[-1]) from None
         if self.subcommand == "fit":
             # The default model's defaults are the default data's: another DataModule gives those or the command does.
-            links = getattr(self._parser("fit"), "links", []) if isinstance(self.model, self.default_model) else []
+            other_data = self.datamodule is not None and class_path(type(self.datamodule)) != self.defaults.get("data")
+            paired = isinstance(self.model, self.default_model) and other_data
+            links = getattr(self._parser("fit"), "links", []) if paired else []
             check_declared(self.model, self.datamodule, links, self.config.fit, self.args)
 
     def after_instantiate_classes(self) -> None:
