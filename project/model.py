@@ -2,14 +2,16 @@
 
 import math
 from collections.abc import Callable
+from typing import Any, cast
 
 import lightning as L
 import torch
 import torch.nn.functional as F
 from jsonargparse.typing import ClosedUnitInterval, PositiveInt, restricted_number_type
+from lightning.pytorch.utilities import AttributeDict
 from matplotlib.figure import Figure
 from torch import nn
-from torchmetrics import MeanMetric
+from torchmetrics import MeanMetric, Metric
 from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix
 
 from project.data import NonNegativeFinite
@@ -26,6 +28,10 @@ LearningRate = restricted_number_type("LearningRate", float, [(">", 0), ("<", ma
 
 
 class DigitsClassifier(L.LightningModule):
+    hparams: AttributeDict  # Lightning types it `AttributeDict | MutableMapping`; save_hyperparameters makes the first
+    input_mean: torch.Tensor  # buffers (registered below), which nn.Module types as `Tensor | Module`
+    input_std: torch.Tensor
+
     def __init__(
         self,
         # A factory, not an instance: the class count and the sample shape come from the data (linked in cli.py),
@@ -66,18 +72,23 @@ class DigitsClassifier(L.LightningModule):
         self.example_input_array = torch.zeros(2, *input_shape)
         # One metric object per stage; the loss is a per-sample mean over the whole split (and all ranks),
         # not a mean of batch means.
-        self.metrics = nn.ModuleDict(
-            {f"{stage}_acc": MulticlassAccuracy(num_classes, average="micro") for stage in STAGES}
+        # nn.ModuleDict types each item as a Module: these are metrics.
+        self.metrics = cast(
+            dict[str, Metric],
+            nn.ModuleDict({f"{stage}_acc": MulticlassAccuracy(num_classes, average="micro") for stage in STAGES}),
         )
         self.metrics.update({f"{stage}_loss": MeanMetric() for stage in ("val", "test")})
         # What figures() draws (the library's Figures callback asks for them every N epochs): computed across ranks.
-        self.confusion = nn.ModuleDict({stage: MulticlassConfusionMatrix(num_classes) for stage in ("val", "test")})
+        self.confusion = cast(
+            dict[str, Metric],
+            nn.ModuleDict({stage: MulticlassConfusionMatrix(num_classes) for stage in ("val", "test")}),
+        )
         self.misclassified = {stage: Misclassified() for stage in ("val", "test")}
 
     def setup(self, stage: str) -> None:
         # The data's train-split `mean` and `std`, broadcastable to one sample (docs/contract.md); a DataModule
         # without them leaves the inputs as they come.
-        datamodule = getattr(self.trainer, "datamodule", None)
+        datamodule: Any = getattr(self.trainer, "datamodule", None)
         if stage == "fit" and getattr(datamodule, "mean", None) is not None:
             self.input_mean.copy_(torch.as_tensor(datamodule.mean).expand_as(self.input_mean))
             self.input_std.copy_(torch.as_tensor(datamodule.std).expand_as(self.input_std))
