@@ -40,7 +40,7 @@ class TrialFits:
     mine: list[int] = field(default_factory=list)  # the numbers of the trials this worker ran
     refused: str | None = None  # why a trial's fit cannot be scored as the sweep scores, which stops the worker
 
-    def __call__(self, trial: optuna.Trial) -> float:
+    def __call__(self, trial: optuna.Trial) -> float | None:
         self.mine.append(trial.number)
         workers.mark(trial)  # on a journal file, how other workers tell whether this one still runs it
         if trial.user_attrs.get("pruned_at_epoch") is not None:  # a retried trial inherits the user attributes
@@ -65,7 +65,7 @@ class TrialFits:
         signum = received or stop_signal(code)
         # What the fit reported, read back from the storage (this worker's cache holds only finished trials).
         reported = next(t for t in self.study.get_trials(deepcopy=False) if t.number == trial.number)
-        last_fold = fold is None or fold == self.folds - 1
+        last_fold = fold is None or fold == self.folds - 1  # ty: ignore[unsupported-operator]  # a fold is given only with folds
         if signum is not None:  # SIGTERM or Ctrl-C: the sweep is stopped, not the trial's values bad
             self.stopped.append(signum)
             if not (last_fold and trials.fit_finished(reported)):
@@ -115,6 +115,6 @@ class TrialFits:
     def environment(self, trial: optuna.Trial, offset: int = 0) -> dict[str, str]:
         """This worker's, with where the fit reports its metric to (trial.py) and its threads."""
         reporting = {"storage": self.url, "study": self.study.study_name, "trial_id": trial_id(trial), "offset": offset}
-        reporting |= {"metric": self.metric, "pruner": self.pruning}
+        reporting |= {"metric": self.metric, "pruner": self.pruning}  # ty: ignore[unsupported-operator]  # values of any JSON type
         threads = {"OMP_NUM_THREADS": str(self.threads)} if self.threads else {}
         return {**os.environ, trials.VARIABLE: json.dumps(reporting), **threads}

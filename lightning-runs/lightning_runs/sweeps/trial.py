@@ -81,7 +81,6 @@ class ReportToTrial(Callback):
     def __init__(self, storage: str, study: str, trial_id: int, metric: str, pruner: dict, offset: int = 0) -> None:
         self.storage, self.study, self.trial_id, self.metric, self.pruner = storage, study, trial_id, metric, pruner
         self.offset = offset  # a fold's steps (FOLD_STEPS)
-        self._trial = None
 
     def on_fit_start(self, trainer, pl_module) -> None:
         if trainer.is_global_zero:

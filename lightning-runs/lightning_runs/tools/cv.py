@@ -156,7 +156,7 @@ def _table(runs: list[Path], monitor: str, test: bool) -> dict:
     columns = [monitor, *sorted({key for row in rows for key in row} - {"fold", "run", "status", monitor})]
     summary = {}
     for column in columns:
-        values = [row[column] for row in rows if isinstance(row.get(column), (int, float))]
+        values = [value for row in rows if isinstance(value := row.get(column), (int, float))]
         if len(values) == len(rows):
             summary[column] = {"mean": statistics.mean(values), "std": statistics.stdev(values)}
     width = max(len(column) for column in columns)

@@ -25,7 +25,7 @@ from lightning_runs.run_folders import RUNS, VERSION, Unreadable, read_run_data
 COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "env", "differs")
 # The fields the table reads and the types it shows (a score is text where it was not finite: RunSummary's "nan").
 NUMBER, TEXT, OBJECT = (int, float, type(None)), (str, type(None)), (dict, type(None))
-FIELDS = dict.fromkeys(("config", "process", "git", "environment", "metrics", "best_checkpoint"), OBJECT)
+FIELDS: dict = dict.fromkeys(("config", "process", "git", "environment", "metrics", "best_checkpoint"), OBJECT)
 FIELDS |= dict.fromkeys(
     ("started", "config_hash", "git.commit", "environment.lock_sha256", "best_checkpoint.monitor"), TEXT
 )
@@ -114,7 +114,7 @@ def _ends(key: str) -> list[str]:
     return [".".join(parts[-n:]) for n in range(1, len(parts) + 1)]
 
 
-def _get(summary: dict, *keys):
+def _get(summary: object, *keys):
     for key in keys:
         summary = summary.get(key) if isinstance(summary, dict) else None
     return summary

@@ -37,7 +37,8 @@ from lightning_runs.tools.cv import check_folds
 from lightning_runs.tools.function_cli import fit_config, function_cli
 
 STUDY_RECIPE = "recipe"  # the study's user attribute holding the recipe it began with
-DIRECTIONS = {"max": "maximize", "min": "minimize"}  # a checkpoint's mode -> a study's direction
+Direction = Literal["maximize", "minimize"]  # a study's
+DIRECTIONS: dict[str, Direction] = {"max": "maximize", "min": "minimize"}  # a checkpoint's mode -> a study's direction
 
 
 def sweep(
@@ -48,7 +49,7 @@ def sweep(
     configs: tuple[str, ...] = (),
     args: tuple[str, ...] = (),
     metric: str | None = None,
-    direction: Literal["maximize", "minimize"] | None = None,
+    direction: Direction | None = None,
     pruning_startup_trials: NonNegativeInt = 5,
     pruning_warmup_epochs: NonNegativeInt = 3,
     seed: int = 0,
@@ -145,7 +146,7 @@ def sweep(
     return optuna_study
 
 
-def scored_by(resolved: dict, metric: str | None, direction: str | None) -> tuple[str, str]:
+def scored_by(resolved: dict, metric: str | None, direction: Direction | None) -> tuple[str, Direction]:
     """The metric and direction given, or else the monitor and mode of the trials' best checkpoint in their resolved
     config (`fit --print_config`); a direction is never guessed for another metric."""
     best = (resolved.get("best_checkpoint") or {}).get("init_args") or {}
@@ -159,7 +160,7 @@ def scored_by(resolved: dict, metric: str | None, direction: str | None) -> tupl
             f"--metric {metric}: give --direction maximize or minimize; a direction is taken only for the metric the"
             f" trials' best checkpoint monitors, and that is {watched}"
         )
-    return metric, direction or DIRECTIONS[mode]
+    return metric, direction or DIRECTIONS[mode or "min"]  # Lightning's default mode
 
 
 def _keep_recipe(study, resolved: dict, distributions: dict, folds: int | None, where: str) -> None:
