@@ -19,7 +19,7 @@ Also relied on, where no wrapper can stand (each in tests/test_private_apis.py):
 
 import logging
 import signal
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 
 
@@ -122,7 +122,7 @@ def print_config_if_requested(parser, config) -> None:
 
 
 @contextmanager
-def guards_added() -> Iterator[list]:
+def guards_added() -> Generator[list, None, None]:
     """Yields a list that fills with (guard, frame) for each guard torch.export adds while tracing (`Eq(s0, 2)`: a size
     made a constant), the frame (traceback.FrameSummary, or None) the user's line that added it. Read from torch's own
     INFO record of it (symbolic_shapes' "[guard added]", whose SLoc argument holds the frame): no public API says which
@@ -131,12 +131,12 @@ def guards_added() -> Iterator[list]:
 
     class Guards(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            if "[guard added]" in str(record.msg) and len(record.args or ()) >= 3:
+            if "[guard added]" in str(record.msg) and isinstance(record.args, tuple) and len(record.args) >= 3:
                 frame = getattr(record.args[2], "framework_loc", None)
                 found.append((str(record.args[1]), frame if hasattr(frame, "lineno") else None))
 
     saved = logger.handlers, logger.level, logger.propagate
-    logger.handlers, logger.propagate = [Guards()], False  # torch's own handler would print them
+    logger.handlers, logger.propagate = [Guards()], False  # ty: ignore[invalid-assignment]  # torch's own handler would print them
     logger.setLevel(logging.INFO)
     try:
         yield found

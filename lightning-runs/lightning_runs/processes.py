@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from typing import TypeGuard
 
 import psutil
 
@@ -54,7 +55,7 @@ def started(pid) -> float | None:
         return None
 
 
-def _moment(value) -> bool:
+def _moment(value) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -83,7 +84,7 @@ def run_processes(commands: list[list[str]], env: dict[str, str], workers: int =
         while running or (queue and not received):
             while queue and len(running) < workers and not received:
                 i = queue.pop(0)
-                output = {} if logs is None else {"stdout": open(logs[i], "ab"), "stderr": subprocess.STDOUT}  # noqa: SIM115
+                output: dict = {} if logs is None else {"stdout": open(logs[i], "ab"), "stderr": subprocess.STDOUT}  # noqa: SIM115
                 running[i] = subprocess.Popen(commands[i], env=env, preexec_fn=_end_with_parent(os.getpid()), **output)
                 if received:  # came between the check and the start
                     running[i].send_signal(received[0])

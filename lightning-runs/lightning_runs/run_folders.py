@@ -124,7 +124,7 @@ def read_run_data(path: Path, fix: str = DAMAGED) -> dict:
     except RecursionError:
         raise Unreadable(path, "nested too deeply to read", fix) from None
     except yaml.MarkedYAMLError as error:
-        raise Unreadable(path, f"not YAML ({error.problem}, line {error.problem_mark.line + 1})", fix) from None
+        raise Unreadable(path, f"not YAML ({error.problem}, line {error.problem_mark.line + 1})", fix) from None  # ty: ignore[missing-union-attribute]  # a parse error has its mark
     except (ValueError, yaml.YAMLError) as error:  # JSONDecodeError, an integer 5,000 characters long
         raise Unreadable(path, f"not {form} ({str(error).splitlines()[0][:200]})", fix) from None
     if not isinstance(data, dict):

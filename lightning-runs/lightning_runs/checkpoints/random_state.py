@@ -76,13 +76,13 @@ class RandomState(Callback):
         return {
             "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            "numpy": [kind, keys.tolist(), position, has_gauss, cached],
+            "numpy": [kind, keys.tolist(), position, has_gauss, cached],  # ty: ignore[missing-attribute]  # numpy's stub allows the dict form; legacy=True (the default) gives the tuple
             "python": [version, list(python_state), gauss_next],
             "loaders": [g.get_state() for g in loader_generators(trainer and trainer.train_dataloader)],
             "trainable": trainable(trainer.lightning_module) if trainer and trainer.lightning_module else {},
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # ty: ignore[lost-keyword-for-regular-parameter]  # Lightning passes it positionally
         trainer = getattr(self, "_trainer", None)
         # Rebuilt at every epoch's start, the loaders draw alike in both runs: nothing to undo.
         if trainer is not None and trainer.state.fn == "fit" and not trainer.reload_dataloaders_every_n_epochs:

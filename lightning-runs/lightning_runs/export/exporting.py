@@ -18,7 +18,7 @@ from lightning_runs.errors import UsageError, first_line
 from lightning_runs.private import guards_added, lightning_modules_traceable
 
 ONNX_NEEDS = ("onnx", "onnxscript", "onnxruntime")  # the `export` extra
-TOLERANCE = {"atol": 1e-4, "rtol": 1e-4, "equal_nan": True}  # float32 arithmetic reordered by another runtime
+TOLERANCE: dict = {"atol": 1e-4, "rtol": 1e-4, "equal_nan": True}  # float32 arithmetic reordered by another runtime
 
 
 def example_of(model: torch.nn.Module) -> tuple[tuple, dict]:
@@ -89,6 +89,7 @@ def exported(model: torch.nn.Module, format: str, batch_size: int | None = None)
         )
     batch, bound = Dim("batch", min=1), inspect.signature(model.forward).bind(*args, **kwargs).arguments
     dynamic = {key: {0: batch} if isinstance(value, torch.Tensor) else None for key, value in bound.items()}
+    guards: list = []  # none, where torch.export failed before tracing
     try:
         with guards_added() as guards:
             program = torch.export.export(model, args, kwargs, dynamic_shapes=None if batch_size else dynamic)
@@ -135,7 +136,7 @@ def _serialized(model, program, args: tuple, kwargs: dict, format: str, outputs:
     buffer = io.BytesIO()  # serialized first: written whole
     if format == "onnx":  # from the program: given the module, torch.onnx would fix the batch size it found fixed
         onnx = torch.onnx.export(program, input_names=input_names(args, kwargs), output_names=outputs, verbose=False)
-        buffer.write(onnx.model_proto.SerializeToString())
+        buffer.write(onnx.model_proto.SerializeToString())  # ty: ignore[missing-union-attribute]  # None only where given a file
     elif format == "pt2":
         torch.export.save(program, buffer)
     else:  # traced from the module: a trace of the captured graph would fix the size of every reshape

@@ -27,6 +27,8 @@ class RunFolder:
     """`<save_dir>/<name>/version_N`, laid out as TensorBoardLogger lays it out (a string version is the folder's
     name), and the id of the tracking service's run kept in a file there."""
 
+    ID_FILE: str  # each logger's own
+
     def _place(self, save_dir: str, name: str | None, version: int | str | None) -> None:
         name = name or UNNAMED
         # A run without a claimed folder (an evaluation of no checkpoint) takes the next free version, as TensorBoard's.
@@ -51,4 +53,4 @@ class RunFolder:
     def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
         # Tensors as Python numbers: the project's own scalars reach the loggers as tensors, which TensorBoard's and
         # CSV's read out themselves (train/grad_norm stays on the device until then: faults/).
-        super().log_metrics({key: v.item() if isinstance(v, Tensor) else v for key, v in metrics.items()}, step)
+        super().log_metrics({key: v.item() if isinstance(v, Tensor) else v for key, v in metrics.items()}, step)  # ty: ignore[missing-attribute]  # a mixin: the logger's class after it in the MRO
