@@ -265,6 +265,17 @@ def test_the_copys_workflow_dockerfile_and_devcontainer_pass_their_checks_in_the
     assert tested.returncode == 0 and re.search(r"\b5 passed", tested.stdout), tested.stdout[-3000:]
 
 
+def test_the_copys_package_is_clean_under_its_type_check(made):
+    """The copy's own tests/test_types.py, run there: its pyproject.toml's [tool.ty] names the renamed package, which
+    ty finds clean, and leaves out the template's lightning-runs/ folder (a copy's library is installed)."""
+    copy, _ = made
+    assert "extra-paths" not in (copy / "pyproject.toml").read_text()
+    tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_types.py"]
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    tested = subprocess.run(tests, cwd=copy, capture_output=True, text=True, env=env)
+    assert tested.returncode == 0 and re.search(r"\b3 passed", tested.stdout), tested.stdout[-3000:]
+
+
 @pytest.mark.slow
 def test_the_copy_trains_under_its_new_name_and_passes_its_own_tests(made):
     """With the template's package unimportable; the library is this template's (the version the copy names)."""
