@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import time
-from typing import TypeGuard
 
 import psutil
 
@@ -42,7 +41,7 @@ def is_dead(process: dict) -> bool:
     if abs(boot - psutil.boot_time()) > SAME_S:
         return True  # a process from before this machine restarted
     now = started(process.get("pid"))
-    return now is None or not _moment(recorded) or abs(now - recorded) > SAME_S  # gone, or its pid another's
+    return now is None or not _moment(recorded) or abs(now - recorded) > SAME_S  # ty: ignore[unsupported-operator]  # a number, by _moment: gone, or its pid another's
 
 
 def started(pid) -> float | None:
@@ -55,7 +54,7 @@ def started(pid) -> float | None:
         return None
 
 
-def _moment(value) -> TypeGuard[float]:
+def _moment(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

@@ -89,14 +89,13 @@ def exported(model: torch.nn.Module, format: str, batch_size: int | None = None)
         )
     batch, bound = Dim("batch", min=1), inspect.signature(model.forward).bind(*args, **kwargs).arguments
     dynamic = {key: {0: batch} if isinstance(value, torch.Tensor) else None for key, value in bound.items()}
-    guards: list = []  # none, where torch.export failed before tracing
     try:
         with guards_added() as guards:
             program = torch.export.export(model, args, kwargs, dynamic_shapes=None if batch_size else dynamic)
         content = _serialized(model, program, args, kwargs, format, [output for output, _ in first])
     except Exception as error:  # the exporter's refusal, and the line of forward that made the batch size a constant
         reason = f"{type(error).__name__}: {first_line(error)}"
-        how = f"at a batch of {batch_size}" if batch_size else f"with a free batch size{_pinned(guards)}"
+        how = f"at a batch of {batch_size}" if batch_size else f"with a free batch size{_pinned(guards)}"  # ty: ignore[possibly-unresolved-reference]  # bound before anything in the try can raise
         hint = "" if batch_size else "; export at a fixed batch size with --batch_size N"
         raise UsageError(f"{name} cannot be exported {how} ({reason}){hint}") from None
     for checked in (batch_size,) if batch_size else (1, size + 3):

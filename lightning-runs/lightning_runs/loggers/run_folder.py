@@ -27,8 +27,6 @@ class RunFolder:
     """`<save_dir>/<name>/version_N`, laid out as TensorBoardLogger lays it out (a string version is the folder's
     name), and the id of the tracking service's run kept in a file there."""
 
-    ID_FILE: str  # each logger's own
-
     def _place(self, save_dir: str, name: str | None, version: int | str | None) -> None:
         name = name or UNNAMED
         # A run without a claimed folder (an evaluation of no checkpoint) takes the next free version, as TensorBoard's.
@@ -43,11 +41,11 @@ class RunFolder:
     log_dir = property(lambda self: str(self._folder))
 
     def _stored_id(self) -> str | None:
-        path = self._folder / self.ID_FILE
+        path = self._folder / self.ID_FILE  # ty: ignore[missing-attribute]  # each logger's own (a mixin)
         return path.read_text().strip() if path.is_file() else None
 
     def _store_id(self, run_id: str) -> None:
-        write_atomically(self._folder / self.ID_FILE, run_id + "\n")
+        write_atomically(self._folder / self.ID_FILE, run_id + "\n")  # ty: ignore[missing-attribute]  # each logger's own
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
