@@ -127,8 +127,9 @@ def test_the_copy_holds_the_designs_top_level_with_the_package_renamed_and_no_ma
     lines = sum(len(path.read_text().splitlines()) for path in (copy / NAME).rglob("*.py"))
     # The digits' in-memory path (~790 lines), images on disk (images.py, image_files.py: ~420, with the listing and
     # the check of every file before training), the confusion matrix on a figure of its own, and the folds that cv
-    # and sweep --folds give every DataModule (~40).
-    assert lines <= 1320, f"the copy's package holds {lines} lines"
+    # and sweep --folds give every DataModule (~40), and what the type check needs declared (~10: Lightning types
+    # `hparams` as a plain mapping, an nn.ModuleDict its items as Modules).
+    assert lines <= 1325, f"the copy's package holds {lines} lines"
     assert (copy / "README.md").read_text().startswith(f"# {NAME}\n\nStarted from the PyTorch Lightning")
     assert "template.mk" not in files(copy) and not re.search(
         r"^(bench|new-project):", (copy / "Makefile").read_text(), re.M
