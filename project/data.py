@@ -50,8 +50,8 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         test_fraction: OpenUnitInterval = 0.1,
         seed: Seed = 0,
         # Per-sample rotation (degrees) and shift (pixels) of images while training: 25 cross-validation errors vs
-        # 40 without, and vs 32 for (10, 1) or 62 for (15, 1.5) (docs/results.md). 0 and 0 turn it off; samples
-        # that are not images are never augmented.
+        # 40 without, and vs 32 for (10, 1) or 62 for (15, 1.5) (docs/results.md). 0 and 0 turn it off;
+        # samples that are not images are never augmented.
         rotation: NonNegativeFinite = 5.0,
         shift: NonNegativeFinite = 0.5,
         predict_path: Path | None = None,

@@ -34,8 +34,8 @@ from project.image_files import (
     stratified_split,
 )
 
-# Workers decode while the model trains. Measured on 2 cores (docs/performance.md, "Images on disk"): 2 workers
-# beat 0; more than 4 rarely pays for small images, and each is a process of its own.
+# Workers decode while the model trains. Measured on 2 cores (docs/performance.md, "Images on disk"):
+# 2 workers beat 0; more than 4 rarely pays for small images, and each is a process of its own.
 DEFAULT_WORKERS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 

@@ -80,8 +80,8 @@ class DigitsClassifier(L.LightningModule):
         self.misclassified = {stage: Misclassified() for stage in ("val", "test")}
 
     def setup(self, stage: str) -> None:
-        # The data's train-split `mean` and `std`, broadcastable to one sample (docs/contract.md); a DataModule
-        # without them leaves the inputs as they come.
+        # The data's train-split `mean` and `std`, broadcastable to one sample (docs/contract.md); a
+        # DataModule without them leaves the inputs as they come.
         mean, std = (getattr(getattr(self.trainer, "datamodule", None), name, None) for name in ("mean", "std"))
         if stage == "fit" and mean is not None:
             self.input_mean.copy_(torch.as_tensor(mean).expand_as(self.input_mean))

@@ -266,10 +266,15 @@ def test_the_copys_workflow_dockerfile_and_devcontainer_pass_their_checks_in_the
     assert tested.returncode == 0 and re.search(r"\b5 passed", tested.stdout), tested.stdout[-3000:]
 
 
-def test_the_copys_package_is_clean_under_its_type_check(made):
-    """The copy's own tests/test_types.py, run there: its pyproject.toml's [tool.ty] names the renamed package, which
-    ty finds clean, and leaves out the template's lightning-runs/ folder (a copy's library is installed)."""
+def test_the_copy_is_clean_under_its_lint_and_type_check(made):
+    """ruff as the copy's make lint runs it (the renames lengthen no line past the limit), and the copy's own
+    tests/test_types.py, run there: its [tool.ty] names the renamed package, which ty finds clean, and leaves out the
+    template's lightning-runs/ folder (a copy's library is installed)."""
     copy, _ = made
+    ruff = str(Path(sys.executable).with_name("ruff"))
+    for check in ([ruff, "check", "."], [ruff, "format", "--check", "."]):
+        linted = subprocess.run(check, cwd=copy, capture_output=True, text=True)
+        assert linted.returncode == 0, linted.stdout[-3000:]
     assert "extra-paths" not in (copy / "pyproject.toml").read_text()
     tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_types.py"]
     env = {**os.environ, "PYTHONPATH": str(copy)}
