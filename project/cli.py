@@ -2,9 +2,9 @@
 `python -m project {export,runs,sweep,seeds,cv,schema,completion,verify}`.
 
 The recipe is the defaults of the signatures (networks.py, model.py, data.py) and below, each with its reason:
-`python -m project fit` trains exactly what `make train` trains. The machinery (run folders, exact resume, clean stops,
-summaries, the tools) is the lightning-runs library: each of its parts is an option group (`--best_checkpoint.monitor`,
-`--figures.every_n_epochs`), switched off with `null`.
+`python -m project fit` trains exactly what `make train` trains. The machinery (run folders, exact resume,
+clean stops, summaries, the tools) is the lightning-runs library: each of its parts is an option group
+(`--best_checkpoint.monitor`, `--figures.every_n_epochs`), switched off with `null`.
 """
 
 from collections.abc import Sequence

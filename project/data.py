@@ -55,8 +55,8 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         rotation: NonNegativeFinite = 5.0,
         shift: NonNegativeFinite = 0.5,
         predict_path: Path | None = None,
-        # Cross-validation (`python -m project cv --folds K` sets both): validate on fold `fold` of `folds` of the
-        # samples outside the test split, stratified by label; val_fraction is then unused.
+        # Cross-validation (`python -m project cv --folds K` sets both): validate on fold `fold` of `folds`
+        # of the samples outside the test split, stratified by label; val_fraction is then unused.
         folds: PositiveInt | None = None,
         fold: int = 0,
     ) -> None:

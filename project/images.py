@@ -66,8 +66,8 @@ class ImageFolderDataModule(L.LightningDataModule):
         pin_memory: bool = True,  # only where the model trains on a CUDA device
         persistent_workers: bool = True,  # workers live across epochs instead of starting again each one
         predict_path: str | None = None,  # a folder of images (sorted by name) or one image, for `predict`
-        # Cross-validation (`python -m project cv --folds K` sets both): validate on fold `fold` of `folds` of the
-        # images outside the test split, stratified by class; val_fraction is then unused.
+        # Cross-validation (`python -m project cv --folds K` sets both): validate on fold `fold` of `folds`
+        # of the images outside the test split, stratified by class; val_fraction is then unused.
         folds: int | None = None,
         fold: int = 0,
     ) -> None:
