@@ -65,7 +65,7 @@ def test_a_fit_of_an_empty_split_is_refused_and_its_run_folder_removed(case, cap
     assert not Path("runs").exists()
 
 
-def test_an_evaluation_of_an_empty_split_leaves_the_run_as_it_was(capsys):
+def test_an_evaluation_of_an_empty_split_adds_no_file_to_its_run_and_changes_no_checkpoint(capsys):
     run("fit", "--trainer.max_epochs=1")
     run_dir = Path("runs/tiny/version_0")
     files, last = set(run_dir.rglob("*")), load(run_dir / "checkpoints/last.ckpt")["state_dict"]
