@@ -20,7 +20,7 @@ from test_sweep_tool import (
 from tiny_runs import refusal
 
 from lightning_runs.tools import sweep as sweep_tool
-from lightning_runs.tools.function_cli import fit_config
+from lightning_runs.tools.fits import fit_config
 from lightning_runs.tools.sweep import scored_by
 from tiny_tasks import cli_main
 

@@ -4,37 +4,32 @@ and the signal that stopped it, which stops the worker."""
 
 import json
 import math
-import os
-import shlex
 import statistics
 import sys
 from dataclasses import dataclass, field
 
 import optuna
 
-from lightning_runs.console import program
 from lightning_runs.errors import UsageError
 from lightning_runs.private import trial_id
-from lightning_runs.processes import run_processes, stop_signal
 from lightning_runs.sweeps import storage, workers
 from lightning_runs.sweeps import trial as trials
 from lightning_runs.sweeps.space import suggest
+from lightning_runs.tools.fits import Fits
 
 
 @dataclass
 class TrialFits:
     study: optuna.Study
     space: dict[str, optuna.distributions.BaseDistribution]
-    python: list[str]  # `python -m <package>`, or `python <script>` for a project run as a script
+    fits: Fits
     configs: tuple[str, ...]
     args: tuple[str, ...]
-    launcher: tuple[str, ...]
     save_dir: str
     url: str  # the storage, as the trials' processes open it
     metric: str
     pruning: dict  # the MedianPruner's settings, rebuilt in the trial's process
     seed: int  # the sampler's, offset by each trial's number
-    threads: int | None  # the trial's OMP_NUM_THREADS
     folds: int | None = None  # cross-validated trials: K fits each, scored by the mean of their bests
     stopped: list[int] = field(default_factory=list)  # the signal that stopped a trial, which then stops the worker
     mine: list[int] = field(default_factory=list)  # the numbers of the trials this worker ran
@@ -60,9 +55,7 @@ class TrialFits:
         """One fit of the trial (one fold's, where the sweep cross-validates): its best reported value; NaN (failed)
         or None (pruned) end the trial."""
         command = self.command(trial) + ([] if fold is None else [f"--data.folds={self.folds}", f"--data.fold={fold}"])
-        offset = (fold or 0) * trials.FOLD_STEPS
-        (code,), received = run_processes([[*self.launcher, *self.python, *command]], self.environment(trial, offset))
-        signum = received or stop_signal(code)
+        (code,), signum = self.fits.run([[*command, self.reporting(trial, (fold or 0) * trials.FOLD_STEPS)]])
         # What the fit reported, read back from the storage (this worker's cache holds only finished trials).
         reported = next(t for t in self.study.get_trials(deepcopy=False) if t.number == trial.number)
         last_fold = fold is None or fold == self.folds - 1
@@ -109,12 +102,12 @@ class TrialFits:
         # The same network every trial: its summary table once per trial is noise (args may turn it back on).
         command = ["fit", *(f"--config={config}" for config in self.configs), "--trainer.enable_model_summary=false"]
         command += [*self.args, *sampled, *place]
-        print(f"Trial {trial.number}: {shlex.join([*self.launcher, *program().split(), *command])}", flush=True)
+        print(f"Trial {trial.number}: {self.fits.shown(command)}", flush=True)
         return command
 
-    def environment(self, trial: optuna.Trial, offset: int = 0) -> dict[str, str]:
-        """This worker's, with where the fit reports its metric to (trial.py) and its threads."""
+    def reporting(self, trial: optuna.Trial, offset: int) -> str:
+        """The fit's callback that reports to the trial (trial.py), added as any callback is."""
         reporting = {"storage": self.url, "study": self.study.study_name, "trial_id": trial_id(trial), "offset": offset}
         reporting |= {"metric": self.metric, "pruner": self.pruning}
-        threads = {"OMP_NUM_THREADS": str(self.threads)} if self.threads else {}
-        return {**os.environ, trials.VARIABLE: json.dumps(reporting), **threads}
+        callback = {"class_path": "lightning_runs.sweeps.trial.ReportToTrial", "init_args": reporting}
+        return f"--trainer.callbacks+={json.dumps(callback)}"
