@@ -111,7 +111,7 @@ def test_four_workers_finish_exactly_n_trials_each_run_by_one_of_them(storage):
 
 @pytest.mark.slow
 def test_a_worker_killed_with_minus_9_has_its_trial_retried_once_by_another(storage):
-    long = ["--args", json.dumps(["--trainer.max_epochs=50", "--trainer.limit_train_batches=5", *QUIET])]
+    long = ["--trainer.max_epochs=50", "--trainer.limit_train_batches=5", *QUIET]
     first = start_worker("--study=killed", "--n_trials=3", *NO_PRUNING, *HEARTBEAT, *long, *storage)
     wait_for(lambda: Path("runs/sweeps/killed/version_0/checkpoints/last.ckpt").exists(), what="the first epoch")
     trial = trial_processes(first.pid)
