@@ -8,7 +8,6 @@ ranks), and the CLI knows nothing of sweeps. Optuna is imported only when a tria
 extra of the library.
 """
 
-import os
 import sys
 from pathlib import Path
 
@@ -44,17 +43,13 @@ def open_storage(url: str, **heartbeat):
 def repair_journal(path: Path, lock) -> None:
     """A journal whose last line a killed worker left partial would get the next record appended onto it, and the
     study be unreadable for good: it is cut back to its last whole record first, under Optuna's own lock, said once."""
-    if not path.is_file() or path.stat().st_size == 0:
+    if not path.is_file():
         return
-    with path.open("rb+") as journal:
-        journal.seek(-1, os.SEEK_END)
-        if journal.read(1) == b"\n":
-            return
     lock.acquire()
     try:
         with path.open("rb+") as journal:
             content = journal.read()
-            if content.endswith(b"\n"):
+            if not content or content.endswith(b"\n"):
                 return
             journal.truncate(content.rfind(b"\n") + 1)
         print(f"{path}: its last record was cut short (a worker stopped mid-write); removed it", file=sys.stderr)
