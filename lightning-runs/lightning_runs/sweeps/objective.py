@@ -23,12 +23,9 @@ class TrialFits:
     study: optuna.Study
     space: dict[str, optuna.distributions.BaseDistribution]
     fits: Fits
-    configs: tuple[str, ...]
-    args: tuple[str, ...]
+    fixed: list[str]  # the configs and options of every trial, before the sampled values
     save_dir: str
-    url: str  # the storage, as the trials' processes open it
-    metric: str
-    pruning: dict  # the MedianPruner's settings, rebuilt in the trial's process
+    reporting: dict  # ReportToTrial's arguments but the trial's: the storage as the trials open it, metric, pruner
     seed: int  # the sampler's, offset by each trial's number
     folds: int | None = None  # cross-validated trials: K fits each, scored by the mean of their bests
     stopped: list[int] = field(default_factory=list)  # the signal that stopped a trial, which then stops the worker
@@ -75,7 +72,7 @@ class TrialFits:
             raise optuna.TrialPruned(f"pruned after epoch {reported.user_attrs['pruned_at_epoch']}")
         values = [v for step, v in reported.intermediate_values.items() if step // trials.FOLD_STEPS == (fold or 0)]
         if not values:  # a fit that never validated
-            print(f"Trial {trial.number} failed: its fit reported no {self.metric}", file=sys.stderr)
+            print(f"Trial {trial.number} failed: its fit reported no {self.reporting['metric']}", file=sys.stderr)
             return math.nan
         return max(values) if self.study.direction == optuna.study.StudyDirection.MAXIMIZE else min(values)
 
@@ -86,7 +83,7 @@ class TrialFits:
         if self.stopped:
             raise KeyboardInterrupt
         if self.refused:
-            storage.discard_if_only(study, self.mine, self.url)
+            storage.discard_if_only(study, self.mine, self.reporting["storage"])
             raise UsageError(self.refused)
 
     def stop(self, signum, frame) -> None:
@@ -99,15 +96,12 @@ class TrialFits:
         sweep's folder."""
         sampled = [f"--{option}={suggest(trial, option, values)}" for option, values in self.space.items()]
         place = [f"--name={self.study.study_name}", f"--trainer.logger.init_args.save_dir={self.save_dir}"]
-        # The same network every trial: its summary table once per trial is noise (args may turn it back on).
-        command = ["fit", *(f"--config={config}" for config in self.configs), "--trainer.enable_model_summary=false"]
-        command += [*self.args, *sampled, *place]
+        command = ["fit", *self.fixed, *sampled, *place]
         print(f"Trial {trial.number}: {self.fits.shown(command)}", flush=True)
         return command
 
     def reporting(self, trial: optuna.Trial, offset: int) -> str:
         """The fit's callback that reports to the trial (trial.py), added as any callback is."""
-        reporting = {"storage": self.url, "study": self.study.study_name, "trial_id": trial_id(trial), "offset": offset}
-        reporting |= {"metric": self.metric, "pruner": self.pruning}
+        reporting = {**self.reporting, "study": self.study.study_name, "trial_id": trial_id(trial), "offset": offset}
         callback = {"class_path": "lightning_runs.sweeps.trial.ReportToTrial", "init_args": reporting}
         return f"--trainer.callbacks+={json.dumps(callback)}"

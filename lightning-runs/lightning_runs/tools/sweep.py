@@ -120,9 +120,12 @@ def sweep(
     began = optuna_study.user_attrs.get(STUDY_RECIPE) if finished else None
     optuna_study.set_user_attr(STUDY_RECIPE, same_recipe(began, folds, varied, f"the study in {shown}"))
     print(f"Study {study!r} in {shown}: {finished} of {n_trials} trials finished", flush=True)
-    pruning = {"n_startup_trials": pruning_startup_trials, "n_warmup_steps": pruning_warmup_epochs}
+    pruner = {"n_startup_trials": pruning_startup_trials, "n_warmup_steps": pruning_warmup_epochs}
+    reporting = {"storage": url, "metric": metric, "pruner": pruner}
     fits = Fits(cli_main, launcher, threads)
-    objective = TrialFits(optuna_study, space, fits, configs, args, save_dir, url, metric, pruning, seed, folds)
+    # The same network every trial: its summary table once per trial is noise (args may turn it back on).
+    fixed = [*recipe, "--trainer.enable_model_summary=false", *args]
+    objective = TrialFits(optuna_study, space, fits, fixed, save_dir, reporting, seed, folds)
     previous = signal.signal(signal.SIGTERM, objective.stop)  # Ctrl-C raises KeyboardInterrupt by itself
     try:
         journal_grace = grace_period if "://" not in url else None  # a journal has no heartbeat: workers.py
