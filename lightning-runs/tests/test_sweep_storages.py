@@ -293,7 +293,10 @@ def test_a_study_continued_with_another_recipe_or_fold_count_is_refused_before_a
         (["--args=[--data.n=128]", "--folds=2"], "--folds 2 (the study: None)"),
     ]:
         error = refusal(capsys, lambda: opened("--study=kept", "--n_trials=1", *changed))  # noqa: B023
-        assert error.startswith(f"error: {said}") and "began with another recipe; give another --study for this one" in error
+        assert (
+            error.startswith(f"error: {said}")
+            and "began with another recipe; give another --study for this one" in error
+        )
     assert len(opened("--study=kept", "--n_trials=1", "--args=[--data.n=128]").trials) == 1, "the same: continues"
 
 
