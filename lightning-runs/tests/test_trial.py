@@ -43,6 +43,13 @@ def test_a_trial_reports_its_run_folder_and_every_epochs_metric(study):
     assert "pruned_at_epoch" not in trial.user_attrs
 
 
+def test_a_trials_run_validates_later_as_any_run_reporting_nothing_more(study):
+    trial = fit_as_trial(study, NEVER_PRUNE)
+    assert "ReportToTrial" in Path(trial.user_attrs["run"], "config.yaml").read_text(), "on its command line"
+    main(lambda: cli_main(["validate", *QUIET, f"--ckpt_path={trial.user_attrs['run']}/checkpoints/best.ckpt"]))
+    assert study.get_trials()[0].intermediate_values == trial.intermediate_values
+
+
 def test_a_trial_worse_than_the_median_stops_at_the_end_of_the_epoch_it_is_pruned(study):
     study.add_trial(  # a finished trial far better at every epoch
         optuna.trial.create_trial(value=0.0, intermediate_values={0: 0.0, 1: 0.0, 2: 0.0})
