@@ -52,7 +52,7 @@ class TrialFits:
         """One fit of the trial (one fold's, where the sweep cross-validates): its best reported value; NaN (failed)
         or None (pruned) end the trial."""
         command = self.command(trial) + ([] if fold is None else [f"--data.folds={self.folds}", f"--data.fold={fold}"])
-        (code,), signum = self.fits.run([[*command, self.reporting(trial, (fold or 0) * trials.FOLD_STEPS)]])
+        (code,), signum = self.fits.run([[*command, self.callback(trial, (fold or 0) * trials.FOLD_STEPS)]])
         # What the fit reported, read back from the storage (this worker's cache holds only finished trials).
         reported = next(t for t in self.study.get_trials(deepcopy=False) if t.number == trial.number)
         last_fold = fold is None or fold == self.folds - 1
@@ -100,7 +100,7 @@ class TrialFits:
         print(f"Trial {trial.number}: {self.fits.shown(command)}", flush=True)
         return command
 
-    def reporting(self, trial: optuna.Trial, offset: int) -> str:
+    def callback(self, trial: optuna.Trial, offset: int) -> str:
         """The fit's callback that reports to the trial (trial.py), added as any callback is."""
         reporting = {**self.reporting, "study": self.study.study_name, "trial_id": trial_id(trial), "offset": offset}
         callback = {"class_path": "lightning_runs.sweeps.trial.ReportToTrial", "init_args": reporting}
