@@ -119,7 +119,7 @@ def _table(runs: list[Path], monitor: str, test: bool) -> dict:
         rows.append({"fold": k, "run": str(run), "status": summary.get("status"), monitor: score, **tests})
     tests = sorted({key for row in rows for key in row} - {"fold", "run", "status", monitor})
     summary = table(rows, ["fold", monitor, *tests, "run"], ("mean", "std"))
-    print(f"std: the (sample standard deviation over {len(rows)} folds)")
+    print(f"std: the folds' spread (sample standard deviation over {len(rows)} folds)")
     return {"monitor": monitor, "folds": rows, "summary": summary}
 
 
