@@ -7,6 +7,7 @@ import math
 import statistics
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 import optuna
 
@@ -15,14 +16,13 @@ from lightning_runs.private import trial_id
 from lightning_runs.sweeps import storage, workers
 from lightning_runs.sweeps import trial as trials
 from lightning_runs.sweeps.space import suggest
-from lightning_runs.tools.fits import Fits
 
 
 @dataclass
 class TrialFits:
     study: optuna.Study
     space: dict[str, optuna.distributions.BaseDistribution]
-    fits: Fits
+    fits: Any  # tools.fits.Fits, which runs the trial's fit and shows its command (tools import sweeps, not back)
     fixed: list[str]  # the configs and options of every trial, before the sampled values
     save_dir: str
     reporting: dict  # ReportToTrial's arguments but the trial's: the storage as the trials open it, metric, pruner
