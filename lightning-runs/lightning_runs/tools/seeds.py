@@ -67,9 +67,8 @@ def evaluate_seeds(
         rows.append(row)
     scores = [k for k in rows[0] if k not in ("seed", "checkpoint") and all(k in row for row in rows)]
     print()
-    summary = table(rows, ["seed", *scores], ("mean", "median", "std"))
     result = {"configs": [str(p) for p in configs], "args": args, "data_seed": data_seed, "seeds": rows}
-    result["summary"] = summary
+    result["summary"] = table(rows, ["seed", *scores], ("mean", "median", "std"))
     if not any(k.startswith("test") for k in scores):
         print("the model's test logged no metric (or it has no test_step): the table has no test score to spread")
     write_json(output, result)

@@ -98,11 +98,9 @@ def sweep(
     space = search_space(space)  # each option's Optuna distribution
     # Parsed as every trial's fit will be, at each end of each range and each choice: a misspelt option or a value the
     # fit refuses (a smoothing of 5, a batch size of "abc") is refused before any trial.
-    first, *others = corners(space)
     recipe = tuple(f"--config={config}" for config in configs)
-    resolved = fit_config(cli_main, (*recipe, *args, *first))  # the trials' config, their best checkpoint with it
-    for corner in others:
-        fit_config(cli_main, (*recipe, *args, *corner))
+    # The first: the trials' config, their best checkpoint with it.
+    resolved, *_ = [fit_config(cli_main, (*recipe, *args, *corner)) for corner in corners(space)]
     check_study(study, folds, resolved)  # a file and a run name in save_dir; folds the DataModule takes
     metric, direction = scored_by(resolved, metric, direction)
     Path(save_dir).mkdir(parents=True, exist_ok=True)
