@@ -23,7 +23,7 @@ SPACE = {"model.lr": {"low": 1e-3, "high": 0.1, "log": True}, "data.batch_size":
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 # Tiny trials: 2 epochs of 5 batches, and pruning from the second trial on.
 TRIALS = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=5", *QUIET]
-TINY = ["--args", json.dumps(TRIALS), "--pruning_startup_trials=1", "--pruning_warmup_epochs=0"]
+TINY = [*TRIALS, "--pruning_startup_trials=1", "--pruning_warmup_epochs=0"]  # fit's options, as fit takes them
 NO_PRUNING = ["--pruning_startup_trials=5"]
 
 
@@ -152,7 +152,7 @@ def test_a_diverging_trial_fails_alone_instead_of_stopping_the_sweep(capfd):
 @pytest.mark.slow
 def test_an_interrupted_sweep_continues_when_the_same_command_runs_again():
     # Trials of 30 epochs: the second is still running when its first epoch's checkpoint appears.
-    long = ["--args", json.dumps(["--trainer.max_epochs=30", "--trainer.limit_train_batches=5", *QUIET])]
+    long = ["--trainer.max_epochs=30", "--trainer.limit_train_batches=5", *QUIET]
     worker = start_worker("--study=resumable", "--n_trials=2", *NO_PRUNING, *long)
     wait_for(lambda: Path("runs/sweeps/resumable/version_1/checkpoints/last.ckpt").exists(), what="the second trial")
     trial = trial_processes(worker.pid)

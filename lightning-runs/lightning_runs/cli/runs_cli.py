@@ -40,7 +40,6 @@ from lightning_runs.private import (
     subcommand_parser,
 )
 from lightning_runs.records import SaveConfigInRun, report_fit
-from lightning_runs.sweeps.trial import callbacks_from_environment
 
 # Lightning's bar redraws after every batch: 7% of the example's fit phase. Every 10th is still several a second.
 PROGRESS_BAR_REFRESH_RATE = 10
@@ -82,7 +81,7 @@ class RunsCLI(LightningCLI):
         self.args = list(sys.argv[1:] if args is None else args)
         if program() == PLACEHOLDER:  # a cli_main called without lightning_runs.main (a test, a notebook)
             set_program(model_class.__module__.partition(".")[0])
-        self.added = [*callbacks, *callbacks_from_environment()]
+        self.added = list(callbacks)
         self.claim = self.tested = self.testing = None
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
         # jsonargparse's own denylist (os, subprocess, eval, ...) enforced: a class_path or callable that a config, a
