@@ -20,7 +20,7 @@ from lightning.pytorch.callbacks import Callback, ProgressBar, TQDMProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.utilities.model_helpers import is_overridden
 
-from lightning_runs import TOOLS
+from lightning_runs import TOOLS, private
 from lightning_runs.checkpoints import InitFrom
 from lightning_runs.checkpoints.checkpoint_io import forget_read, read_checkpoint
 from lightning_runs.cli import placement
@@ -33,12 +33,7 @@ from lightning_runs.errors import Terminated, UsageError, first_line, said
 from lightning_runs.faults.checkpoint_on_signal import sigterm_held, terminated_outside_training
 from lightning_runs.faults.loader_check import check_limits
 from lightning_runs.messages import condensed
-from lightning_runs.private import (
-    datamodules_described_plainly,
-    print_config_deferred,
-    print_config_if_requested,
-    subcommand_parser,
-)
+from lightning_runs.private import print_config_deferred, print_config_if_requested, subcommand_parser
 from lightning_runs.records import SaveConfigInRun, report_fit
 
 # Lightning's bar redraws after every batch: 7% of the example's fit phase. Every 10th is still several a second.
@@ -237,7 +232,7 @@ class RunsCLI(LightningCLI):
 
     def instantiate_classes(self) -> None:
         try:
-            with datamodules_described_plainly():
+            with private.datamodules_described_plainly():
                 super().instantiate_classes()
         except (ValueError, TypeError) as error:  # an __init__'s own check (a split past 1, a file of no samples)
             raise UsageError(str(error.__cause__ or error).strip().splitlines()[-1]) from None
