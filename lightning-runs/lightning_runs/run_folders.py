@@ -9,6 +9,7 @@ import re
 import stat
 from pathlib import Path
 
+from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import UsageError
 
 RUNS = "runs"  # the runs root every logger of the library defaults to, under the working directory
@@ -140,6 +141,4 @@ def _kind(form: str, value) -> str:
 
 
 def write_json(path: Path, data: dict) -> None:
-    from lightning_runs.atomic import write_atomically
-
     write_atomically(path, json.dumps(data, indent=2, default=str) + "\n")

@@ -89,6 +89,12 @@ def last_part(trainer) -> LastCheckpoint | None:
     return next((c for c in parts if not isinstance(c, BestCheckpoint)), None)
 
 
+def ran_to_its_end(trainer) -> bool:
+    """Whether the fit trained all it was asked to (a stop on the way sets `should_stop` too)."""
+    epochs = trainer.max_epochs not in (None, -1) and trainer.current_epoch >= trainer.max_epochs
+    return epochs or (trainer.max_steps not in (None, -1) and trainer.global_step >= trainer.max_steps)
+
+
 def schedulers_after_epoch(trainer, checkpoint: dict[str, Any]) -> None:
     """A checkpoint taken at an epoch's end holds its ReduceLROnPlateau schedulers as they are after that epoch's step:
     Lightning steps them only after the epoch-end hooks that save (other epoch schedulers step with the last batch),

@@ -12,7 +12,6 @@
 
 import contextlib
 import os
-import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.checkpoints.sharded import check_whole, is_checkpoint, is_sharded
-from lightning_runs.configs import differences
+from lightning_runs.configs import differences, option
 from lightning_runs.console import say
 from lightning_runs.distributed import launched_as_rank_zero
 from lightning_runs.errors import UsageError
@@ -211,10 +210,9 @@ def check_destinations(trainer, claim: Claim | None) -> None:
         dirpath = Path(callback.dirpath or claim.folder / CHECKPOINTS)
         target = (dirpath / f"{callback.filename or 'x'}.ckpt").resolve()
         if not target.is_relative_to(claim.folder.resolve()):
-            option = f"--{'_'.join(re.findall('[A-Z][a-z]*', type(callback).__name__)).lower()}"
             raise UsageError(
-                f"{option}.dirpath/filename: {target} lies outside the run's folder {claim.folder}; a run's checkpoints"
-                " go in its own checkpoints/ (drop dirpath, give a plain filename)"
+                f"--{option(type(callback).__name__)}.dirpath/filename: {target} lies outside the run's folder"
+                f" {claim.folder}; a run's checkpoints go in its own checkpoints/ (drop dirpath, give a plain filename)"
             )
 
 

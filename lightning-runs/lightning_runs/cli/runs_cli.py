@@ -30,10 +30,10 @@ from lightning_runs.cli.help import RunsArgumentParser, RunsHelpFormatter
 from lightning_runs.cli.parts import TRAINER_DEFAULTS, add_parts
 from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program, say, set_program, set_quiet
 from lightning_runs.errors import Terminated, UsageError, first_line, said
-from lightning_runs.faults.checkpoint_on_signal import sigterm_held, terminated_outside_training
 from lightning_runs.messages import condensed
 from lightning_runs.private import print_config_deferred, print_config_if_requested, subcommand_parser
 from lightning_runs.records import SaveConfigInRun, report_fit
+from lightning_runs.signals import sigterm_held, terminated_outside_training
 from lightning_runs.sweeps.trial import callbacks_from_environment
 
 # Lightning's bar redraws after every batch: 7% of the example's fit phase. Every 10th is still several a second.

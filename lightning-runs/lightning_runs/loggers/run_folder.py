@@ -8,9 +8,11 @@ CSVLogger deletes the metrics.csv of a folder it reopens; MLFlowLogger and Wandb
 <save_dir>/<experiment id>/<run id>, and open a new MLflow or W&B run on every resume.
 """
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from lightning.fabric.utilities.logger import _convert_params
 from lightning.pytorch.utilities import rank_zero_only
 from torch import Tensor
 
@@ -52,3 +54,11 @@ class RunFolder:
         # Tensors as Python numbers: the project's own scalars reach the loggers as tensors, which TensorBoard's and
         # CSV's read out themselves (train/grad_norm stays on the device until then: faults/).
         super().log_metrics({key: v.item() if isinstance(v, Tensor) else v for key, v in metrics.items()}, step)
+
+
+def parameters(params) -> dict:
+    """A run's parameters without LightningCLI's own keys (`_instantiator`, `_class_path`), as plain values: a tuple
+    (an input shape) is a list, which every logger and `yaml.safe_load` of hparams.yaml read; anything else not JSON,
+    its text."""
+    plain = json.loads(json.dumps(_convert_params(params), default=str))
+    return {k: v for k, v in plain.items() if not k.startswith("_")}

@@ -14,8 +14,7 @@ from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from lightning_runs.console import is_quiet
 from lightning_runs.errors import UsageError
 from lightning_runs.loggers.mlflow_store import creation_lock, local_database, open_client, retire_empty_default
-from lightning_runs.loggers.run_folder import INSTALL, RunFolder
-from lightning_runs.records.hparams import parameters
+from lightning_runs.loggers.run_folder import INSTALL, RunFolder, parameters
 from lightning_runs.run_folders import RUNS
 
 
