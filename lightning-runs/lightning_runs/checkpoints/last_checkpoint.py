@@ -11,7 +11,7 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lightning_runs.private import continue_version, save_now, steps_between_saves, unnumbered_logger
-from lightning_runs.run_folders import newest_with
+from lightning_runs.run_folders import checkpoint_in
 
 
 class LastCheckpoint(ModelCheckpoint):
@@ -34,7 +34,7 @@ class LastCheckpoint(ModelCheckpoint):
         logger, last = unnumbered_logger(trainer), last_part(trainer) or self
         if self.dirpath is None and logger is not None:
             name = f"{last.filename or self.CHECKPOINT_NAME_LAST}{self.FILE_EXTENSION}"
-            found = newest_with(Path(logger.save_dir or trainer.default_root_dir) / str(logger.name), name)
+            found = checkpoint_in(Path(logger.save_dir or trainer.default_root_dir) / str(logger.name), name)
             if found is None:
                 return set()
             continue_version(logger, int(found.parent.parent.name.removeprefix("version_")))

@@ -77,7 +77,7 @@ class RunsCLI(LightningCLI):
         if program() == PLACEHOLDER:  # a cli_main called without lightning_runs.main (a test, a notebook)
             set_program(model_class.__module__.partition(".")[0])
         self.added = [*callbacks, *callbacks_from_environment()]
-        self.claim = self.tested = self.testing = None
+        self.run = self.tested = self.testing = None
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
         # jsonargparse's own denylist (os, subprocess, eval, ...) enforced: a class_path or callable that a config, a
         # command line or a checkpoint's hyperparameters name never runs a command (only warned by default, 4.53).
@@ -109,7 +109,8 @@ class RunsCLI(LightningCLI):
                 refused = (said(error) or ("", 0))[1] == 2
                 raise
             finally:  # LightningCLI runs the subcommand inside __init__: it ends here, however it ends
-                placement.release(self.claim, refused)
+                if self.run is not None:
+                    self.run.release(refused)
                 forget_read()
 
     def _stopped(self) -> str:
@@ -150,9 +151,9 @@ class RunsCLI(LightningCLI):
         self.evaluated = config.get("ckpt_path") if subcommand in EVALUATIONS else None
         if not BUILDING.get():
             with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
-                self.claim = placement.claim(subcommand, config)
+                self.run = placement.claim(subcommand, config)
             if self.evaluated:
-                say_evaluated(subcommand, Path(self.evaluated), self.claim and self.claim.folder)
+                say_evaluated(subcommand, Path(self.evaluated), self.run and self.run.path)
         config.ckpt_path = None if self.evaluated else config.get("ckpt_path")
 
     def _parse(self, parser) -> None:
@@ -174,7 +175,7 @@ class RunsCLI(LightningCLI):
     def _parsed(self, parser, args: list[str], subcommand: str | None, classes: dict | None = None):
         self.config = self._parse_chosen(parser, args, classes)
         set_quiet(self.config[subcommand].quiet)
-        return self._place(subcommand)
+        return self._name_and_find(subcommand)
 
     def _parse_chosen(self, parser, args: list[str], classes: dict | None = None):
         """The classes of --model and --data are their groups' defaults (`classes`: a run's), and a class chosen
@@ -204,7 +205,7 @@ class RunsCLI(LightningCLI):
         found = placement.imported(model)
         return model == self.defaults["model"] or (isinstance(found, type) and issubclass(found, self.default_model))
 
-    def _place(self, subcommand: str):
+    def _name_and_find(self, subcommand: str):
         """Name the run and find its checkpoint; a resume is compared with its run. Returns the checkpoint an
         evaluation uses (its run's config is the evaluation's first layer)."""
         config = self.config[subcommand]
@@ -238,8 +239,9 @@ class RunsCLI(LightningCLI):
             # The default model's defaults are the default data's: another DataModule gives those or the command does.
             other_data = self.datamodule is not None and class_path(type(self.datamodule)) != self.defaults.get("data")
             paired = isinstance(self.model, self.default_model) and other_data
-            links = getattr(self._parser("fit"), "links", []) if paired else []
-            check_declared(self.model, self.datamodule, links, self.config.fit, self.args)
+            parser = self._parser("fit")
+            links = getattr(parser, "links", []) if paired else []
+            check_declared(self.model, self.datamodule, links, self.config.fit, getattr(parser, "given", None))
 
     def after_instantiate_classes(self) -> None:
         if BUILDING.get():  # export: the module and data are what it needs; LightningCLI runs no subcommand then
@@ -260,7 +262,7 @@ class RunsCLI(LightningCLI):
         if bar and not any(isinstance(c, ProgressBar) for c in [*callbacks, *listed]):
             callbacks.append(TQDMProgressBar(refresh_rate=PROGRESS_BAR_REFRESH_RATE))
         trainer = self._instantiate_trainer({**config.trainer, **kwargs}, callbacks)
-        placement.check_destinations(trainer, self.claim)
+        placement.check_destinations(trainer, self.run)
         return trainer
 
     def before_test(self) -> None:

@@ -25,11 +25,11 @@ INSTALL = "pip install 'lightning-runs[loggers]'"
 UNNAMED = "lightning_logs"
 
 
-class RunFolder:
+class FolderLogger:
     """`<save_dir>/<name>/version_N`, laid out as TensorBoardLogger lays it out (a string version is the folder's
     name), and the id of the tracking service's run kept in a file there."""
 
-    def _place(self, save_dir: str, name: str | None, version: int | str | None) -> None:
+    def _take_folder(self, save_dir: str, name: str | None, version: int | str | None) -> None:
         name = name or UNNAMED
         # A run without a claimed folder (an evaluation of no checkpoint) takes the next free version, as TensorBoard's.
         version = max((n for n, _ in versions(Path(save_dir) / name)), default=-1) + 1 if version is None else version
