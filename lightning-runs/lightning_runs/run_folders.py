@@ -5,6 +5,7 @@ newest `version_N` of that name holding a `last.ckpt`. Nothing here imports torc
 import contextlib
 import fcntl
 import json
+import math
 import os
 import re
 import shutil
@@ -22,6 +23,14 @@ VERSION = re.compile(r"version_(\d+)")
 MAX_RUN_FILE_BYTES = 10_000_000
 # The sections of a run's file that the library reads into, each a mapping where present.
 SECTIONS = {"config.yaml": ("trainer", "model", "data")}
+# The fields of a summary.json that are read back (the runs table, a resume, RunSummary itself) and the types RunSummary
+# writes them in (a score is text where it was not finite: "nan").
+NUMBER, TEXT, OBJECT = (int, float, type(None)), (str, type(None)), (dict, type(None))
+FIELDS = dict.fromkeys(("config", "process", "git", "environment", "metrics", "best_checkpoint"), OBJECT)
+FIELDS |= dict.fromkeys(
+    ("started", "config_hash", "git.commit", "environment.lock_sha256", "best_checkpoint.monitor"), TEXT
+)
+FIELDS |= {"wall_time_s": NUMBER, "environment.differs": (list, type(None)), "best_checkpoint.score": (*NUMBER, str)}
 DAMAGED = "a run's own file, damaged: restore it, or move its run folder away"
 
 
@@ -186,6 +195,25 @@ def read_run_data(path: Path, fix: str = DAMAGED) -> dict:
     for key in SECTIONS.get(path.name, ()):
         if not isinstance(data.get(key), dict | None):
             raise Unreadable(path, f"its {key} is {_kind(form, data[key])}, not a mapping", fix)
+    return data
+
+
+def read_summary(path: Path) -> dict:
+    """A run's summary.json, each field that is read back of the type RunSummary writes; Unreadable where it is not."""
+    summary = read_run_data(path)
+    for field, kinds in FIELDS.items():
+        value = get(summary, *field.split("."))
+        if not isinstance(value, kinds):
+            raise Unreadable(path, f"its {field} has the wrong type ({type(value).__name__})")
+        if isinstance(value, float) and not math.isfinite(value) and kinds is NUMBER:
+            raise Unreadable(path, f"its {field} is not a finite number ({value})")
+    return summary
+
+
+def get(data: dict, *keys):
+    """`data[a][b]...`, None where any is missing or not a mapping."""
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
     return data
 
 

@@ -32,6 +32,7 @@ from lightning_runs.run_folders import (
     check_folder_name,
     checkpoint_in,
     read_run_data,
+    read_summary,
     run_dir,
     run_of_checkpoint,
 )
@@ -114,8 +115,8 @@ def resume(config, path: Path, current: dict) -> None:
             f" continues {relative(run)} as it was started; drop --ckpt_path to start a new run with these"
         )
     status = None
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        status = read_run_data(run / "summary.json").get("status")
+    with contextlib.suppress(OSError, ValueError):
+        status = read_summary(run / "summary.json").get("status")
     if status == "completed":
         raise UsageError(f"--ckpt_path {path}: its run {relative(run)} already finished; start a new run to train more")
     last, step = run / CHECKPOINTS / "last.ckpt", read_checkpoint(path).get("global_step", 0)

@@ -23,7 +23,7 @@ from lightning_runs.errors import NO_SPACE, Stopped, Terminated
 from lightning_runs.processes import this_process
 from lightning_runs.records import provenance
 from lightning_runs.records.hparams import log_parameters, log_scores, score_tag
-from lightning_runs.run_folders import free_path, read_run_data, run_folder, write_json
+from lightning_runs.run_folders import free_path, read_run_data, read_summary, run_folder, write_json
 
 
 class RunSummary(Callback):
@@ -167,8 +167,8 @@ class RunSummary(Callback):
         path = self._path(trainer)
         if path is None or not path.is_file():
             return None
-        with contextlib.suppress(OSError, ValueError):  # a device, a folder, too large, not JSON
-            summary = read_run_data(path)
+        with contextlib.suppress(OSError, ValueError):  # a device, a folder, too large, not JSON, fields mistyped
+            summary = read_summary(path)
             if isinstance(summary.get("evaluations"), list) and isinstance(summary.get("metrics"), dict):
                 return summary
         kept = free_path(path.with_name(f"{path.stem}.unreadable{path.suffix}"))
