@@ -50,6 +50,10 @@ class FolderLogger:
         write_atomically(self._folder / self.ID_FILE, run_id + "\n")
 
     @rank_zero_only
+    def log_hyperparams(self, params) -> None:
+        super().log_hyperparams(parameters(params))
+
+    @rank_zero_only
     def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
         # Tensors as Python numbers: the project's own scalars reach the loggers as tensors, which TensorBoard's and
         # CSV's read out themselves (train/grad_norm stays on the device until then: faults/).

@@ -157,10 +157,6 @@ class WandbRunLogger(FolderLogger, WandbLogger):
         return run
 
     @rank_zero_only
-    def log_hyperparams(self, params) -> None:
-        super().log_hyperparams(parameters(params))
-
-    @rank_zero_only
     def finalize(self, status: str) -> None:
         super().finalize(status)
         # WandbLogger leaves the W&B run open: the next logger in this process (a sweep's next trial) would join it.

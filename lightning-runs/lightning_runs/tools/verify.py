@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import unittest.mock
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -127,14 +128,9 @@ def verify(cli_main: Callable, args: list[str]) -> list[tuple[str, str]]:
     return table
 
 
-@contextlib.contextmanager
 def argv(command: list[str]):
     """sys.argv as the command's: Lightning's DDP launcher starts the other ranks with it (not `verify` again)."""
-    before, sys.argv = sys.argv, [sys.argv[0], *command]
-    try:
-        yield
-    finally:
-        sys.argv = before
+    return unittest.mock.patch.object(sys, "argv", [sys.argv[0], *command])
 
 
 def last_checkpoint(root: Path) -> Path:
