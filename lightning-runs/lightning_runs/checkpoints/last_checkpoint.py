@@ -11,7 +11,7 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lightning_runs.private import continue_version, save_now, steps_between_saves, unnumbered_logger
-from lightning_runs.run_folders import checkpoint_in
+from lightning_runs.run_folders import CHECKPOINTS, checkpoint_in
 
 
 class LastCheckpoint(ModelCheckpoint):
@@ -87,6 +87,17 @@ def last_part(trainer) -> LastCheckpoint | None:
     """The run's LastCheckpoint, by type: a BestCheckpoint is one too, and may watch nothing."""
     parts = (c for c in trainer.checkpoint_callbacks if isinstance(c, LastCheckpoint))
     return next((c for c in parts if not isinstance(c, BestCheckpoint)), None)
+
+
+def last_checkpoint_path(trainer) -> Path:
+    """Where the run's LastCheckpoint writes (a BestCheckpoint watching nothing is none); without one, `last.ckpt`
+    beside the first ModelCheckpoint's files, where Lightning's `ckpt_path="last"` looks."""
+    saving = [c for c in trainer.checkpoint_callbacks if isinstance(c, ModelCheckpoint) and c.dirpath]
+    last = last_part(trainer)
+    if last is None or not last.dirpath:
+        folder = Path(saving[0].dirpath) if saving else Path(trainer.default_root_dir) / CHECKPOINTS
+        return folder / f"last{ModelCheckpoint.FILE_EXTENSION}"
+    return Path(last.format_checkpoint_name({}))
 
 
 def ran_to_its_end(trainer) -> bool:

@@ -5,12 +5,11 @@
 """
 
 import signal
-from pathlib import Path
 
 import torch
-from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.callbacks import Callback
 
-from lightning_runs.checkpoints.last_checkpoint import last_part, ran_to_its_end
+from lightning_runs.checkpoints.last_checkpoint import last_checkpoint_path, ran_to_its_end
 from lightning_runs.errors import Stopped, Terminated
 from lightning_runs.private import signal_launched_ranks
 from lightning_runs.signals import PYTHON_DEFAULTS
@@ -88,14 +87,3 @@ class CheckpointOnSignal(Callback):
             # None: a handler set outside Python, which cannot be put back; Python's own instead.
             signal.signal(signum, PYTHON_DEFAULTS[signum] if handler is None else handler)
         self._previous = {}
-
-
-def last_checkpoint_path(trainer) -> Path:
-    """Where the run's LastCheckpoint writes (a BestCheckpoint watching nothing is none); without one, `last.ckpt`
-    beside the first ModelCheckpoint's files, where Lightning's `ckpt_path="last"` looks."""
-    saving = [c for c in trainer.checkpoint_callbacks if isinstance(c, ModelCheckpoint) and c.dirpath]
-    last = last_part(trainer)
-    if last is None or not last.dirpath:
-        folder = Path(saving[0].dirpath) if saving else Path(trainer.default_root_dir) / "checkpoints"
-        return folder / f"last{ModelCheckpoint.FILE_EXTENSION}"
-    return Path(last.format_checkpoint_name({}))
