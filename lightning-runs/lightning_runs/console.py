@@ -19,6 +19,8 @@ NOISE = (
     r"Couldn't infer the batch indices fetched from your dataloader",
     # torchmetrics' plots hand matplotlib a tensor; numpy 2 then warns about `copy`.
     r"__array__ implementation doesn't accept a copy keyword",
+    # LoaderCheck refuses a loader of no batches in one line of its own.
+    r"Total length of `\w+` across ranks is zero",
 )
 # Info lines that advertise a service instead of reporting the run, or that the closing block says better.
 DROPPED = ("💡 Tip:", "`Trainer.fit` stopped: `max_epochs=", "`Trainer.fit` stopped: `max_steps=")

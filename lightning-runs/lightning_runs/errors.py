@@ -107,6 +107,8 @@ def said(error: BaseException) -> tuple[str, int] | None:
         return f"error: {where}: {FIXES[error.errno]}", 1 if error.errno in NO_SPACE else 2
     if isinstance(error, RuntimeError) and str(error).startswith("Error(s) in loading state_dict"):
         return f"error: the checkpoint's weights do not fit the model ({first_line(error)})", 2
+    if isinstance(error, ValueError) and "num_samples=0" in str(error):  # torch's RandomSampler, as a loader is built
+        return f"error: a shuffled DataLoader over no samples, an empty split ({first_line(error)}); give it samples", 2
     if type(error).__name__ == "CheckpointException":  # torch.distributed.checkpoint's, a BaseException
         return f"error: a sharded checkpoint could not be read whole ({first_line(error)}); give a complete one", 2
     return None

@@ -13,8 +13,8 @@ Also relied on, where no wrapper can stand (each in tests/test_private_apis.py):
   (checkpoints/last_checkpoint.py: schedulers_after_epoch);
 - a checkpoint's `loops.fit_loop.state_dict.combined_loader` (parallel/fsdp.py) and `meta.pt` as Lightning's name for
   a sharded checkpoint's unsharded part (checkpoints/sharded.py);
-- that a fit looks `train_dataloader` and the module's `on_train_start` up on the instance after restoring callbacks
-  (checkpoints/random_state.py).
+- that a fit looks `train_dataloader` and the module's `on_train_start` up on the instance after restoring callbacks,
+  and builds the training iterator before `on_train_start` (checkpoints/random_state.py).
 """
 
 import logging
@@ -44,6 +44,32 @@ def call_epoch_start_hooks(trainer) -> None:
 
     call._call_callback_hooks(trainer, "on_train_epoch_start")
     call._call_lightning_module_hook(trainer, "on_train_epoch_start")
+
+
+def skip_batches(trainer, count: int) -> None:
+    """Advances the fit's training iterator past `count` batches, counting none (the epoch loop adds those it restored):
+    a restart inside an epoch over a loader that cannot resume its position continues where the epoch stopped. The
+    fetcher and its iterator are the fit loop's private `_data_fetcher.iterator`; a prefetched batch is the first."""
+    fetcher = trainer.fit_loop._data_fetcher
+    prefetched, fetcher.batches = getattr(fetcher, "batches", []), []
+    for _ in range(count - len(prefetched)):
+        next(fetcher.iterator)
+    fetcher.batches = [next(fetcher.iterator) for _ in prefetched]
+
+
+@contextmanager
+def datamodules_described_plainly() -> Iterator[None]:
+    """LightningDataModule's `str()` calls every loader method to describe them (building datasets, drawing from the
+    global RNG: a first run, before its data existed, then drew other samples than the next), and jsonargparse formats
+    one into a debug line, eagerly, whenever a link's source attribute is missing (no sample_shape)."""
+    from lightning.pytorch import LightningDataModule
+
+    described = LightningDataModule.__str__
+    LightningDataModule.__str__ = object.__str__  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        LightningDataModule.__str__ = described  # type: ignore[method-assign]
 
 
 def unnumbered_logger(trainer):

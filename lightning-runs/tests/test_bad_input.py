@@ -61,6 +61,7 @@ BAD_CONFIGS = [
     (["--trainer.max_epochs=ten"], "--trainer.max_epochs: "),
     (["--config=missing.yaml"], "missing.yaml"),
     (["--model.network=tiny_typed.NoSuchNet"], "NoSuchNet"),
+    (["--model.network=os.system"], "os.system may not be imported"),  # code to run: jsonargparse's denylist
     (["--model.lr=0"], "--model.lr: "),
     (["--model.lr=-0.1"], "--model.lr: "),
     (["--data.batch_size=0"], "--data.batch_size: "),

@@ -14,6 +14,7 @@ import pytest
 import torch
 from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser, DefaultHelpFormatter, Namespace
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
+from lightning.pytorch import LightningDataModule
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
@@ -30,6 +31,7 @@ from lightning_runs.errors import main
 from lightning_runs.private import (
     call_epoch_start_hooks,
     continue_version,
+    datamodules_described_plainly,
     lightning_modules_traceable,
     option_nargs,
     option_strings,
@@ -38,6 +40,7 @@ from lightning_runs.private import (
     save_now,
     saved_class_path,
     signal_launched_ranks,
+    skip_batches,
     steps_between_saves,
     subcommand_parser,
     tensorboard_file_writer,
@@ -392,3 +395,34 @@ def test_ckpt_path_last_asks_each_model_checkpoint_before_set_up_and_a_numbering
     continue_version(numbered, 3)
     assert numbered.version == 3 and numbered.log_dir == str(tmp_path / "y/version_3")
     assert unnumbered_logger(L.Trainer(logger=numbered)) is None
+
+
+def test_a_datamodules_str_builds_its_loaders_unless_described_plainly():
+    built = []
+
+    class Counted(LightningDataModule):
+        def train_dataloader(self):
+            built.append("train")
+            return DataLoader(range(4))
+
+    str(Counted())
+    assert built == ["train"]  # what jsonargparse's eager debug line of a missing link source cost
+    with datamodules_described_plainly():
+        assert "Counted object" in str(Counted())
+    assert built == ["train"] and "Train dataloader" in str(Counted())
+
+
+def test_the_training_iterator_exists_at_train_start_and_skipping_takes_batches_without_counting_them(tmp_path):
+    seen = []
+
+    class Skips(Callback):
+        def on_train_start(self, trainer, pl_module) -> None:
+            skip_batches(trainer, 1)
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+            seen.append((batch_idx, batch.sum().item()))
+
+    model = BoringModel()
+    model.train_dataloader = lambda: DataLoader(torch.arange(3.0).repeat_interleave(32).view(3, 32))
+    boring_fit(tmp_path, [Skips()], model=model, ckpt_path=None)
+    assert seen == [(0, 32.0), (1, 64.0)]  # batch 0 skipped; the epoch's two limited batches are 1 and 2

@@ -14,9 +14,10 @@ from lightning.pytorch import LightningDataModule
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import CombinedLoader
 from lightning.pytorch.utilities.model_helpers import is_overridden
+from torch.utils.data import Dataset, RandomSampler, get_worker_info
 
 from lightning_runs.console import say
-from lightning_runs.private import call_epoch_start_hooks
+from lightning_runs.private import call_epoch_start_hooks, skip_batches
 
 
 class RandomState(Callback):
@@ -38,6 +39,14 @@ class RandomState(Callback):
     def setup(self, trainer, pl_module, stage: str) -> None:
         self._trainer = trainer
 
+    def on_fit_start(self, trainer, pl_module) -> None:
+        # The RNG as the training loaders are first built (BoringModel's RandomDataset draws its samples then): a
+        # resume builds them from it again, then takes the checkpoint's state (_restore_on_return).
+        build, self._build = getattr(self, "_build", None), None
+        if build is not None:
+            _set_rng(build)
+        self._built = build or _rng_state()
+
     def on_train_start(self, trainer, pl_module) -> None:
         restored, self._restored = getattr(self, "_restored", None), None
         # A resume inside an epoch is exact only where the loader resumes its position: said in one line of its own.
@@ -45,7 +54,9 @@ class RandomState(Callback):
         resumed_inside = trainer.ckpt_path and trainer.fit_loop.restarted_mid_epoch
         loaders = CombinedLoader(trainer.train_dataloader).flattened
         stateful = all(_stateful(d) for d in loaders)
-        if resumed_inside and not stateful and not is_overridden("state_dict", trainer.datamodule, LightningDataModule):
+        stateful = stateful or is_overridden("state_dict", trainer.datamodule, LightningDataModule)
+        shuffled = any(isinstance(getattr(d, "sampler", None), RandomSampler) for d in loaders)
+        if resumed_inside and not stateful and shuffled:
             say(
                 "resumed inside an epoch whose loader cannot resume its position: the epoch's remaining batches come"
                 " from a fresh shuffle, not as the uninterrupted run's (torchdata's StatefulDataLoader resumes exactly)"
@@ -55,7 +66,7 @@ class RandomState(Callback):
             say(
                 f"resumed inside an epoch whose loader reads in worker processes (num_workers={workers[0]}): a random"
                 " draw there (an augmentation) starts again from the worker's seed, unlike the uninterrupted run's (a"
-                " dataset with state_dict/load_state_dict of its own generator resumes exactly)"
+                " StatefulDataLoader over lightning_runs.checkpoints.WorkerRandomState(dataset) resumes them)"
             )
         if restored is None:
             return
@@ -65,21 +76,19 @@ class RandomState(Callback):
 
             def replay(_) -> None:
                 call_epoch_start_hooks(trainer)
+                if not stateful:  # the batches the epoch had taken, fetched again and dropped: exact in a fixed order
+                    skip_batches(trainer, trainer.fit_loop.epoch_loop.batch_progress.current.ready)
                 _set_rng(restored)
 
             _once_after(pl_module, "on_train_start", replay)
 
     def state_dict(self) -> dict[str, Any]:
-        kind, keys, position, has_gauss, cached = np.random.get_state()
-        version, python_state, gauss_next = random.getstate()
         trainer = getattr(self, "_trainer", None)
         return {
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            "numpy": [kind, keys.tolist(), position, has_gauss, cached],
-            "python": [version, list(python_state), gauss_next],
+            **_rng_state(),
             "loaders": [g.get_state() for g in loader_generators(trainer and trainer.train_dataloader)],
             "trainable": trainable(trainer.lightning_module) if trainer and trainer.lightning_module else {},
+            "built": getattr(self, "_built", None) or {},
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -91,12 +100,46 @@ class RandomState(Callback):
             source = datamodule if own else module if is_overridden("train_dataloader", module) else None
             if source is not None:
                 _restore_on_return(source, state)
+                self._build = state.get("built") or None  # none in a checkpoint of an earlier version
         _set_rng(state)
         self._restored = state
 
 
+class WorkerRandomState(Dataset):
+    """`dataset`, whose random draws in a loader's worker processes (an augmentation) a resume continues: each worker's
+    RNG states are the dataset's state in torchdata's StatefulDataLoader, restored in the worker (else it starts again
+    from its seed). `StatefulDataLoader(WorkerRandomState(dataset), num_workers=2)`."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+
+    def __getitem__(self, index):
+        return self.dataset[index]
+
+    def __len__(self) -> int:
+        return len(self.dataset)  # type: ignore[arg-type]
+
+    def state_dict(self) -> dict[str, Any]:
+        return _rng_state(cuda=False) if get_worker_info() else {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state and get_worker_info():
+            _set_rng(state)
+
+
 def _stateful(thing) -> bool:
     return hasattr(thing, "state_dict") and hasattr(thing, "load_state_dict")
+
+
+def _rng_state(cuda: bool = True) -> dict[str, Any]:
+    kind, keys, position, has_gauss, cached = np.random.get_state()
+    version, python_state, gauss_next = random.getstate()
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if cuda and torch.cuda.is_available() else [],
+        "numpy": [kind, keys.tolist(), position, has_gauss, cached],
+        "python": [version, list(python_state), gauss_next],
+    }
 
 
 def _set_rng(state: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ from lightning.pytorch.cli import LightningArgumentParser
 
 from lightning_runs.checkpoints import BestCheckpoint, LastCheckpoint, RandomState
 from lightning_runs.configs import option
-from lightning_runs.faults import CheckpointOnSignal, GradientCheck, MonitorCheck
+from lightning_runs.faults import CheckpointOnSignal, GradientCheck, LoaderCheck, MonitorCheck
 from lightning_runs.pictures import Figures, Histograms
 from lightning_runs.predictions import PredictionWriter
 from lightning_runs.records import RunSummary
@@ -28,7 +28,9 @@ TRAINER_DEFAULTS = {
 # Each part with the arguments its recipe here differs in from the class's own defaults; None: off unless a config
 # turns it on (early stopping watches a metric only the project knows).
 PARTS = {
-    # First: a metric the others watch is checked before they read it.
+    # First: a loader of no batches is said before a metric is missed for want of one, and a metric the others watch
+    # is checked before they read it.
+    LoaderCheck: {},
     MonitorCheck: {},
     # `best` by --best_checkpoint.monitor (ties to the later epoch), then `last` after every epoch: in this order, so
     # that last.ckpt holds best's state as it is after this epoch. Both at an epoch's end, after validation and early

@@ -30,8 +30,14 @@ from lightning_runs.cli.help import RunsArgumentParser, RunsHelpFormatter
 from lightning_runs.cli.parts import TRAINER_DEFAULTS, add_parts
 from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program, say, set_program, set_quiet
 from lightning_runs.errors import Terminated, UsageError, first_line, said
+from lightning_runs.faults.loader_check import check_limits
 from lightning_runs.messages import condensed
-from lightning_runs.private import print_config_deferred, print_config_if_requested, subcommand_parser
+from lightning_runs.private import (
+    datamodules_described_plainly,
+    print_config_deferred,
+    print_config_if_requested,
+    subcommand_parser,
+)
 from lightning_runs.records import SaveConfigInRun, report_fit
 from lightning_runs.signals import sigterm_held, terminated_outside_training
 from lightning_runs.sweeps.trial import callbacks_from_environment
@@ -150,6 +156,7 @@ class RunsCLI(LightningCLI):
         # it (LightningCLI reads ckpt_path right after this hook), is skipped by holding the path until the build.
         self.evaluated = config.get("ckpt_path") if subcommand in EVALUATIONS else None
         if not BUILDING.get():
+            check_limits(subcommand, config)  # before the run folder: a command with nothing to run makes none
             with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
                 self.run = placement.claim(subcommand, config)
             if self.evaluated:
@@ -232,7 +239,8 @@ class RunsCLI(LightningCLI):
 
     def instantiate_classes(self) -> None:
         try:
-            super().instantiate_classes()
+            with datamodules_described_plainly():
+                super().instantiate_classes()
         except (ValueError, TypeError) as error:  # an __init__'s own check (a split past 1, a file of no samples)
             raise UsageError(str(error.__cause__ or error).strip().splitlines()[-1]) from None
         if self.subcommand == "fit":

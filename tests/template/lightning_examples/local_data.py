@@ -15,6 +15,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from torchvision import transforms
 
 from lightning_examples.computer_vision_fine_tuning import CatDogImageDataModule
+from lightning_runs.checkpoints import WorkerRandomState
 
 
 class FakeMNIST(LightningDataModule):
@@ -82,6 +83,7 @@ class LocalCatDogImages(CatDogImageDataModule):
 
     def train_dataloader(self):
         dataset = self.create_dataset(self.data_path / "train", self.train_transform)
+        dataset = WorkerRandomState(dataset)  # the flips drawn in the workers resume too
         return StatefulDataLoader(dataset, batch_size=self._batch_size, num_workers=self._num_workers, shuffle=True)
 
 

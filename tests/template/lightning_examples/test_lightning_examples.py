@@ -32,11 +32,9 @@ TODAY = {
     "generative_adversarial_net": "",
     "autoencoder": "",
     "backbone_image_classifier": "",
-    "computer_vision_fine_tuning": "issue 51: with 2 workers and a random flip in them, a worker's random draws start"
-    " again after a resume (StatefulDataLoader restores a worker's base seed, not its RNG state); said in one line",
+    "computer_vision_fine_tuning": "",
     "transformer": "",
-    "boring_classes": "BoringModel's RandomDataset draws its samples from the global RNG when train_dataloader() builds"
-    " it, so a resumed process trains on other samples: a state no checkpoint holds (verify names it)",
+    "boring_classes": "",
 }
 
 # The commands each example cannot run, for want of the step, loader or example input they need: one line each; every
