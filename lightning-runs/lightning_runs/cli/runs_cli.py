@@ -247,9 +247,7 @@ class RunsCLI(LightningCLI):
             # The default model's defaults are the default data's: another DataModule gives those or the command does.
             other_data = self.datamodule is not None and class_path(type(self.datamodule)) != self.defaults.get("data")
             paired = isinstance(self.model, self.default_model) and other_data
-            parser = self._parser("fit")
-            links = getattr(parser, "links", []) if paired else []
-            check_declared(self.model, self.datamodule, links, self.config.fit, getattr(parser, "given", None))
+            check_declared(self.model, self.datamodule, self.config.fit, self._parser("fit") if paired else None)
 
     def after_instantiate_classes(self) -> None:
         if BUILDING.get():  # export: the module and data are what it needs; LightningCLI runs no subcommand then
