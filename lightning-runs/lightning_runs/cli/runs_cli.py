@@ -32,12 +32,8 @@ from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program,
 from lightning_runs.errors import Terminated, UsageError, first_line, said
 from lightning_runs.faults.loader_check import check_limits
 from lightning_runs.messages import condensed
-from lightning_runs.private import (
-    datamodules_described_plainly,
-    print_config_deferred,
-    print_config_if_requested,
-    subcommand_parser,
-)
+from lightning_runs.private import datamodules_described_plainly as described_plainly
+from lightning_runs.private import print_config_deferred, print_config_if_requested, subcommand_parser
 from lightning_runs.records import SaveConfigInRun, report_fit
 from lightning_runs.signals import sigterm_held, terminated_outside_training
 from lightning_runs.sweeps.trial import callbacks_from_environment
@@ -239,7 +235,7 @@ class RunsCLI(LightningCLI):
 
     def instantiate_classes(self) -> None:
         try:
-            with datamodules_described_plainly():
+            with described_plainly():
                 super().instantiate_classes()
         except (ValueError, TypeError) as error:  # an __init__'s own check (a split past 1, a file of no samples)
             raise UsageError(str(error.__cause__ or error).strip().splitlines()[-1]) from None
