@@ -102,6 +102,8 @@ class TrialFits:
 
     def callback(self, trial: optuna.Trial, offset: int) -> str:
         """The fit's callback that reports to the trial (trial.py), added as any callback is."""
-        reporting = {**self.reporting, "study": self.study.study_name, "trial_id": trial_id(trial), "offset": offset}
+        # The storage through the environment (trial.STORAGE): a server's URL may hold its password, never in a config.
+        reporting = {k: v for k, v in self.reporting.items() if k != "storage"}
+        reporting |= {"study": self.study.study_name, "trial_id": trial_id(trial), "offset": offset}
         callback = {"class_path": "lightning_runs.sweeps.trial.ReportToTrial", "init_args": reporting}
         return f"--trainer.callbacks+={json.dumps(callback)}"

@@ -8,6 +8,7 @@ ranks), and the CLI knows nothing of sweeps. Optuna is imported only when a tria
 extra of the library.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from lightning_runs.run_folders import read_run_data, run_folder
 # A cross-validated trial's fold k reports epoch e as step k * FOLD_STEPS + e: the pruner compares each fold with the
 # same fold of other trials, and no fit runs this many epochs.
 FOLD_STEPS = 1_000_000
+STORAGE = "LIGHTNING_RUNS_SWEEP_STORAGE"  # the study's storage URL, for a trial's fit (ReportToTrial)
 # A SQLite file takes one writer at a time: a writer waits up to this long for its turn instead of failing with
 # "database is locked" (a trial's writes are a few rows an epoch).
 SQLITE_TIMEOUT_S = 60
@@ -64,8 +66,11 @@ class ReportToTrial(Callback):
     no `metric` is refused (TrialRefusal, user attr "refused"): its worker says the line once as it stops the sweep,
     since every trial would do the same."""
 
-    def __init__(self, storage: str, study: str, trial_id: int, metric: str, pruner: dict, offset: int = 0) -> None:
-        self.storage, self.study, self.trial_id, self.metric, self.pruner = storage, study, trial_id, metric, pruner
+    def __init__(
+        self, study: str, trial_id: int, metric: str, pruner: dict, offset: int = 0, storage: str | None = None
+    ) -> None:
+        self.storage = storage or os.environ.get(STORAGE, "")  # the worker's, unless given
+        self.study, self.trial_id, self.metric, self.pruner = study, trial_id, metric, pruner
         self.offset = offset  # a fold's steps (FOLD_STEPS)
 
     def on_fit_start(self, trainer, pl_module) -> None:

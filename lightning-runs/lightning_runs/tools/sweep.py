@@ -32,6 +32,7 @@ from lightning_runs.errors import Failed, Stopped, UsageError
 from lightning_runs.sweeps import storage as studies
 from lightning_runs.sweeps.objective import TrialFits
 from lightning_runs.sweeps.space import corners, search_space
+from lightning_runs.sweeps.trial import STORAGE
 from lightning_runs.sweeps.turns import Turn
 from lightning_runs.tools.fits import Fits, check_study, fit_config, same_recipe
 from lightning_runs.tools.function_cli import function_cli
@@ -122,6 +123,7 @@ def sweep(
     pruner = {"n_startup_trials": pruning_startup_trials, "n_warmup_steps": pruning_warmup_epochs}
     reporting = {"storage": url, "metric": metric, "pruner": pruner}
     fits = Fits(cli_main, launcher, threads)
+    fits.env[STORAGE] = url  # the trials' ReportToTrial opens it
     # The same network every trial: its summary table once per trial is noise (args may turn it back on).
     fixed = [*recipe, "--trainer.enable_model_summary=false", *args]
     objective = TrialFits(optuna_study, space, fits, fixed, save_dir, reporting, seed, folds)
