@@ -19,10 +19,10 @@ from tiny_launchers import free_port  # noqa: F401 - re-exported: the library's 
 from tiny_runs import (  # noqa: F401 - re-exported
     assert_kept,
     assert_same_checkpoint,
-    every_other_daily,
     load,
     same,
     scalars,
+    slow_repeats,
     snapshot,
     wait_for,
 )
