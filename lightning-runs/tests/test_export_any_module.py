@@ -10,26 +10,23 @@ from pathlib import Path
 import onnxruntime
 import pytest
 import torch
-from export_tasks import QUIET, KeywordInputs, Regressor, Samples, SignalCNN, TwoHeads, TwoInputs, fitted
-from tiny_runs import refusal, slow_repeats, snapshot
+from export_tasks import (
+    QUIET,
+    KeywordInputs,
+    Regressor,
+    Samples,
+    SignalCNN,
+    TwoHeads,
+    TwoInputs,
+    exports,
+    fitted,
+    refused,
+)
+from tiny_runs import slow_repeats
 
-from lightning_runs.errors import main
 from lightning_runs.tools import export
 
 HERE = "export_tasks"  # where the class paths of the checkpoints point
-
-
-def exports(*args: str) -> Path:
-    """`python -m <package> export <args>`, through the entry point's handler (errors.main), in this process."""
-    return main(lambda: export.main(None, list(args)))
-
-
-def refused(capsys, *args: str) -> str:
-    """The one line an export refused with; nothing written."""
-    before = snapshot()
-    error = refusal(capsys, lambda: exports(*args))
-    assert snapshot() == before, "nothing written"
-    return error
 
 
 def run_exported(path: Path, *inputs: torch.Tensor, **named: torch.Tensor) -> list[torch.Tensor]:

@@ -10,31 +10,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_runs import assert_kept, immutable, load, refusal, slow_repeats, snapshot
-
-from lightning_runs.errors import main
-from lightning_runs.tools import export
+from export_tasks import exports, refused
+from tiny_runs import immutable, load, slow_repeats
 
 BEST = Path("runs/tiny/version_0/checkpoints/best.ckpt")
-
-
-def exports(*args: str) -> Path:
-    """`python -m tiny_tasks export <args>`, through the entry point's handler, in this process."""
-    return main(lambda: export.main(None, list(args)))
 
 
 @pytest.fixture
 def runs(finished) -> Path:
     shutil.copytree(finished, "runs")
     return Path("runs")
-
-
-def refused(capsys, *args: str, code: int = 2) -> str:
-    """The one line an export refused with; no file changed, none written."""
-    before = snapshot()
-    error = refusal(capsys, lambda: exports(*args), code)
-    assert not assert_kept(before, snapshot()), "nothing written"
-    return error
 
 
 def test_an_output_that_is_the_checkpoint_itself_is_refused_however_it_is_spelled(runs, capsys):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_runs import assert_kept, load, refusal, run, scalars, slow_repeats, snapshot
+from tiny_runs import QUIET, assert_kept, load, refusal, run, scalars, slow_repeats, snapshot
 
 from lightning_runs.checkpoints import LastCheckpoint
 from lightning_runs.errors import main
@@ -109,7 +109,7 @@ class Scheduled(TinyClassifier):
 
 
 def run_scheduled(*args: str, callbacks=()):
-    args = ["fit", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false", *args]
+    args = ["fit", *QUIET, *args]
     return main(lambda: TinyCLI(Scheduled, TinyDataModule, TRAINER_DEFAULTS, "tiny", callbacks, args=args))
 
 

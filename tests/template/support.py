@@ -20,6 +20,7 @@ from tiny_runs import (  # noqa: F401 - re-exported
     assert_kept,
     assert_same_checkpoint,
     load,
+    process_environment,
     same,
     scalars,
     slow_repeats,
@@ -67,24 +68,13 @@ def run_subprocess(*args: str, timeout: float = 300, cwd: Path | None = None) ->
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=ddp_environment())
 
 
-# Set by torchrun, SLURM and Lightning's own launcher: a test that launches DDP itself must not inherit them.
-LAUNCHER_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
-
-
 def ddp_environment(**extra: str) -> dict[str, str]:
-    """This environment without any launcher's variables (a CI job may itself run under SLURM or torchrun), and with
-    the repository and tests/ importable (class paths such as `support.CrashAt`)."""
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("SLURM_", "TORCHELASTIC_")) and k not in LAUNCHER_VARIABLES
-    }
-    # One thread per process: the ranks share the cores (torchrun sets this too).
+    """The library tests' process environment (tiny_runs.process_environment: no launcher's variables, one thread a
+    process), with the repository and tests/ importable (class paths such as `support.CrashAt`)."""
     # The library beside the project first: a checkout's own lightning_runs, not the one installed from another.
     # support.py imports the library's test helpers (tests/template/conftest.py): their folder too.
     folders = [ROOT, ROOT / "lightning-runs", ROOT / "tests", ROOT / "tests/template", ROOT / "lightning-runs/tests"]
-    paths = os.pathsep.join(map(str, folders))
-    return {**clean, "PYTHONPATH": paths, "OMP_NUM_THREADS": "1", **extra}
+    return {**process_environment(), "PYTHONPATH": os.pathsep.join(map(str, folders)), **extra}
 
 
 def read_events(run_dir: Path) -> EventAccumulator:
