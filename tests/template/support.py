@@ -27,10 +27,12 @@ from tiny_runs import (  # noqa: F401 - re-exported
     snapshot,
     wait_for,
 )
+from tiny_runs import run as run_task
 
 from helpers import DEFAULT, ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, CrashAt, refusal, run  # noqa: F401 - re-exported
 from lightning_runs.data.batches import ShardSampler, TensorBatches
 from lightning_runs.testing import SignalAt  # noqa: F401 - re-exported
+from project.cli import cli_main
 from project.data import DigitsDataModule
 
 
@@ -52,6 +54,12 @@ def split_sizes(**data) -> dict[str, int]:
     """Samples in each split, with the DataModule's defaults or the given `--data.*` arguments."""
     datamodule = DigitsDataModule(**data)
     return {name: len(indices) for name, indices in datamodule.split(len(datamodule.load()[1])).items()}
+
+
+def cli(*args: str, callbacks=()):
+    """`python -m project <args>` in this process without the default config (a task named by class path or by a
+    config of its own), no progress bars: the CLI object, or SystemExit with its exit code."""
+    return run_task(*args, callbacks=callbacks, cli=cli_main)
 
 
 def steps_per_epoch(world_size: int = 1, **data) -> int:
