@@ -1,10 +1,11 @@
 """A run's config as a recipe: flat keys, the settings that say how a run is shown or started left out, and its hash.
 One definition serves a resume (the run's config.yaml against the command's), summary.json's `config_hash` and the
-runs table's `differs`; and the test name of a watched metric. Nothing here imports torch."""
+runs table's `differs`; the test name of a watched metric, and a part's option name. Nothing here imports torch."""
 
 import functools
 import hashlib
 import json
+import re
 
 # The settings that say what a run trains (flat names, flat() below): a resume must give them as its run did.
 RECIPE = ("model", "data", "seed_everything", "optimizer", "lr_scheduler", "trainer", "early_stopping")
@@ -13,6 +14,9 @@ RECIPE += ("best_checkpoint", "init_from", "freeze")
 # added to watch a resumed run, a progress bar turned off).
 UNCOMPARED = ("trainer.callbacks", "trainer.logger", "trainer.enable_progress_bar", "trainer.enable_model_summary")
 UNCOMPARED += ("trainer.default_root_dir",)
+# Where a run computed, not what: an evaluation of its checkpoint runs where its own command says (one CPU process for
+# a run of 8 GPUs under FSDP), not where the fit ran.
+WHERE = ("accelerator", "devices", "num_nodes", "strategy", "plugins", "precision")
 
 
 # A validation metric's test counterpart, by prefix only (`valid_loss` -> `test_loss`, never `testid_loss`).
@@ -23,6 +27,11 @@ def test_metric(monitor: str | None) -> str | None:
     """`val/loss` -> `test/loss`; None for a metric that is not a validation one."""
     prefix = next((prefix for prefix in TEST_NAMES if (monitor or "").startswith(prefix)), None)
     return None if prefix is None else TEST_NAMES[prefix] + monitor.removeprefix(prefix)
+
+
+def option(name: str) -> str:
+    """A part's option group, named as its class: BestCheckpoint -> best_checkpoint, EarlyStopping -> early_stopping."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def flat(config: dict, prefix: str = "") -> dict:

@@ -59,15 +59,22 @@ def _unknown(option: str, options: list[str], parser=None) -> str:
     return f"unknown option {option}: {hint}"
 
 
-def class_arguments(class_path: str) -> list[str]:
-    """The arguments a class takes, as jsonargparse reads its signature (imported already by the parse)."""
+def class_parser(class_path: str) -> ArgumentParser | None:
+    """A parser of the arguments a class takes, as jsonargparse reads its signature; None for a class it cannot read."""
     module, _, name = class_path.rpartition(".")
     parser = ArgumentParser()
     try:
         parser.add_class_arguments(getattr(importlib.import_module(module), name), fail_untyped=False)
-    except (ImportError, AttributeError, ValueError):
-        return []
-    return [option[2:] for option in option_strings(parser) if option.startswith("--") and option != "--help"]
+    except (ImportError, AttributeError, ValueError, TypeError):
+        return None
+    return parser
+
+
+def class_arguments(class_path: str) -> list[str]:
+    """The arguments a class takes (imported already by the parse)."""
+    parser = class_parser(class_path)
+    options = option_strings(parser) if parser is not None else []
+    return [option[2:] for option in options if option.startswith("--") and option != "--help"]
 
 
 def _options(parser, message: str) -> list[str]:

@@ -8,7 +8,7 @@ Also relied on, where no wrapper can stand (each in tests/test_private_apis.py):
   `_artifact_location`, `_mlflow_client`, and WandbLogger's `_wandb_init`, `_experiment` (loggers/trackers.py);
   ModelCheckpoint's `state_dict` keys, `current_score` and `_find_last_checkpoints`, which `fit(ckpt_path="last")`
   calls before set-up (checkpoints/last_checkpoint.py);
-- `lightning.fabric.utilities.logger._convert_params` / `_flatten_dict` (records/hparams.py);
+- `lightning.fabric.utilities.logger._convert_params` / `_flatten_dict` (loggers/run_folder.py, records/hparams.py);
 - the fit loop's `epoch_progress.current.processed/completed` between an epoch's last batch and its scheduler step
   (checkpoints/last_checkpoint.py: schedulers_after_epoch);
 - a checkpoint's `loops.fit_loop.state_dict.combined_loader` (parallel/fsdp.py) and `meta.pt` as Lightning's name for

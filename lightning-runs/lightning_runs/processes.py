@@ -17,10 +17,9 @@ import time
 
 import psutil
 
+from lightning_runs.signals import PYTHON_DEFAULTS, STOPS
+
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-STOPS = (signal.SIGTERM, signal.SIGINT)
-# What a Python program starts with: Ctrl-C raises KeyboardInterrupt, SIGTERM ends the process.
-PYTHON_DEFAULTS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
 # Linux gives a process's start as ticks after boot, and psutil adds the boot time, which the clock's adjustments (NTP)
 # move by up to a second between processes: times this close are the same moment. A pid reused within it is unheard of.
 SAME_S = 1.0

@@ -2,13 +2,18 @@
 TensorBoard's logger makes. A run is named (`--name`) and numbered, never searched for: `--ckpt_path last` is the
 newest `version_N` of that name holding a `last.ckpt`. Nothing here imports torch: the `runs` table reads it."""
 
+import contextlib
 import fcntl
 import json
+import math
 import os
 import re
+import shutil
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
+from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import UsageError
 
 RUNS = "runs"  # the runs root every logger of the library defaults to, under the working directory
@@ -18,6 +23,14 @@ VERSION = re.compile(r"version_(\d+)")
 MAX_RUN_FILE_BYTES = 10_000_000
 # The sections of a run's file that the library reads into, each a mapping where present.
 SECTIONS = {"config.yaml": ("trainer", "model", "data")}
+# The fields of a summary.json that are read back (the runs table, a resume, RunSummary itself) and the types RunSummary
+# writes them in (a score is text where it was not finite: "nan").
+NUMBER, TEXT, OBJECT = (int, float, type(None)), (str, type(None)), (dict, type(None))
+FIELDS = dict.fromkeys(("config", "process", "git", "environment", "metrics", "best_checkpoint"), OBJECT)
+FIELDS |= dict.fromkeys(
+    ("started", "config_hash", "git.commit", "environment.lock_sha256", "best_checkpoint.monitor"), TEXT
+)
+FIELDS |= {"wall_time_s": NUMBER, "environment.differs": (list, type(None)), "best_checkpoint.score": (*NUMBER, str)}
 DAMAGED = "a run's own file, damaged: restore it, or move its run folder away"
 
 
@@ -29,7 +42,7 @@ def check_folder_name(option: str, name: str) -> None:
     """A name that becomes one folder's or file's name (a study's): one path component, printable (a newline would
     split every line that shows it)."""
     if not name or name in (".", "..") or "/" in name or "\\" in name or not name.isprintable():
-        raise UsageError(f"{option} {name!r}: must be one folder name, printable (no '/', newline, '..' or empty)")
+        raise UsageError(f"{option} {name!r}: must be one folder name (no '/' or control character, not '..' or empty)")
 
 
 def run_folder(trainer) -> Path | None:
@@ -45,25 +58,13 @@ def versions(experiment: Path) -> list[tuple[int, Path]]:
     return sorted(found, reverse=True)
 
 
-def claim_version(experiment: Path) -> int:
-    """The next free version number, its folder created atomically: concurrent runs never share one."""
-    experiment.mkdir(parents=True, exist_ok=True)
-    version = max((n for n, _ in versions(experiment)), default=-1) + 1
-    while True:
-        try:
-            (experiment / f"version_{version}").mkdir()
-            return version
-        except FileExistsError:
-            version += 1
-
-
-def newest_with(experiment: Path, filename: str) -> Path | None:
-    """`<experiment>/version_N/checkpoints/<filename>` of the highest N that has it (a file, or a sharded folder)."""
-    for _, folder in versions(experiment):
-        path = folder / CHECKPOINTS / filename
-        if path.is_file() or (path / ".metadata").is_file():
-            return path
-    return None
+def checkpoint_in(where: Path, filename: str) -> Path | None:
+    """`<run>/checkpoints/<filename>` (a file, or a sharded folder) of the run folder `where`, or of the newest
+    `version_N` of the experiment `where` that has one; None where none has."""
+    where = Path(where)
+    runs = [where] if (where / CHECKPOINTS).is_dir() else [folder for _, folder in versions(where)]
+    files = (run / CHECKPOINTS / filename for run in runs)
+    return next((path for path in files if path.is_file() or (path / ".metadata").is_file()), None)
 
 
 def run_of_checkpoint(path: Path) -> Path | None:
@@ -82,6 +83,68 @@ def lock_run(folder: Path) -> int:
         os.close(fd)
         raise UsageError(f"{folder} is in use by another command that is still running; wait for it to end") from None
     return fd
+
+
+@dataclass
+class RunFolder:
+    """A run's folder, `<save_dir>/<name>/version_N`, held by the command that writes into it (`lock`: lock_run's).
+    `created`: made by this command, which removes it again where the command is refused before saving any checkpoint;
+    `before`: an existing run's files as the command found them, and a refused command removes what it added (a
+    config.predict.yaml, an events file); `kept`: the nearest folder above it that existed before (the ones between
+    are this command's)."""
+
+    path: Path
+    created: bool
+    kept: Path
+    before: set[Path]
+    lock: int
+
+    @classmethod
+    def claim(cls, experiment: Path, version: int | str | None) -> "RunFolder":
+        """The given version's folder (made if missing), or with None the next free `version_N`, created atomically:
+        concurrent runs never share one."""
+        kept = experiment.absolute()
+        while not kept.exists() and kept != kept.parent:
+            kept = kept.parent
+        created = version is None
+        if version is None:
+            experiment.mkdir(parents=True, exist_ok=True)
+            version = max((n for n, _ in versions(experiment)), default=-1) + 1
+            while not _made(experiment / f"version_{version}"):
+                version += 1
+        path = run_dir(experiment.parent, experiment.name, version)
+        created = created or not path.exists()
+        path.mkdir(parents=True, exist_ok=True)
+        return cls(path, created, kept, set() if created else set(path.rglob("*")), lock_run(path))
+
+    def release(self, refused: bool) -> None:
+        """Let go of the folder; one this command made is removed where it was refused before any checkpoint (nothing
+        ran), or is empty."""
+        os.close(self.lock)
+        if self.created and refused and not any(self.path.rglob("*.ckpt")):
+            shutil.rmtree(self.path, ignore_errors=True)
+        if not self.created and refused:  # deepest first: a folder it added goes once emptied; a checkpoint never
+            added = set(self.path.rglob("*")) - self.before
+            for path in sorted(added, key=lambda p: len(p.parts), reverse=True):
+                if not any(part.endswith(".ckpt") for part in path.relative_to(self.path).parts):
+                    with contextlib.suppress(OSError):
+                        path.rmdir() if path.is_dir() else path.unlink()
+        folder = self.path.absolute()
+        while self.created and folder != self.kept and folder.is_relative_to(self.kept):
+            try:
+                with contextlib.suppress(FileNotFoundError):
+                    folder.rmdir()
+            except OSError:  # something was written: kept
+                break
+            folder = folder.parent
+
+
+def _made(folder: Path) -> bool:
+    try:
+        folder.mkdir()
+        return True
+    except FileExistsError:
+        return False
 
 
 def free_path(path: Path) -> Path:
@@ -135,11 +198,28 @@ def read_run_data(path: Path, fix: str = DAMAGED) -> dict:
     return data
 
 
+def read_summary(path: Path) -> dict:
+    """A run's summary.json, each field that is read back of the type RunSummary writes; Unreadable where it is not."""
+    summary = read_run_data(path)
+    for field, kinds in FIELDS.items():
+        value = get(summary, *field.split("."))
+        if not isinstance(value, kinds):
+            raise Unreadable(path, f"its {field} has the wrong type ({type(value).__name__})")
+        if isinstance(value, float) and not math.isfinite(value) and kinds is NUMBER:
+            raise Unreadable(path, f"its {field} is not a finite number ({value})")
+    return summary
+
+
+def get(data: dict, *keys):
+    """`data[a][b]...`, None where any is missing or not a mapping."""
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
 def _kind(form: str, value) -> str:
     return f"a {form} {'null' if value is None else type(value).__name__}"
 
 
 def write_json(path: Path, data: dict) -> None:
-    from lightning_runs.atomic import write_atomically
-
     write_atomically(path, json.dumps(data, indent=2, default=str) + "\n")

@@ -2,6 +2,7 @@
 best scores with their mean and standard deviation; a stopped CV continues where it stopped; a DataModule that takes
 no fold is told what to accept."""
 
+import inspect
 import json
 import signal
 import statistics
@@ -17,7 +18,7 @@ ROOT = Path("runs/tiny/cv-study")
 @pytest.mark.slow
 def test_each_fold_validates_on_its_own_fold_and_the_table_sums_them(capsys):
     # In this process: the fold fits are processes of their own (python -m tiny_tasks fit) either way.
-    done = command("cv", "--folds=3", "--study=study", "--test=true", "--args=[--trainer.max_epochs=1]")
+    done = command("cv", "--folds=3", "--study=study", "--test=true", "--trainer.max_epochs", "1")  # as fit takes it
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads((ROOT / "cv.json").read_text())
     scores = [row["val/loss"] for row in result["folds"]]
@@ -32,7 +33,7 @@ def test_each_fold_validates_on_its_own_fold_and_the_table_sums_them(capsys):
         validated.append(set(fold_of(k)))
     assert not validated[0] & validated[1] and not validated[1] & validated[2]  # each sample validates once
     assert sum(map(len, validated)) == 192 + 32  # train + val of 256 points; the test split is never a fold's
-    again = command("cv", "--folds=3", "--study=study", "--test=true", "--args=[--trainer.max_epochs=1]")
+    again = command("cv", "--folds=3", "--study=study", "--test=true", "--args=[--trainer.max_epochs=1]")  # the same
     assert "3 finished, 0 to run" in again.stdout and json.loads((ROOT / "cv.json").read_text()) == result
 
 
@@ -46,7 +47,7 @@ def fold_of(k: int) -> list[tuple[float, ...]]:
 
 @pytest.mark.slow
 def test_a_stopped_cv_keeps_finished_folds_and_resumes_the_stopped_one():
-    args = ["cv", "--folds=2", "--study=study", "--args=[--trainer.max_epochs=40,--data.n=512]"]
+    args = ["cv", "--folds=2", "--study=study", "--trainer.max_epochs=40", "--data.n=512"]
     cv = start(*args)
     wait_for(lambda: (ROOT / "fold_1/checkpoints/last.ckpt").exists(), what="fold 1's first checkpoint")
     finished = (ROOT / "fold_0/summary.json").read_text()
@@ -64,7 +65,7 @@ def test_a_stopped_cv_keeps_finished_folds_and_resumes_the_stopped_one():
 
 @pytest.mark.slow
 def test_folds_in_parallel_write_a_log_each():
-    done = command("cv", "--folds=2", "--workers=2", "--threads=1", "--args=[--trainer.max_epochs=1]")
+    done = command("cv", "--folds=2", "--workers=2", "--threads=1", "--trainer.max_epochs=1")
     assert done.returncode == 0, done.stderr[-2000:]
     for k in range(2):
         assert "Fit completed" in Path(f"runs/tiny/cv-cv/fold_{k}.log").read_text()
@@ -82,8 +83,13 @@ def test_a_datamodule_without_folds_is_told_what_to_accept(capsys):
 
 @pytest.mark.parametrize(
     "option, said",
-    [("--folds=1", "at least 2 folds"), ("--study=a/b", "one folder name"), ("--study=a\nb", "one folder name")],
-    ids=["one fold", "a study name with a slash", "a study name with a newline"],
+    [
+        ("--folds=1", "at least 2 folds"),
+        ("--study=a/b", "one folder name"),
+        ("--study=a\nb", "one folder name"),
+        ("--trainer.max_epochz=1", "unknown option --trainer.max_epochz: did you mean --trainer.max_epochs?"),
+    ],
+    ids=["one fold", "a study name with a slash", "a study name with a newline", "a misspelt fit option"],
 )
 def test_bad_options_are_one_line(capsys, option, said):
     from lightning_runs import main
@@ -91,11 +97,24 @@ def test_bad_options_are_one_line(capsys, option, said):
 
     args = ["cv", option] + ([] if option.startswith("--folds") else ["--folds=2"])
     assert said in refusal(capsys, lambda: main(cli_main, "tiny_tasks", args))
+    assert not Path("runs").exists()
+
+
+def test_options_that_are_not_the_tools_go_to_fit_with_their_values_as_fit_takes_them():
+    from lightning_runs.tools.cv import cv
+    from lightning_runs.tools.function_cli import _split
+
+    own = set(inspect.signature(cv).parameters)
+    given = ["--folds", "5", "--model.lr", "0.003", "--study=s", "--trainer.callbacks+=a.B", "--model.x", "-1", "-h"]
+    assert _split(given, own) == (
+        ["--folds", "5", "--study=s", "-h"],
+        ["--model.lr", "0.003", "--trainer.callbacks+=a.B", "--model.x", "-1"],
+    )
 
 
 def test_more_folds_than_samples_is_one_line_and_the_first_refused_fold_stops_the_cv(capsys):
     """Each fold was a ValueError traceback, and the cv went on to the next of 30 folds."""
-    done = command("cv", "--folds=30", "--study=many", "--args=[--data.n=20]")
+    done = command("cv", "--folds=30", "--study=many", "--data.n", "20")
     assert done.returncode == 2, done.stderr[-2000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert (

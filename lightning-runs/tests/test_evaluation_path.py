@@ -143,6 +143,14 @@ def test_a_datamodule_that_names_no_shape_for_the_model_is_one_line_before_train
     assert not Path("runs/tiny").exists() or not any(Path("runs/tiny").iterdir()), "no run folder left"
 
 
+def test_a_shape_a_config_file_gives_is_declared_as_one_typed_is(tmp_path, capsys):
+    """The parse holds what a config file gave, as what was typed: the link's target is the run's, no refusal."""
+    config = tmp_path / "shape.yaml"
+    config.write_text(yaml.safe_dump({"model": {"init_args": {"input_shape": [6]}}}))
+    fitted = run("fit", *SHORT, f"--data={HERE}.NoShape", f"--config={config}")
+    assert fitted.model.layer.in_features == 6 and fitted.trainer.global_step == 2
+
+
 @pytest.mark.parametrize("data", [[], ["--data=null"]], ids=["no --data", "--data null"])
 def test_lightnings_boring_model_runs_on_its_own_loaders_with_no_datamodule(data, capsys):
     fitted = run("fit", BORING, *data, *UNWATCHED, *SHORT)

@@ -23,7 +23,16 @@ class DrawnAtBuild(BoringModel):
         return DataLoader(RandomDataset(32, 16), batch_size=2)
 
 
-def fit(root, *callbacks, ckpt_path=None) -> dict:
+class ScheduledByItsLength(DrawnAtBuild):
+    """Its schedule reads `estimated_stepping_batches`, which builds the training loader before `on_fit_start`."""
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(self.parameters(), lr=0.1)
+        steps = self.trainer.estimated_stepping_batches
+        return [optimizer], [torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)]
+
+
+def fit(root, *callbacks, ckpt_path=None, module=DrawnAtBuild) -> dict:
     L.seed_everything(0)
     last = LastCheckpoint(root, filename="last", every_n_train_steps=1)  # an epoch's last step saved at its end
     trainer = L.Trainer(
@@ -31,17 +40,20 @@ def fit(root, *callbacks, ckpt_path=None) -> dict:
         callbacks=[RandomState(), last, *callbacks], enable_progress_bar=False, enable_model_summary=False,
     )  # fmt: skip
     try:
-        trainer.fit(DrawnAtBuild(), ckpt_path=ckpt_path)
+        trainer.fit(module(), ckpt_path=ckpt_path)
     except RuntimeError as crash:
         assert "crash" in str(crash)
     return torch.load(root / "last.ckpt", weights_only=True)["state_dict"]
 
 
+@pytest.mark.parametrize("module", [DrawnAtBuild, ScheduledByItsLength])
 @pytest.mark.parametrize("step", [BATCHES, BATCHES + 2], ids=["at an epoch's end", "inside an epoch"])
-def test_a_module_whose_data_is_drawn_as_its_loader_is_built_resumes_to_the_uninterrupted_weights(tmp_path, step):
-    whole = fit(tmp_path / "whole")
-    fit(tmp_path / "stopped", CrashAt(step=step))
-    resumed = fit(tmp_path / "stopped", ckpt_path="last")
+def test_a_module_whose_data_is_drawn_as_its_loader_is_built_resumes_to_the_uninterrupted_weights(
+    tmp_path, step, module
+):
+    whole = fit(tmp_path / "whole", module=module)
+    fit(tmp_path / "stopped", CrashAt(step=step), module=module)
+    resumed = fit(tmp_path / "stopped", ckpt_path="last", module=module)
     assert resumed.keys() == whole.keys() and all(torch.equal(whole[k], resumed[k]) for k in whole)
 
 

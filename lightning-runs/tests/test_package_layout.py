@@ -72,6 +72,22 @@ def test_subpackages_import_each_other_in_one_direction_only():
     assert find_cycle(graph) is None, f"a cycle between subpackages: {' -> '.join(find_cycle(graph))}"
 
 
+TOOLS = ("lightning_runs.tools", "lightning_runs.sweeps")  # beside the core: they import it, never the reverse
+
+
+def core_imports_of_tools() -> set[tuple[str, str]]:
+    known = modules()
+    core = {module: path for module, path in known.items() if not module.startswith(TOOLS)}
+    return {
+        (module, other) for module, path in core.items() for other in imported(path, known) if other.startswith(TOOLS)
+    }
+
+
+def test_the_core_imports_no_tool():
+    """Every module outside tools/ and sweeps/, its imports inside functions counted."""
+    assert core_imports_of_tools() == set()
+
+
 def test_the_modules_of_a_subpackage_import_each_other_in_one_direction_only():
     known = modules()
     graph = {module: imported(path, known) - {module} for module, path in known.items() if module != "lightning_runs"}

@@ -89,8 +89,9 @@ def test_the_baselines_are_the_task_told_and_apply_only_to_tensor_pairs():
             ["--args=[--trainer.max_epoch=1]"],
             "error: unknown option --trainer.max_epoch: did you mean --trainer.max_epochs?",
         ),
+        (["--trainer.max_epoch", "1"], "error: unknown option --trainer.max_epoch: did you mean --trainer.max_epochs?"),
     ],
-    ids=["missing_config", "seed_not_an_int", "seed_twice", "unknown_baselines", "misspelt_fit_option"],
+    ids=["missing_config", "seed_not_an_int", "seed_twice", "unknown_baselines", "misspelt_fit_option", "unwrapped"],
 )  # fmt: skip
 def test_a_bad_option_is_one_line_and_exit_2_before_any_training(capsys, args, said):
     line = refusal(capsys, lambda: main(cli_main, "tiny_tasks", ["seeds", *args]))

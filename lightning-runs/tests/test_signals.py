@@ -114,12 +114,12 @@ def test_sigterm_right_after_the_run_folder_is_claimed_leaves_no_folder(monkeypa
     claim_run_folder = placement.claim
 
     def claim_then_sigterm(subcommand, config):
-        claim = claim_run_folder(subcommand, config)
-        assert claim.folder.is_dir()
+        run_folder = claim_run_folder(subcommand, config)
+        assert run_folder.path.is_dir()
         handler = signal.getsignal(signal.SIGTERM)
         assert handler not in (signal.SIG_DFL, None), "SIGTERM would end the process here, and leave the folder"
         os.kill(os.getpid(), signal.SIGTERM)
-        return claim
+        return run_folder
 
     monkeypatch.setattr(placement, "claim", claim_then_sigterm)
     said = stopped(capsys, lambda: run("fit", *SHORT), signal.SIGTERM)

@@ -20,7 +20,7 @@ from test_sweep_tool import (
 from tiny_runs import refusal
 
 from lightning_runs.tools import sweep as sweep_tool
-from lightning_runs.tools.function_cli import fit_config
+from lightning_runs.tools.fits import fit_config
 from lightning_runs.tools.sweep import scored_by
 from tiny_tasks import cli_main
 
@@ -80,7 +80,7 @@ def journal(name: str) -> optuna.storages.JournalStorage:
 @pytest.mark.slow
 def test_a_model_that_does_not_log_the_sweeps_metric_stops_the_worker_at_its_first_trial_and_leaves_nothing(capfd):
     # TinyClassifier logs val/loss and val/acc (what its recipe's monitors watch), no val/f1.
-    command = ["--config", study_config(), *TINY[2:], "--args", TINY[1], *NO_PRUNING, "--study=f1"]
+    command = ["--config", study_config(), *TINY, *NO_PRUNING, "--study=f1"]
     with pytest.raises(SystemExit) as exit_:
         sweep_tool.main(cli_main, [*command, "--n_trials=3", "--metric=val/f1", "--direction=maximize"])
     out, err = capfd.readouterr()  # the trial's process's too

@@ -88,3 +88,16 @@ def test_the_fits_that_check_a_space_give_each_option_every_end_and_choice():
         ["--model.lr=0.1", "--data.batch_size=32"],
         ["--model.lr=0.1", "--data.batch_size=64"],
     ]
+
+
+def test_a_misspelt_fit_option_given_unwrapped_is_one_line_before_any_trial(capsys):
+    Path("study.yaml").write_text(
+        yaml.safe_dump({"study": "s", "n_trials": 1, "space": {"model.lr": {"low": 0.001, "high": 0.1}}})
+    )
+    with pytest.raises(SystemExit) as exit_:
+        sweep.main(cli_main, ["--config", "study.yaml", "--trainer.max_epochz", "3"])
+    (line,) = capsys.readouterr().err.splitlines()
+    assert exit_.value.code == 2 and line.endswith(
+        "unknown option --trainer.max_epochz: did you mean --trainer.max_epochs?"
+    )
+    assert not Path("runs").exists(), "no trial, no study file"

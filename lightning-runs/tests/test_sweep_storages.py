@@ -111,7 +111,7 @@ def test_four_workers_finish_exactly_n_trials_each_run_by_one_of_them(storage):
 
 @pytest.mark.slow
 def test_a_worker_killed_with_minus_9_has_its_trial_retried_once_by_another(storage):
-    long = ["--args", json.dumps(["--trainer.max_epochs=50", "--trainer.limit_train_batches=5", *QUIET])]
+    long = ["--trainer.max_epochs=50", "--trainer.limit_train_batches=5", *QUIET]
     first = start_worker("--study=killed", "--n_trials=3", *NO_PRUNING, *HEARTBEAT, *long, *storage)
     wait_for(lambda: Path("runs/sweeps/killed/version_0/checkpoints/last.ckpt").exists(), what="the first epoch")
     trial = trial_processes(first.pid)
@@ -293,7 +293,10 @@ def test_a_study_continued_with_another_recipe_or_fold_count_is_refused_before_a
         (["--args=[--data.n=128]", "--folds=2"], "--folds 2 (the study: None)"),
     ]:
         error = refusal(capsys, lambda: opened("--study=kept", "--n_trials=1", *changed))  # noqa: B023
-        assert error.startswith(f"error: {said}") and "began with another recipe; start a new --study" in error
+        assert (
+            error.startswith(f"error: {said}")
+            and "began with another recipe; give another --study for this one" in error
+        )
     assert len(opened("--study=kept", "--n_trials=1", "--args=[--data.n=128]").trials) == 1, "the same: continues"
 
 

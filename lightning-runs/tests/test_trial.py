@@ -12,7 +12,6 @@ import pytest
 from tiny_runs import QUIET
 
 from lightning_runs.errors import main
-from lightning_runs.sweeps.trial import VARIABLE
 from tiny_tasks import cli_main
 
 THREE_EPOCHS = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=2"]
@@ -22,16 +21,13 @@ NEVER_PRUNE = {"n_startup_trials": 100, "n_warmup_steps": 0}
 STORAGE = "sqlite:///study.db"  # in the test's own folder
 
 
-def fit_as_trial(
-    monkeypatch, study: optuna.Study, pruner: dict, *args: str, metric="val/loss"
-) -> optuna.trial.FrozenTrial:
-    """`python -m <package> fit <args>` as a sweep worker starts it for a new trial of `study`, scored by `metric`:
-    the trial, once it ended."""
+def fit_as_trial(study: optuna.Study, pruner: dict, *args: str, metric="val/loss") -> optuna.trial.FrozenTrial:
+    """`python -m <package> fit <args>` as a sweep worker starts it for a new trial of `study`, scored by `metric`
+    (its callback on the command line, as any callback): the trial, once it ended."""
     trial = study.ask()
     reporting = {"storage": STORAGE, "study": study.study_name, "trial_id": trial._trial_id, "metric": metric}
-    reporting |= {"pruner": pruner}
-    monkeypatch.setenv(VARIABLE, json.dumps(reporting))
-    main(lambda: cli_main(["fit", *QUIET, *THREE_EPOCHS, *args]))
+    callback = {"class_path": "lightning_runs.sweeps.trial.ReportToTrial", "init_args": {**reporting, "pruner": pruner}}
+    main(lambda: cli_main(["fit", *QUIET, *THREE_EPOCHS, *args, f"--trainer.callbacks+={json.dumps(callback)}"]))
     return next(t for t in study.get_trials() if t.number == trial.number)  # unfinished: read from the file
 
 
@@ -40,18 +36,25 @@ def study() -> optuna.Study:
     return optuna.create_study(storage=STORAGE, study_name="s", direction="minimize")
 
 
-def test_a_trial_reports_its_run_folder_and_every_epochs_metric(study, monkeypatch):
-    trial = fit_as_trial(monkeypatch, study, NEVER_PRUNE)
+def test_a_trial_reports_its_run_folder_and_every_epochs_metric(study):
+    trial = fit_as_trial(study, NEVER_PRUNE)
     assert trial.user_attrs["run"] == "runs/tiny/version_0"
     assert sorted(trial.intermediate_values) == [0, 1, 2], "one report per epoch, none for the sanity check"
     assert "pruned_at_epoch" not in trial.user_attrs
 
 
-def test_a_trial_worse_than_the_median_stops_at_the_end_of_the_epoch_it_is_pruned(study, monkeypatch):
+def test_a_trials_run_validates_later_as_any_run_reporting_nothing_more(study):
+    trial = fit_as_trial(study, NEVER_PRUNE)
+    assert "ReportToTrial" in Path(trial.user_attrs["run"], "config.yaml").read_text(), "on its command line"
+    main(lambda: cli_main(["validate", *QUIET, f"--ckpt_path={trial.user_attrs['run']}/checkpoints/best.ckpt"]))
+    assert study.get_trials()[0].intermediate_values == trial.intermediate_values
+
+
+def test_a_trial_worse_than_the_median_stops_at_the_end_of_the_epoch_it_is_pruned(study):
     study.add_trial(  # a finished trial far better at every epoch
         optuna.trial.create_trial(value=0.0, intermediate_values={0: 0.0, 1: 0.0, 2: 0.0})
     )
-    trial = fit_as_trial(monkeypatch, study, {"n_startup_trials": 1, "n_warmup_steps": 0})
+    trial = fit_as_trial(study, {"n_startup_trials": 1, "n_warmup_steps": 0})
     assert trial.user_attrs["pruned_at_epoch"] == 0
     assert list(trial.intermediate_values) == [0]
     summary = json.loads(Path(trial.user_attrs["run"], "summary.json").read_text())
@@ -76,10 +79,10 @@ def test_a_trial_worse_than_the_median_stops_at_the_end_of_the_epoch_it_is_prune
     ids=["not_logged", "no_validation_metric"],
 )  # fmt: skip
 def test_a_trial_whose_validation_does_not_log_the_sweeps_metric_is_refused_before_training(
-    study, monkeypatch, capsys, args, metric, said
+    study, capsys, args, metric, said
 ):
     with pytest.raises(SystemExit) as exit_:
-        fit_as_trial(monkeypatch, study, NEVER_PRUNE, *args, metric=metric)
+        fit_as_trial(study, NEVER_PRUNE, *args, metric=metric)
     assert exit_.value.code == 2
     (trial,) = study.get_trials()
     assert trial.user_attrs["refused"] == said, "the line its worker says"
@@ -88,8 +91,8 @@ def test_a_trial_whose_validation_does_not_log_the_sweeps_metric_is_refused_befo
     assert "error:" not in capsys.readouterr().err, "the worker says it, once"
 
 
-def test_a_trial_may_be_scored_on_any_metric_its_validation_logs_not_only_a_monitored_one(study, monkeypatch):
-    trial = fit_as_trial(monkeypatch, study, NEVER_PRUNE, metric="val/acc")  # the recipe's monitors watch val/loss
+def test_a_trial_may_be_scored_on_any_metric_its_validation_logs_not_only_a_monitored_one(study):
+    trial = fit_as_trial(study, NEVER_PRUNE, metric="val/acc")  # the recipe's monitors watch val/loss
     assert sorted(trial.intermediate_values) == [0, 1, 2] and "refused" not in trial.user_attrs
 
 

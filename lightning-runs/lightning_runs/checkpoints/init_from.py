@@ -12,19 +12,14 @@ from lightning.pytorch.callbacks import BaseFinetuning, Callback
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.console import say
 from lightning_runs.errors import UsageError
-
-
-def checkpoint_of(path: str | Path) -> Path:
-    """A checkpoint, or a run folder's best.ckpt (else its last.ckpt)."""
-    path = Path(path)
-    if (path / "checkpoints").is_dir():
-        return next((p for p in (path / "checkpoints/best.ckpt", path / "checkpoints/last.ckpt") if p.exists()), path)
-    return path
+from lightning_runs.run_folders import checkpoint_in
 
 
 class InitFrom(Callback):
     def __init__(self, path: str | None, freeze: list[str] | None = None) -> None:
-        self.path, self.freeze = path and checkpoint_of(path), list(freeze or [])  # path None: only freezes
+        # A checkpoint, or a run folder's best.ckpt (else its last.ckpt); None: only freezes.
+        found = path and (checkpoint_in(path, "best.ckpt") or checkpoint_in(path, "last.ckpt") or Path(path))
+        self.path, self.freeze = found, list(freeze or [])
         self.loaded: list[str] = []
         self.left: list[str] = []
 

@@ -11,7 +11,7 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lightning_runs.private import continue_version, save_now, steps_between_saves, unnumbered_logger
-from lightning_runs.run_folders import newest_with
+from lightning_runs.run_folders import CHECKPOINTS, checkpoint_in
 
 
 class LastCheckpoint(ModelCheckpoint):
@@ -34,7 +34,7 @@ class LastCheckpoint(ModelCheckpoint):
         logger, last = unnumbered_logger(trainer), last_part(trainer) or self
         if self.dirpath is None and logger is not None:
             name = f"{last.filename or self.CHECKPOINT_NAME_LAST}{self.FILE_EXTENSION}"
-            found = newest_with(Path(logger.save_dir or trainer.default_root_dir) / str(logger.name), name)
+            found = checkpoint_in(Path(logger.save_dir or trainer.default_root_dir) / str(logger.name), name)
             if found is None:
                 return set()
             continue_version(logger, int(found.parent.parent.name.removeprefix("version_")))
@@ -87,6 +87,23 @@ def last_part(trainer) -> LastCheckpoint | None:
     """The run's LastCheckpoint, by type: a BestCheckpoint is one too, and may watch nothing."""
     parts = (c for c in trainer.checkpoint_callbacks if isinstance(c, LastCheckpoint))
     return next((c for c in parts if not isinstance(c, BestCheckpoint)), None)
+
+
+def last_checkpoint_path(trainer) -> Path:
+    """Where the run's LastCheckpoint writes (a BestCheckpoint watching nothing is none); without one, `last.ckpt`
+    beside the first ModelCheckpoint's files, where Lightning's `ckpt_path="last"` looks."""
+    saving = [c for c in trainer.checkpoint_callbacks if isinstance(c, ModelCheckpoint) and c.dirpath]
+    last = last_part(trainer)
+    if last is None or not last.dirpath:
+        folder = Path(saving[0].dirpath) if saving else Path(trainer.default_root_dir) / CHECKPOINTS
+        return folder / f"last{ModelCheckpoint.FILE_EXTENSION}"
+    return Path(last.format_checkpoint_name({}))
+
+
+def ran_to_its_end(trainer) -> bool:
+    """Whether the fit trained all it was asked to (a stop on the way sets `should_stop` too)."""
+    epochs = trainer.max_epochs not in (None, -1) and trainer.current_epoch >= trainer.max_epochs
+    return epochs or (trainer.max_steps not in (None, -1) and trainer.global_step >= trainer.max_steps)
 
 
 def schedulers_after_epoch(trainer, checkpoint: dict[str, Any]) -> None:

@@ -37,15 +37,32 @@ class RandomState(Callback):
     """
 
     def setup(self, trainer, pl_module, stage: str) -> None:
-        self._trainer = trainer
+        self._trainer, self._pending = trainer, None
+        # Rebuilt at every epoch's start, the loaders draw alike in both runs: nothing to undo.
+        if stage == "fit" and not trainer.reload_dataloaders_every_n_epochs:
+            datamodule, module = trainer.datamodule, trainer.lightning_module  # Lightning's order of sources
+            own = datamodule is not None and is_overridden("train_dataloader", datamodule)
+            source = datamodule if own else module if is_overridden("train_dataloader", module) else None
+            if source is not None:  # first built in fit_loop.setup_data, or by `estimated_stepping_batches` before it
+                _once_around(source, "train_dataloader", self._building, self._built_loaders)
 
-    def on_fit_start(self, trainer, pl_module) -> None:
-        # The RNG as the training loaders are first built (BoringModel's RandomDataset draws its samples then): a
-        # resume builds them from it again, then takes the checkpoint's state (_restore_on_return).
-        build, self._build = getattr(self, "_build", None), None
-        if build is not None:
-            _set_rng(build)
-        self._built = build or _rng_state()
+    def _building(self) -> None:
+        # The RNG as the training loaders are first built (BoringModel's RandomDataset draws its samples then), kept
+        # in every checkpoint: a resume builds them from it again, then takes the checkpoint's own state.
+        built = (self._pending or {}).get("built")  # none in a checkpoint of an earlier version
+        if built:
+            _set_rng(built)
+        self._built = built or _rng_state()
+
+    def _built_loaders(self, loaders) -> None:
+        saved, self._pending = self._pending, None
+        if saved is None:
+            return
+        generators, states = loader_generators(loaders), list(saved.get("loaders", []))
+        if len(generators) == len(states):  # the same loaders as when saved; else nothing to match them by
+            for generator, state in zip(generators, states, strict=True):
+                generator.set_state(state)
+        _set_rng(saved)  # building drew (torchdata's shuffling sampler seeds itself), as the first build did
 
     def on_train_start(self, trainer, pl_module) -> None:
         restored, self._restored = getattr(self, "_restored", None), None
@@ -80,7 +97,7 @@ class RandomState(Callback):
                     skip_batches(trainer, trainer.fit_loop.epoch_loop.batch_progress.current.ready)
                 _set_rng(restored)
 
-            _once_after(pl_module, "on_train_start", replay)
+            _once_around(pl_module, "on_train_start", lambda: None, replay)
 
     def state_dict(self) -> dict[str, Any]:
         trainer = getattr(self, "_trainer", None)
@@ -92,17 +109,8 @@ class RandomState(Callback):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        trainer = getattr(self, "_trainer", None)
-        # Rebuilt at every epoch's start, the loaders draw alike in both runs: nothing to undo.
-        if trainer is not None and trainer.state.fn == "fit" and not trainer.reload_dataloaders_every_n_epochs:
-            datamodule, module = trainer.datamodule, trainer.lightning_module  # Lightning's order of sources
-            own = datamodule is not None and is_overridden("train_dataloader", datamodule)
-            source = datamodule if own else module if is_overridden("train_dataloader", module) else None
-            if source is not None:
-                _restore_on_return(source, state)
-                self._build = state.get("built") or None  # none in a checkpoint of an earlier version
         _set_rng(state)
-        self._restored = state
+        self._restored = self._pending = state
 
 
 class WorkerRandomState(Dataset):
@@ -185,32 +193,17 @@ def loader_generators(loaders) -> list[torch.Generator]:
     return list(found.values())
 
 
-def _restore_on_return(source, saved: dict[str, Any]) -> None:
-    """The next `source.train_dataloader()` gives loaders whose generators hold the saved states, and leaves the RNG
-    as saved: building a loader draws (torchdata's shuffling sampler seeds itself from the global RNG), which the
-    uninterrupted run did at its start."""
-    states = list(saved.get("loaders", []))
-
-    def restore(loaders) -> None:
-        generators = loader_generators(loaders)
-        if len(generators) == len(states):  # the same loaders as when saved; else nothing to match them by
-            for generator, state in zip(generators, states, strict=True):
-                generator.set_state(state)
-        _set_rng(saved)
-
-    _once_after(source, "train_dataloader", restore)
-
-
-def _once_after(owner, name: str, then: Callable[[Any], None]) -> None:
-    """The next `owner.<name>()` runs the method, then `then(its result)`; then the method is as it was. Lightning
-    calls `train_dataloader` and `on_train_start` by name on the instance, after it restores the callbacks (private.py
-    lists this reliance; tests/test_loader_generators.py and tests/test_exact_restarts.py fail when it changes)."""
+def _once_around(owner, name: str, before: Callable[[], None], after: Callable[[Any], None]) -> None:
+    """The next `owner.<name>()` runs `before()`, the method, then `after(its result)`; then the method is as it was.
+    Lightning calls `train_dataloader` and `on_train_start` by name on the instance (private.py lists this reliance;
+    tests/test_loader_generators.py and tests/test_exact_restarts.py fail when it changes)."""
     method, own = getattr(owner, name), name in vars(owner)
 
     def once(*args, **kwargs):
         setattr(owner, name, method) if own else delattr(owner, name)
+        before()
         result = method(*args, **kwargs)
-        then(result)
+        after(result)
         return result
 
     setattr(owner, name, once)

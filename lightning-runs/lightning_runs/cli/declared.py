@@ -3,16 +3,14 @@
 to `input_shape`) comes from the data or the command, never from the default model's own default (the default data's)
 where another DataModule names none. Both are one line before training, not a traceback inside forward."""
 
-from pathlib import Path
-
-import yaml
 from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs.errors import UsageError
 
 
-def check_declared(model, datamodule, links: list[tuple], config, args: list[str]) -> None:
-    """`links`: (source, target, apply_on) of the project's link_arguments."""
+def check_declared(model, datamodule, config, parser=None) -> None:
+    """`parser`: the fit's, where its links are checked (a RunsArgumentParser: the project's link_arguments, and whether
+    the parse holds a value given by hand for a link's target)."""
     name = type(model).__name__
     if datamodule is None:
         if not is_overridden("train_dataloader", model):
@@ -22,24 +20,12 @@ def check_declared(model, datamodule, links: list[tuple], config, args: list[str
             )
         return
     arguments = config.model.get("init_args") or {}
-    for source, target, apply_on in links:
+    for source, target, apply_on in getattr(parser, "links", []):
         attribute, argument = str(source).removeprefix("data."), target.removeprefix("model.init_args.")
         linked = apply_on == "instantiate" and source == f"data.{attribute}" and argument in arguments
-        if not linked or hasattr(datamodule, attribute) or _given(argument, config, args):
+        if not linked or hasattr(datamodule, attribute) or parser.given(config, target):
             continue
         raise UsageError(
             f"{type(datamodule).__name__} names no {attribute}, which {name}'s {argument} is taken from: give"
             f" --model.init_args.{argument}, or a {attribute} attribute on the DataModule"
         )
-
-
-def _given(argument: str, config, args: list[str]) -> bool:
-    """Typed (`--model.init_args.x`, `--model.x`) or in a config file the command gave."""
-    options = (f"--model.init_args.{argument}", f"--model.{argument}")
-    if any(arg.partition("=")[0] in options for arg in args):
-        return True
-    for file in [file for file in config.get("config") or [] if file is not None]:  # None: given as text
-        model = (yaml.safe_load(Path(str(file)).read_text()) or {}).get("model") or {}
-        if argument in (model.get("init_args") or {}) or argument in model:
-            return True
-    return False

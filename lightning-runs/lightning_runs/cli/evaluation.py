@@ -2,7 +2,7 @@
 config.yaml, then the checkpoint's hyperparameters, then what was typed, as the layers of one parse (RunsCLI._parse).
 
 A checkpoint of a run (`runs/<name>/version_N/checkpoints/x.ckpt`) is parsed with its run's config.yaml first, less
-where that run computed (WHERE); any checkpoint's saved hyperparameters come next, as LightningCLI records them
+where that run computed (configs.WHERE); any checkpoint's saved hyperparameters come next, as LightningCLI records them
 (`_class_path` and the arguments its module was built with, a link's value among them), then the command line: typed
 options of the run's own DataModule (`--data.path`) need no `--data <class>` again.
 """
@@ -16,14 +16,12 @@ import yaml
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.checkpoints.sharded import is_sharded
 from lightning_runs.cli.placement import relative
+from lightning_runs.configs import WHERE
 from lightning_runs.console import say
 from lightning_runs.private import saved_class_path
 from lightning_runs.run_folders import read_run_data, run_of_checkpoint
 
 EVALUATIONS = ("validate", "test", "predict")
-# Where a run computed, not what: an evaluation of its checkpoint runs where its own command says (one CPU process for
-# a run of 8 GPUs under FSDP), not where the fit ran.
-WHERE = ("accelerator", "devices", "num_nodes", "strategy", "plugins", "precision")
 GROUPS = ("model", "data")
 # Set by export (tools/export.py): the command's module and data are built, nothing is run and no run folder claimed.
 BUILDING = contextvars.ContextVar("building", default=False)

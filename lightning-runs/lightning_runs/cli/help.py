@@ -38,9 +38,13 @@ class RunsArgumentParser(LightningArgumentParser):
     def dump(self, cfg, *args, **kwargs) -> str:
         if kwargs.get("format", "parser_mode") not in ("parser_mode", "yaml") or "skip_link_targets" in kwargs:
             return super().dump(cfg, *args, **kwargs)
-        defaults, kept = self.get_defaults(), cfg.clone()
+        kept = cfg.clone()
         for _, target, _ in self.links:
-            same = json.dumps(kept.get(target), default=str) == json.dumps(defaults.get(target), default=str)
-            if target in kept and same:
+            if target in kept and not self.given(kept, target):
                 del kept[target]  # the class's default, the link's to set
         return super().dump(kept, *args, skip_link_targets=False, **kwargs)
+
+    def given(self, cfg, target: str) -> bool:
+        """Whether a link's target was given by hand (typed, or in a config file): it is not the class's default."""
+        default = self.get_defaults().get(target)
+        return target in cfg and json.dumps(cfg.get(target), default=str) != json.dumps(default, default=str)

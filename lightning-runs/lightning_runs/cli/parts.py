@@ -3,13 +3,12 @@ each a Lightning part of its own that any `Trainer(callbacks=[...])` takes, each
 null`, or `figures: null` in a config) or swapped for another class by class path. Plus `--name`, `--quiet` and
 `--test_best`, and the library's trainer defaults."""
 
-import re
-
 from jsonargparse import ActionYesNo
 from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor
 from lightning.pytorch.cli import LightningArgumentParser
 
 from lightning_runs.checkpoints import BestCheckpoint, LastCheckpoint, RandomState
+from lightning_runs.configs import option
 from lightning_runs.faults import CheckpointOnSignal, GradientCheck, LoaderCheck, MonitorCheck
 from lightning_runs.pictures import Figures, Histograms
 from lightning_runs.predictions import PredictionWriter
@@ -51,15 +50,10 @@ PARTS = {
 }
 
 
-def option(cls: type) -> str:
-    """BestCheckpoint -> best_checkpoint, LearningRateMonitor -> learning_rate_monitor."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
-
-
 def add_parts(parser: LightningArgumentParser) -> None:
     for cls, arguments in PARTS.items():
-        parser.add_lightning_class_args(cls, option(cls), subclass_mode=True, required=False)
-        parser.set_defaults({option(cls): None if arguments is None else _default(cls, arguments)})
+        parser.add_lightning_class_args(cls, option(cls.__name__), subclass_mode=True, required=False)
+        parser.set_defaults({option(cls.__name__): None if arguments is None else _default(cls, arguments)})
     parser.add_argument("--name", type=str | None, default=None, help="The run's name: runs/<name>/version_N.")
     parser.add_argument("--quiet", action=ActionYesNo, default=False, help="Only warnings, errors, results: CI logs.")
     parser.add_argument(
@@ -75,7 +69,7 @@ def add_parts(parser: LightningArgumentParser) -> None:
 def set_part_defaults(parser: LightningArgumentParser, key: str, **arguments) -> None:
     """A project's recipe for one part, over the library's: `set_part_defaults(parser, "best_checkpoint",
     monitor="val_loss", mode="min")`; a part that is off by default (early_stopping) is turned on."""
-    cls = next(cls for cls in PARTS if option(cls) == key)
+    cls = next(cls for cls in PARTS if option(cls.__name__) == key)
     current = parser.get_defaults().get(key)
     given = dict(current.init_args) if current is not None and current.get("init_args") else PARTS[cls] or {}
     parser.set_defaults({key: _default(cls, {**given, **arguments})})

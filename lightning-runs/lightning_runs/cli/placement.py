@@ -12,49 +12,34 @@
 
 import contextlib
 import os
-import re
-import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.checkpoints.sharded import check_whole, is_checkpoint, is_sharded
-from lightning_runs.configs import differences
+from lightning_runs.configs import differences, option
 from lightning_runs.console import say
 from lightning_runs.distributed import launched_as_rank_zero
 from lightning_runs.errors import UsageError
 from lightning_runs.loggers.csv_run_logger import CSVRunLogger
-from lightning_runs.loggers.run_folder import RunFolder
+from lightning_runs.loggers.run_folder import FolderLogger
 from lightning_runs.run_folders import (
     CHECKPOINTS,
     RUNS,
-    claim_version,
-    lock_run,
-    newest_with,
+    RunFolder,
+    check_folder_name,
+    checkpoint_in,
     read_run_data,
+    read_summary,
     run_dir,
     run_of_checkpoint,
 )
 
 # The loggers that write into `<save_dir>/<name>/version_N`, the folder every run's files go in, and keep it whole
 # when a resume or a test reopens it (Lightning's CSVLogger deletes the run's metrics.csv then; CSVRunLogger appends).
-FOLDER_LOGGERS = (TensorBoardLogger, CSVRunLogger, RunFolder)
-
-
-@dataclass
-class Claim:
-    """The run folder a command writes into, locked for it; `created`: made by this command, which removes it again
-    where the command is refused before saving any checkpoint; `before`: an existing run's files as the command
-    found them, and a refused command removes what it added (a config.predict.yaml, an events file)."""
-
-    folder: Path
-    lock: int
-    created: bool
-    kept: Path  # the nearest folder above it that existed before: the empty ones between are this command's
-    before: set[Path]
+FOLDER_LOGGERS = (TensorBoardLogger, CSVRunLogger, FolderLogger)
 
 
 def logger_args(config):
@@ -84,9 +69,8 @@ def name_run(config, default: str) -> str:
     config.name = args.name
     for key in ("name", "version", "sub_dir"):  # each one folder of runs/<name>/version_N, never a way out of it
         value = args.get(key)
-        if value is not None and not isinstance(value, int) and not _component(str(value)):
-            option = "name" if key == "name" else f"trainer.logger.init_args.{key}"
-            raise UsageError(f"--{option} {value!r}: must be one folder name (no '/' or control character, not '..')")
+        if value is not None and not isinstance(value, int):
+            check_folder_name("--name" if key == "name" else f"--trainer.logger.init_args.{key}", str(value))
     if not str(args.get("save_dir") or "").strip():
         raise UsageError("--trainer.logger.init_args.save_dir '': must name the runs root, a folder (runs by default)")
     return args.name
@@ -96,12 +80,11 @@ def resolve_checkpoint(subcommand: str, config) -> Path | None:
     """`config.ckpt_path` as a file of a run (or a loose one), `last`/`best` resolved; None: a fit from step 0."""
     given, args = config.get("ckpt_path"), config.trainer.logger.init_args
     if given in ("last", "best"):
-        experiment = Path(args.save_dir) / args.name
-        found = newest_with(experiment, f"{given}.ckpt")
-        wanted = experiment / "version_*" / CHECKPOINTS / f"{given}.ckpt"
-        if args.get("version") is not None:  # a run pinned by hand (a SLURM job's): its own file, or a first fit
-            wanted = run_dir(args.save_dir, args.name, args.version) / CHECKPOINTS / f"{given}.ckpt"
-            found = wanted if is_checkpoint(wanted) else None
+        # The newest version with one; a run pinned by hand (a SLURM job's): its own file, or a first fit.
+        pinned = args.get("version") is not None
+        where = run_dir(args.save_dir, args.name, args.version) if pinned else Path(args.save_dir) / args.name
+        found = checkpoint_in(where, f"{given}.ckpt")
+        wanted = (where if pinned else where / "version_*") / CHECKPOINTS / f"{given}.ckpt"
         if found is None and subcommand != "fit":
             raise UsageError(f"--ckpt_path {given}: no {wanted}; train first")
         if found is None:
@@ -132,8 +115,8 @@ def resume(config, path: Path, current: dict) -> None:
             f" continues {relative(run)} as it was started; drop --ckpt_path to start a new run with these"
         )
     status = None
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        status = read_run_data(run / "summary.json").get("status")
+    with contextlib.suppress(OSError, ValueError):
+        status = read_summary(run / "summary.json").get("status")
     if status == "completed":
         raise UsageError(f"--ckpt_path {path}: its run {relative(run)} already finished; start a new run to train more")
     last, step = run / CHECKPOINTS / "last.ckpt", read_checkpoint(path).get("global_step", 0)
@@ -147,74 +130,36 @@ def resume(config, path: Path, current: dict) -> None:
     say(f"fit resumes {relative(run)} from {path.name} (step {step})")
 
 
-def claim(subcommand: str, config) -> Claim | None:
+def claim(subcommand: str, config) -> RunFolder | None:
     """The command's run folder, claimed on the process that becomes rank zero only (DDP's other ranks write nothing):
     a new `version_N`, or the run given by its version (a resume, an evaluation of one of its checkpoints)."""
     args = config.trainer.logger.init_args
     if config.trainer.fast_dev_run or not launched_as_rank_zero():
         return None
-    kept = Path(args.save_dir, args.name).absolute()
-    while not kept.exists() and kept != kept.parent:
-        kept = kept.parent
-    if args.version is None:
-        args.version = claim_version(Path(args.save_dir) / args.name)
-        folder, created = run_dir(args.save_dir, args.name, args.version), True
-    else:
-        folder = run_dir(args.save_dir, args.name, args.version)
-        created = not folder.exists()
-        checkpoint = config.get("ckpt_path")
-        own = checkpoint is not None and (run_of_checkpoint(Path(checkpoint)) or Path()).resolve() == folder.resolve()
-        if not created and not own:  # only the run's own checkpoint writes into an existing run
-            raise UsageError(
-                f"{folder} already exists and belongs to another run; resume it with --ckpt_path"
-                f" {folder / CHECKPOINTS / 'last.ckpt'}, or drop --trainer.logger.init_args.version for a new folder"
-            )
-        folder.mkdir(parents=True, exist_ok=True)
-    before = set() if created else set(folder.rglob("*"))
-    return Claim(folder, lock_run(folder), created, kept, before)
+    folder, checkpoint = run_dir(args.save_dir, args.name, args.version), config.get("ckpt_path")
+    own = checkpoint is not None and (run_of_checkpoint(Path(checkpoint)) or Path()).resolve() == folder.resolve()
+    if args.version is not None and folder.exists() and not own:  # only the run's own checkpoint writes into it
+        raise UsageError(
+            f"{folder} already exists and belongs to another run; resume it with --ckpt_path"
+            f" {folder / CHECKPOINTS / 'last.ckpt'}, or drop --trainer.logger.init_args.version for a new folder"
+        )
+    run = RunFolder.claim(Path(args.save_dir) / args.name, args.version)
+    args.version = _version(run.path)
+    return run
 
 
-def release(claim: Claim | None, refused: bool) -> None:
-    """Let go of the folder; one this command made is removed where it was refused before any checkpoint (nothing
-    ran), or is empty."""
-    if claim is None:
-        return
-    os.close(claim.lock)
-    if claim.created and refused and not any(claim.folder.rglob("*.ckpt")):
-        shutil.rmtree(claim.folder, ignore_errors=True)
-    if not claim.created and refused:  # deepest first: a folder it added goes once emptied; a checkpoint never
-        added = set(claim.folder.rglob("*")) - claim.before
-        for path in sorted(added, key=lambda p: len(p.parts), reverse=True):
-            if not any(part.endswith(".ckpt") for part in path.relative_to(claim.folder).parts):
-                with contextlib.suppress(OSError):
-                    path.rmdir() if path.is_dir() else path.unlink()
-    folder = claim.folder.absolute()
-    while claim.created and folder != claim.kept and folder.is_relative_to(claim.kept):
-        try:
-            with contextlib.suppress(FileNotFoundError):
-                folder.rmdir()
-        except OSError:  # something was written: kept
-            break
-        folder = folder.parent
-
-
-def _component(name: str) -> bool:
-    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and name.isprintable()
-
-
-def check_destinations(trainer, claim: Claim | None) -> None:
+def check_destinations(trainer, run: RunFolder | None) -> None:
     """Every checkpoint the run writes lands in its folder: a `dirpath` or a `filename` leading elsewhere would write
     over another run's files, or outside runs/."""
-    if claim is None:
+    if run is None:
         return
     for callback in trainer.checkpoint_callbacks:
-        dirpath = Path(callback.dirpath or claim.folder / CHECKPOINTS)
+        dirpath = Path(callback.dirpath or run.path / CHECKPOINTS)
         target = (dirpath / f"{callback.filename or 'x'}.ckpt").resolve()
-        if not target.is_relative_to(claim.folder.resolve()):
-            option = f"--{'_'.join(re.findall('[A-Z][a-z]*', type(callback).__name__)).lower()}"
+        if not target.is_relative_to(run.path.resolve()):
             raise UsageError(
-                f"{option}.dirpath/filename: {target} lies outside the run's folder {claim.folder}; a run's checkpoints"
-                " go in its own checkpoints/ (drop dirpath, give a plain filename)"
+                f"--{option(type(callback).__name__)}.dirpath/filename: {target} lies outside the run's folder"
+                f" {run.path}; a run's checkpoints go in its own checkpoints/ (drop dirpath, give a plain filename)"
             )
 
 

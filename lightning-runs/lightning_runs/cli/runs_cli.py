@@ -20,7 +20,7 @@ from lightning.pytorch.callbacks import Callback, ProgressBar, TQDMProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.utilities.model_helpers import is_overridden
 
-from lightning_runs import TOOLS
+from lightning_runs import TOOLS, private
 from lightning_runs.checkpoints import InitFrom
 from lightning_runs.checkpoints.checkpoint_io import forget_read, read_checkpoint
 from lightning_runs.cli import placement
@@ -30,17 +30,11 @@ from lightning_runs.cli.help import RunsArgumentParser, RunsHelpFormatter
 from lightning_runs.cli.parts import TRAINER_DEFAULTS, add_parts
 from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program, say, set_program, set_quiet
 from lightning_runs.errors import Terminated, UsageError, first_line, said
-from lightning_runs.faults.checkpoint_on_signal import sigterm_held, terminated_outside_training
 from lightning_runs.faults.loader_check import check_limits
 from lightning_runs.messages import condensed
-from lightning_runs.private import (
-    datamodules_described_plainly,
-    print_config_deferred,
-    print_config_if_requested,
-    subcommand_parser,
-)
+from lightning_runs.private import print_config_deferred, print_config_if_requested, subcommand_parser
 from lightning_runs.records import SaveConfigInRun, report_fit
-from lightning_runs.sweeps.trial import callbacks_from_environment
+from lightning_runs.signals import sigterm_held, terminated_outside_training
 
 # Lightning's bar redraws after every batch: 7% of the example's fit phase. Every 10th is still several a second.
 PROGRESS_BAR_REFRESH_RATE = 10
@@ -82,8 +76,8 @@ class RunsCLI(LightningCLI):
         self.args = list(sys.argv[1:] if args is None else args)
         if program() == PLACEHOLDER:  # a cli_main called without lightning_runs.main (a test, a notebook)
             set_program(model_class.__module__.partition(".")[0])
-        self.added = [*callbacks, *callbacks_from_environment()]
-        self.claim = self.tested = self.testing = None
+        self.added = list(callbacks)
+        self.run = self.tested = self.testing = None
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # tensorboard's optional TensorFlow import is noisy
         # jsonargparse's own denylist (os, subprocess, eval, ...) enforced: a class_path or callable that a config, a
         # command line or a checkpoint's hyperparameters name never runs a command (only warned by default, 4.53).
@@ -115,7 +109,8 @@ class RunsCLI(LightningCLI):
                 refused = (said(error) or ("", 0))[1] == 2
                 raise
             finally:  # LightningCLI runs the subcommand inside __init__: it ends here, however it ends
-                placement.release(self.claim, refused)
+                if self.run is not None:
+                    self.run.release(refused)
                 forget_read()
 
     def _stopped(self) -> str:
@@ -157,9 +152,9 @@ class RunsCLI(LightningCLI):
         if not BUILDING.get():
             check_limits(subcommand, config)  # before the run folder: a command with nothing to run makes none
             with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
-                self.claim = placement.claim(subcommand, config)
+                self.run = placement.claim(subcommand, config)
             if self.evaluated:
-                say_evaluated(subcommand, Path(self.evaluated), self.claim and self.claim.folder)
+                say_evaluated(subcommand, Path(self.evaluated), self.run and self.run.path)
         config.ckpt_path = None if self.evaluated else config.get("ckpt_path")
 
     def _parse(self, parser) -> None:
@@ -181,7 +176,7 @@ class RunsCLI(LightningCLI):
     def _parsed(self, parser, args: list[str], subcommand: str | None, classes: dict | None = None):
         self.config = self._parse_chosen(parser, args, classes)
         set_quiet(self.config[subcommand].quiet)
-        return self._place(subcommand)
+        return self._name_and_find(subcommand)
 
     def _parse_chosen(self, parser, args: list[str], classes: dict | None = None):
         """The classes of --model and --data are their groups' defaults (`classes`: a run's), and a class chosen
@@ -211,7 +206,7 @@ class RunsCLI(LightningCLI):
         found = placement.imported(model)
         return model == self.defaults["model"] or (isinstance(found, type) and issubclass(found, self.default_model))
 
-    def _place(self, subcommand: str):
+    def _name_and_find(self, subcommand: str):
         """Name the run and find its checkpoint; a resume is compared with its run. Returns the checkpoint an
         evaluation uses (its run's config is the evaluation's first layer)."""
         config = self.config[subcommand]
@@ -238,7 +233,7 @@ class RunsCLI(LightningCLI):
 
     def instantiate_classes(self) -> None:
         try:
-            with datamodules_described_plainly():
+            with private.datamodules_described_plainly():
                 super().instantiate_classes()
         except (ValueError, TypeError) as error:  # an __init__'s own check (a split past 1, a file of no samples)
             raise UsageError(str(error.__cause__ or error).strip().splitlines()[-1]) from None
@@ -246,8 +241,7 @@ class RunsCLI(LightningCLI):
             # The default model's defaults are the default data's: another DataModule gives those or the command does.
             other_data = self.datamodule is not None and class_path(type(self.datamodule)) != self.defaults.get("data")
             paired = isinstance(self.model, self.default_model) and other_data
-            links = getattr(self._parser("fit"), "links", []) if paired else []
-            check_declared(self.model, self.datamodule, links, self.config.fit, self.args)
+            check_declared(self.model, self.datamodule, self.config.fit, self._parser("fit") if paired else None)
 
     def after_instantiate_classes(self) -> None:
         if BUILDING.get():  # export: the module and data are what it needs; LightningCLI runs no subcommand then
@@ -268,7 +262,7 @@ class RunsCLI(LightningCLI):
         if bar and not any(isinstance(c, ProgressBar) for c in [*callbacks, *listed]):
             callbacks.append(TQDMProgressBar(refresh_rate=PROGRESS_BAR_REFRESH_RATE))
         trainer = self._instantiate_trainer({**config.trainer, **kwargs}, callbacks)
-        placement.check_destinations(trainer, self.claim)
+        placement.check_destinations(trainer, self.run)
         return trainer
 
     def before_test(self) -> None:

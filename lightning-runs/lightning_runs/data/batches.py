@@ -9,8 +9,10 @@ import operator
 from collections.abc import Iterator
 
 import torch
+from torch.utils.data import random_split
 
 Batch = tuple[torch.Tensor, ...]
+SPLITS = ("val", "test", "train")  # split_indices' cuts, in random_split's order
 
 
 class ShardSampler:
@@ -84,8 +86,8 @@ def on_device(tensors: Batch, device: torch.device, max_share: float = 0.25) -> 
 
 
 def split_indices(n: int, val: float, test: float, seed: int) -> dict[str, torch.Tensor]:
-    """A seeded permutation of range(n) cut into val, test and train (the rest), as index tensors; `val` and `test`
-    are fractions of n."""
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    """A seeded permutation of range(n) cut into val, test and train (the rest), as index tensors: torch's
+    `random_split` with its own generator; `val` and `test` are fractions of n."""
     n_val, n_test = round(n * val), round(n * test)
-    return {"val": order[:n_val], "test": order[n_val : n_val + n_test], "train": order[n_val + n_test :]}
+    parts = random_split(range(n), [n_val, n_test, n - n_val - n_test], torch.Generator().manual_seed(seed))
+    return {name: torch.as_tensor(part.indices, dtype=torch.long) for name, part in zip(SPLITS, parts, strict=True)}

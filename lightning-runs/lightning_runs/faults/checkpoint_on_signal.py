@@ -5,18 +5,14 @@
 """
 
 import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import torch
-from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.callbacks import Callback
 
-from lightning_runs.checkpoints.last_checkpoint import last_part
+from lightning_runs.checkpoints.last_checkpoint import last_checkpoint_path, ran_to_its_end
 from lightning_runs.errors import Stopped, Terminated
 from lightning_runs.private import signal_launched_ranks
-from lightning_runs.processes import PYTHON_DEFAULTS
+from lightning_runs.signals import PYTHON_DEFAULTS
 
 
 class CheckpointOnSignal(Callback):
@@ -91,59 +87,3 @@ class CheckpointOnSignal(Callback):
             # None: a handler set outside Python, which cannot be put back; Python's own instead.
             signal.signal(signum, PYTHON_DEFAULTS[signum] if handler is None else handler)
         self._previous = {}
-
-
-def ran_to_its_end(trainer) -> bool:
-    """Whether the fit trained all it was asked to (a stop on the way sets `should_stop` too)."""
-    epochs = trainer.max_epochs not in (None, -1) and trainer.current_epoch >= trainer.max_epochs
-    return epochs or (trainer.max_steps not in (None, -1) and trainer.global_step >= trainer.max_steps)
-
-
-def last_checkpoint_path(trainer) -> Path:
-    """Where the run's LastCheckpoint writes (a BestCheckpoint watching nothing is none); without one, `last.ckpt`
-    beside the first ModelCheckpoint's files, where Lightning's `ckpt_path="last"` looks."""
-    saving = [c for c in trainer.checkpoint_callbacks if isinstance(c, ModelCheckpoint) and c.dirpath]
-    last = last_part(trainer)
-    if last is None or not last.dirpath:
-        folder = Path(saving[0].dirpath) if saving else Path(trainer.default_root_dir) / "checkpoints"
-        return folder / f"last{ModelCheckpoint.FILE_EXTENSION}"
-    return Path(last.format_checkpoint_name({}))
-
-
-@contextmanager
-def terminated_outside_training() -> Iterator[None]:
-    """SIGTERM raises Terminated wherever the program is while this lasts (parsing, set-up, test, predict); inside the
-    training loop CheckpointOnSignal takes over. Lightning's own handler only marks it, which validate, test and
-    predict never read: they ran on and exited 0."""
-    if threading.current_thread() is not threading.main_thread():  # only the main thread may set a handler
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-class _Held:
-    depth, pending = 0, False
-
-
-@contextmanager
-def sigterm_held() -> Iterator[None]:
-    """A SIGTERM while this lasts is raised as it ends: making a run folder is never cut before it is recorded."""
-    _Held.depth += 1
-    try:
-        yield
-    finally:
-        _Held.depth -= 1
-        if not _Held.depth and _Held.pending:
-            _Held.pending = False
-            raise Terminated()
-
-
-def _raise_terminated(signum, frame) -> None:
-    if _Held.depth:
-        _Held.pending = True
-    else:
-        raise Terminated()

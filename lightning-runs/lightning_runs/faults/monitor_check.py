@@ -7,12 +7,10 @@ validation_step, or --trainer.limit_val_batches 0) is said before the first trai
     Trainer(callbacks=[MonitorCheck(), EarlyStopping(monitor="val_loss")])
 """
 
-import re
-
 from lightning.pytorch.callbacks import Callback, EarlyStopping
 from lightning.pytorch.utilities.model_helpers import is_overridden
 
-from lightning_runs.configs import test_metric
+from lightning_runs import configs
 from lightning_runs.errors import UsageError
 
 
@@ -49,8 +47,8 @@ class MonitorCheck(Callback):
         watched += [("its lr scheduler", c.monitor) for c in trainer.lr_scheduler_configs if c.monitor]
         logged, name = sorted(trainer.callback_metrics), type(pl_module).__name__
         for who, metric in watched:
-            if metric not in logged and (not unvalidated or test_metric(metric)):
-                option = re.sub(r"(?<!^)(?=[A-Z])", "_", who).lower()  # as RunsCLI names the part: --early_stopping
+            if metric not in logged and (not unvalidated or configs.test_metric(metric)):
+                option = configs.option(who)  # as RunsCLI names the part: --early_stopping
                 why = f"which {name} does not log (it logs: {', '.join(logged) or 'nothing yet'}); monitor one of those"
                 if unvalidated:
                     why = "a validation metric, but this fit validates nothing (no validation_step, or"

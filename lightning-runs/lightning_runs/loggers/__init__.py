@@ -3,8 +3,8 @@ CSVRunLogger, MLFlowRunLogger (an SQLite store beside the runs), WandbRunLogger 
 TensorBoardRunLogger, TensorBoard's with a flush every few seconds instead of every logged step."""
 
 from lightning_runs.loggers.csv_run_logger import CSVRunLogger
-from lightning_runs.loggers.run_folder import RunFolder
+from lightning_runs.loggers.run_folder import FolderLogger
 from lightning_runs.loggers.tensorboard_run_logger import TensorBoardRunLogger
 from lightning_runs.loggers.trackers import MLFlowRunLogger, WandbRunLogger
 
-__all__ = ["CSVRunLogger", "MLFlowRunLogger", "RunFolder", "TensorBoardRunLogger", "WandbRunLogger"]
+__all__ = ["CSVRunLogger", "FolderLogger", "MLFlowRunLogger", "TensorBoardRunLogger", "WandbRunLogger"]

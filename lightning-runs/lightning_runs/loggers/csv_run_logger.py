@@ -9,8 +9,7 @@ from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.loggers.logger import rank_zero_experiment
 from lightning.pytorch.utilities import rank_zero_only
 
-from lightning_runs.loggers.run_folder import UNNAMED
-from lightning_runs.records.hparams import parameters
+from lightning_runs.loggers.run_folder import UNNAMED, parameters
 from lightning_runs.run_folders import RUNS
 
 

@@ -8,9 +8,11 @@ CSVLogger deletes the metrics.csv of a folder it reopens; MLFlowLogger and Wandb
 <save_dir>/<experiment id>/<run id>, and open a new MLflow or W&B run on every resume.
 """
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from lightning.fabric.utilities.logger import _convert_params
 from lightning.pytorch.utilities import rank_zero_only
 from torch import Tensor
 
@@ -23,11 +25,11 @@ INSTALL = "pip install 'lightning-runs[loggers]'"
 UNNAMED = "lightning_logs"
 
 
-class RunFolder:
+class FolderLogger:
     """`<save_dir>/<name>/version_N`, laid out as TensorBoardLogger lays it out (a string version is the folder's
     name), and the id of the tracking service's run kept in a file there."""
 
-    def _place(self, save_dir: str, name: str | None, version: int | str | None) -> None:
+    def _take_folder(self, save_dir: str, name: str | None, version: int | str | None) -> None:
         name = name or UNNAMED
         # A run without a claimed folder (an evaluation of no checkpoint) takes the next free version, as TensorBoard's.
         version = max((n for n, _ in versions(Path(save_dir) / name)), default=-1) + 1 if version is None else version
@@ -48,7 +50,19 @@ class RunFolder:
         write_atomically(self._folder / self.ID_FILE, run_id + "\n")
 
     @rank_zero_only
+    def log_hyperparams(self, params) -> None:
+        super().log_hyperparams(parameters(params))
+
+    @rank_zero_only
     def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
         # Tensors as Python numbers: the project's own scalars reach the loggers as tensors, which TensorBoard's and
         # CSV's read out themselves (train/grad_norm stays on the device until then: faults/).
         super().log_metrics({key: v.item() if isinstance(v, Tensor) else v for key, v in metrics.items()}, step)
+
+
+def parameters(params) -> dict:
+    """A run's parameters without LightningCLI's own keys (`_instantiator`, `_class_path`), as plain values: a tuple
+    (an input shape) is a list, which every logger and `yaml.safe_load` of hparams.yaml read; anything else not JSON,
+    its text."""
+    plain = json.loads(json.dumps(_convert_params(params), default=str))
+    return {k: v for k, v in plain.items() if not k.startswith("_")}

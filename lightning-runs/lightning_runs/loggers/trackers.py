@@ -14,12 +14,11 @@ from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from lightning_runs.console import is_quiet
 from lightning_runs.errors import UsageError
 from lightning_runs.loggers.mlflow_store import creation_lock, local_database, open_client, retire_empty_default
-from lightning_runs.loggers.run_folder import INSTALL, RunFolder
-from lightning_runs.records.hparams import parameters
+from lightning_runs.loggers.run_folder import INSTALL, FolderLogger, parameters
 from lightning_runs.run_folders import RUNS
 
 
-class MLFlowRunLogger(RunFolder, MLFlowLogger):
+class MLFlowRunLogger(FolderLogger, MLFlowLogger):
     """MLflow in an SQLite file beside the runs, no server: `<save_dir>/mlflow.db`, artifacts (pictures, the config) in
     `<save_dir>/mlflow-artifacts/<name>/`. The MLflow experiment is `name`, its run `version_N`, with the run folder
     as tag `run_folder`. `tracking_uri` (a server's address) sends everything there instead.
@@ -41,7 +40,7 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
             os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
         if not _MLFLOW_AVAILABLE:
             raise UsageError(f"the MLflow logger needs mlflow: {INSTALL}")
-        self._place(save_dir, name, version)
+        self._take_folder(save_dir, name, version)
         store = Path(save_dir).resolve()
         artifacts = None if tracking_uri else str(store / "mlflow-artifacts" / self.name)  # a server chooses its own
         run_id = self._stored_id()
@@ -103,7 +102,7 @@ class MLFlowRunLogger(RunFolder, MLFlowLogger):
         super().log_hyperparams({k: v for k, v in _flatten_dict(parameters(params)).items() if k not in logged})
 
 
-class WandbRunLogger(RunFolder, WandbLogger):
+class WandbRunLogger(FolderLogger, WandbLogger):
     """W&B offline by default: the W&B run is written to `<run folder>/wandb/offline-run-*` and nothing leaves the
     machine; `wandb sync <that folder>` uploads it later. `offline: false` logs online (after `wandb login`). The W&B
     project is `project`, else `name`; the W&B run is named `version_N`.
@@ -123,7 +122,7 @@ class WandbRunLogger(RunFolder, WandbLogger):
     ) -> None:
         if not _WANDB_AVAILABLE:
             raise UsageError(f"the W&B logger needs wandb: {INSTALL}")
-        self._place(save_dir, name, version)
+        self._take_folder(save_dir, name, version)
         if offline:
             os.environ.setdefault("WANDB_ERROR_REPORTING", "false")  # crash reports would go to W&B's servers
         # `mode` rather than WandbLogger's `offline`, which sets WANDB_MODE=dryrun for the rest of the process.
@@ -156,10 +155,6 @@ class WandbRunLogger(RunFolder, WandbLogger):
         if not opened and self._stored_id() is None:  # a new run: keep its id for the next command
             self._store_id(run.id)
         return run
-
-    @rank_zero_only
-    def log_hyperparams(self, params) -> None:
-        super().log_hyperparams(parameters(params))
 
     @rank_zero_only
     def finalize(self, status: str) -> None:

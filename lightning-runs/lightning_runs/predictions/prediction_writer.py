@@ -25,8 +25,8 @@ from lightning_runs.atomic import write_atomically
 from lightning_runs.console import say
 from lightning_runs.distributed import gather_rows
 from lightning_runs.errors import Stopped, Terminated, UsageError
-from lightning_runs.faults.checkpoint_on_signal import sigterm_held
 from lightning_runs.run_folders import run_folder
+from lightning_runs.signals import sigterm_held
 
 MAX_COLUMNS = 16  # a CSV row stays readable; more values a sample are data for a program: exact in .npy/.npz
 SIBLINGS = (".csv", ".npy", ".npz")

@@ -3,29 +3,24 @@ module's and the data's hyperparameters, never these: a 2- and a 50-epoch run lo
 entry with the scores the runs are compared by: `hp/best_<monitor>` and its test counterpart (`val_loss` ->
 `hp/test_loss`)."""
 
-import json
 import math
 
-from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
+from lightning.fabric.utilities.logger import _flatten_dict
 from lightning.pytorch.loggers import TensorBoardLogger
 
+from lightning_runs.checkpoints.init_from import InitFrom
 from lightning_runs.configs import test_metric
+from lightning_runs.loggers.run_folder import parameters
 from lightning_runs.private import tensorboard_file_writer
 
 
+def score_tag(metric: str) -> str:
+    return f"hp/{metric.replace('/', '_')}"  # TensorBoard's HPARAMS table reads scalars of these names
+
+
 def score_tags(monitor: str | None) -> list[str]:
-    if not monitor:
-        return []
     test = test_metric(monitor)
-    return [f"hp/best_{monitor.replace('/', '_')}"] + ([f"hp/{test.replace('/', '_')}"] if test else [])
-
-
-def parameters(params) -> dict:
-    """A run's parameters without LightningCLI's own keys (`_instantiator`, `_class_path`), as plain values: a tuple
-    (an input shape) is a list, which every logger and `yaml.safe_load` of hparams.yaml read; anything else not JSON,
-    its text."""
-    plain = json.loads(json.dumps(_convert_params(params), default=str))
-    return {k: v for k, v in plain.items() if not k.startswith("_")}
+    return ([score_tag(f"best_{monitor}")] if monitor else []) + ([score_tag(test)] if test else [])
 
 
 def log_parameters(trainer, pl_module) -> None:
@@ -37,8 +32,6 @@ def log_parameters(trainer, pl_module) -> None:
         "accumulate_grad_batches": trainer.accumulate_grad_batches, "gradient_clip_val": trainer.gradient_clip_val,
     }}  # fmt: skip
     # Where a fine-tuned run started (InitFrom), beside its settings: compared in TensorBoard's HPARAMS table.
-    from lightning_runs.checkpoints.init_from import InitFrom
-
     started = [{"init_from": str(c.path), "freeze": c.freeze} for c in trainer.callbacks if isinstance(c, InitFrom)]
     settings |= started[0] if started else {}
     for logger in trainer.loggers:

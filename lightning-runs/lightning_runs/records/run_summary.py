@@ -17,14 +17,13 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.data import extract_batch_size
 
-from lightning_runs.checkpoints.last_checkpoint import LastCheckpoint
+from lightning_runs.checkpoints.last_checkpoint import LastCheckpoint, ran_to_its_end
 from lightning_runs.configs import config_hash
 from lightning_runs.errors import NO_SPACE, Stopped, Terminated
-from lightning_runs.faults.checkpoint_on_signal import ran_to_its_end
 from lightning_runs.processes import this_process
 from lightning_runs.records import provenance
-from lightning_runs.records.hparams import log_parameters, log_scores
-from lightning_runs.run_folders import free_path, read_run_data, run_folder, write_json
+from lightning_runs.records.hparams import log_parameters, log_scores, score_tag
+from lightning_runs.run_folders import free_path, read_run_data, read_summary, run_folder, write_json
 
 
 class RunSummary(Callback):
@@ -73,7 +72,7 @@ class RunSummary(Callback):
         self._write(trainer, self._fit("completed", trainer))
         best = _best(trainer)
         if best is not None and best.best_model_score is not None:
-            log_scores(trainer, {f"hp/best_{best.monitor.replace('/', '_')}": best.best_model_score})
+            log_scores(trainer, {score_tag(f"best_{best.monitor}"): best.best_model_score})
 
     def on_validation_end(self, trainer, pl_module) -> None:
         if trainer.state.fn == "validate":
@@ -154,8 +153,8 @@ class RunSummary(Callback):
         fitted = (summary.get("config") or {}).get("data")
         if stage == "test" and status == "completed" and _same_data(fitted, data):
             summary["metrics"].update(metrics)
-            log_scores(trainer, {f"hp/{k.replace('/', '_')}": v for k, v in trainer.callback_metrics.items()
-                                 if k.startswith("test")})  # fmt: skip
+            tested = trainer.callback_metrics.items()
+            log_scores(trainer, {score_tag(k): v for k, v in tested if k.startswith("test")})
         self._write(trainer, summary)
 
     def _path(self, trainer) -> Path | None:
@@ -168,8 +167,8 @@ class RunSummary(Callback):
         path = self._path(trainer)
         if path is None or not path.is_file():
             return None
-        with contextlib.suppress(OSError, ValueError):  # a device, a folder, too large, not JSON
-            summary = read_run_data(path)
+        with contextlib.suppress(OSError, ValueError):  # a device, a folder, too large, not JSON, fields mistyped
+            summary = read_summary(path)
             if isinstance(summary.get("evaluations"), list) and isinstance(summary.get("metrics"), dict):
                 return summary
         kept = free_path(path.with_name(f"{path.stem}.unreadable{path.suffix}"))

@@ -4,18 +4,15 @@ and the signal that stopped it, which stops the worker."""
 
 import json
 import math
-import os
-import shlex
 import statistics
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 import optuna
 
-from lightning_runs.console import program
 from lightning_runs.errors import UsageError
 from lightning_runs.private import trial_id
-from lightning_runs.processes import run_processes, stop_signal
 from lightning_runs.sweeps import storage, workers
 from lightning_runs.sweeps import trial as trials
 from lightning_runs.sweeps.space import suggest
@@ -25,16 +22,11 @@ from lightning_runs.sweeps.space import suggest
 class TrialFits:
     study: optuna.Study
     space: dict[str, optuna.distributions.BaseDistribution]
-    python: list[str]  # `python -m <package>`, or `python <script>` for a project run as a script
-    configs: tuple[str, ...]
-    args: tuple[str, ...]
-    launcher: tuple[str, ...]
+    fits: Any  # tools.fits.Fits, which runs the trial's fit and shows its command (tools import sweeps, not back)
+    fixed: list[str]  # the configs and options of every trial, before the sampled values
     save_dir: str
-    url: str  # the storage, as the trials' processes open it
-    metric: str
-    pruning: dict  # the MedianPruner's settings, rebuilt in the trial's process
+    reporting: dict  # ReportToTrial's arguments but the trial's: the storage as the trials open it, metric, pruner
     seed: int  # the sampler's, offset by each trial's number
-    threads: int | None  # the trial's OMP_NUM_THREADS
     folds: int | None = None  # cross-validated trials: K fits each, scored by the mean of their bests
     stopped: list[int] = field(default_factory=list)  # the signal that stopped a trial, which then stops the worker
     mine: list[int] = field(default_factory=list)  # the numbers of the trials this worker ran
@@ -60,9 +52,7 @@ class TrialFits:
         """One fit of the trial (one fold's, where the sweep cross-validates): its best reported value; NaN (failed)
         or None (pruned) end the trial."""
         command = self.command(trial) + ([] if fold is None else [f"--data.folds={self.folds}", f"--data.fold={fold}"])
-        offset = (fold or 0) * trials.FOLD_STEPS
-        (code,), received = run_processes([[*self.launcher, *self.python, *command]], self.environment(trial, offset))
-        signum = received or stop_signal(code)
+        (code,), signum = self.fits.run([[*command, self.callback(trial, (fold or 0) * trials.FOLD_STEPS)]])
         # What the fit reported, read back from the storage (this worker's cache holds only finished trials).
         reported = next(t for t in self.study.get_trials(deepcopy=False) if t.number == trial.number)
         last_fold = fold is None or fold == self.folds - 1
@@ -82,7 +72,7 @@ class TrialFits:
             raise optuna.TrialPruned(f"pruned after epoch {reported.user_attrs['pruned_at_epoch']}")
         values = [v for step, v in reported.intermediate_values.items() if step // trials.FOLD_STEPS == (fold or 0)]
         if not values:  # a fit that never validated
-            print(f"Trial {trial.number} failed: its fit reported no {self.metric}", file=sys.stderr)
+            print(f"Trial {trial.number} failed: its fit reported no {self.reporting['metric']}", file=sys.stderr)
             return math.nan
         return max(values) if self.study.direction == optuna.study.StudyDirection.MAXIMIZE else min(values)
 
@@ -93,7 +83,7 @@ class TrialFits:
         if self.stopped:
             raise KeyboardInterrupt
         if self.refused:
-            storage.discard_if_only(study, self.mine, self.url)
+            storage.discard_if_only(study, self.mine, self.reporting["storage"])
             raise UsageError(self.refused)
 
     def stop(self, signum, frame) -> None:
@@ -106,15 +96,14 @@ class TrialFits:
         sweep's folder."""
         sampled = [f"--{option}={suggest(trial, option, values)}" for option, values in self.space.items()]
         place = [f"--name={self.study.study_name}", f"--trainer.logger.init_args.save_dir={self.save_dir}"]
-        # The same network every trial: its summary table once per trial is noise (args may turn it back on).
-        command = ["fit", *(f"--config={config}" for config in self.configs), "--trainer.enable_model_summary=false"]
-        command += [*self.args, *sampled, *place]
-        print(f"Trial {trial.number}: {shlex.join([*self.launcher, *program().split(), *command])}", flush=True)
+        command = ["fit", *self.fixed, *sampled, *place]
+        print(f"Trial {trial.number}: {self.fits.shown(command)}", flush=True)
         return command
 
-    def environment(self, trial: optuna.Trial, offset: int = 0) -> dict[str, str]:
-        """This worker's, with where the fit reports its metric to (trial.py) and its threads."""
-        reporting = {"storage": self.url, "study": self.study.study_name, "trial_id": trial_id(trial), "offset": offset}
-        reporting |= {"metric": self.metric, "pruner": self.pruning}
-        threads = {"OMP_NUM_THREADS": str(self.threads)} if self.threads else {}
-        return {**os.environ, trials.VARIABLE: json.dumps(reporting), **threads}
+    def callback(self, trial: optuna.Trial, offset: int) -> str:
+        """The fit's callback that reports to the trial (trial.py), added as any callback is."""
+        # The storage through the environment (trial.STORAGE): a server's URL may hold its password, never in a config.
+        reporting = {k: v for k, v in self.reporting.items() if k != "storage"}
+        reporting |= {"study": self.study.study_name, "trial_id": trial_id(trial), "offset": offset}
+        callback = {"class_path": "lightning_runs.sweeps.trial.ReportToTrial", "init_args": reporting}
+        return f"--trainer.callbacks+={json.dumps(callback)}"

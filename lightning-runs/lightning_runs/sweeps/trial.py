@@ -2,12 +2,12 @@
 launcher such as torchrun, if one is given) and waits for it; the fit reports each validation to its trial in the
 study's storage and stops when the trial is pruned.
 
-The worker hands the trial to the fit in one environment variable: the variable survives every launcher (torchrun,
-srun, Lightning's own re-execution of the command for its other ranks), where an option would have to be threaded
-through each. Optuna is imported only where that variable is set: it stays an optional extra of the library.
+The worker adds ReportToTrial to the fit's command line (`--trainer.callbacks+=`), as any callback is added: the
+command line survives every launcher (torchrun, srun, Lightning's own re-execution of the command for its other
+ranks), and the CLI knows nothing of sweeps. Optuna is imported only when a trial's fit starts: it stays an optional
+extra of the library.
 """
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -17,12 +17,10 @@ from lightning.pytorch.callbacks import Callback
 from lightning_runs.errors import TrialRefusal
 from lightning_runs.run_folders import read_run_data, run_folder
 
-# JSON: {"storage": URL or journal file, "study": name, "trial_id": id, "metric": name, "pruner": MedianPruner's
-# arguments}
-VARIABLE = "LIGHTNING_RUNS_TRIAL"
 # A cross-validated trial's fold k reports epoch e as step k * FOLD_STEPS + e: the pruner compares each fold with the
 # same fold of other trials, and no fit runs this many epochs.
 FOLD_STEPS = 1_000_000
+STORAGE = "LIGHTNING_RUNS_SWEEP_STORAGE"  # the study's storage URL, for a trial's fit (ReportToTrial)
 # A SQLite file takes one writer at a time: a writer waits up to this long for its turn instead of failing with
 # "database is locked" (a trial's writes are a few rows an epoch).
 SQLITE_TIMEOUT_S = 60
@@ -47,28 +45,18 @@ def open_storage(url: str, **heartbeat):
 def repair_journal(path: Path, lock) -> None:
     """A journal whose last line a killed worker left partial would get the next record appended onto it, and the
     study be unreadable for good: it is cut back to its last whole record first, under Optuna's own lock, said once."""
-    if not path.is_file() or path.stat().st_size == 0:
+    if not path.is_file():
         return
-    with path.open("rb+") as journal:
-        journal.seek(-1, os.SEEK_END)
-        if journal.read(1) == b"\n":
-            return
     lock.acquire()
     try:
         with path.open("rb+") as journal:
             content = journal.read()
-            if content.endswith(b"\n"):
+            if not content or content.endswith(b"\n"):
                 return
             journal.truncate(content.rfind(b"\n") + 1)
         print(f"{path}: its last record was cut short (a worker stopped mid-write); removed it", file=sys.stderr)
     finally:
         lock.release()
-
-
-def callbacks_from_environment() -> list[Callback]:
-    """What a fit started by a sweep worker adds to its Trainer; nothing for any other fit."""
-    given = os.environ.get(VARIABLE)
-    return [ReportToTrial(**json.loads(given))] if given else []
 
 
 class ReportToTrial(Callback):
@@ -78,8 +66,11 @@ class ReportToTrial(Callback):
     no `metric` is refused (TrialRefusal, user attr "refused"): its worker says the line once as it stops the sweep,
     since every trial would do the same."""
 
-    def __init__(self, storage: str, study: str, trial_id: int, metric: str, pruner: dict, offset: int = 0) -> None:
-        self.storage, self.study, self.trial_id, self.metric, self.pruner = storage, study, trial_id, metric, pruner
+    def __init__(
+        self, study: str, trial_id: int, metric: str, pruner: dict, offset: int = 0, storage: str | None = None
+    ) -> None:
+        self.storage = storage or os.environ.get(STORAGE, "")  # the worker's, unless given
+        self.study, self.trial_id, self.metric, self.pruner = study, trial_id, metric, pruner
         self.offset = offset  # a fold's steps (FOLD_STEPS)
         self._trial = None
 
@@ -93,6 +84,8 @@ class ReportToTrial(Callback):
             self._trial.set_user_attr("run", str(run_folder(trainer) or trainer.default_root_dir))
 
     def on_validation_end(self, trainer, pl_module) -> None:
+        if trainer.state.fn != "fit":  # `validate` of a trial's run, built from its config: nothing to report
+            return
         if trainer.sanity_checking and self.metric in trainer.callback_metrics:
             return
         if self.metric not in trainer.callback_metrics:

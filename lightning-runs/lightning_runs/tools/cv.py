@@ -8,22 +8,17 @@ test split's scores of each fold's best checkpoint; runs/<name>/cv-<study>/cv.js
 again continues: finished folds are kept, a stopped fold resumes from its last checkpoint.
 """
 
-import os
-import shlex
-import statistics
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from jsonargparse.typing import PositiveInt
 
-from lightning_runs.configs import differences
 from lightning_runs.configs import recipe as recipe_of
-from lightning_runs.console import program, say
+from lightning_runs.console import say
 from lightning_runs.errors import Failed, Stopped, UsageError
-from lightning_runs.processes import run_processes, stop_signal
-from lightning_runs.run_folders import check_folder_name, read_run_data, write_json
-from lightning_runs.tools.function_cli import fit_config, function_cli
+from lightning_runs.run_folders import read_run_data, write_json
+from lightning_runs.tools.fits import Fits, check_study, fit_config, same_recipe, table
+from lightning_runs.tools.function_cli import function_cli
 
 
 def cv(
@@ -44,7 +39,7 @@ def cv(
         folds: how many folds (at least 2): each validates on one, trains on the others
         study: this cross-validation's name, its folder runs/<name>/cv-<study>
         configs: the configs every fold stacks, in this order (none: the CLI's defaults)
-        args: options of `fit` for every fold, such as --model.lr=0.01
+        args: options of `fit` for every fold, such as [--model.lr=0.01]; any option not cv's goes here too
         test: also test each fold's best checkpoint on the test split
         workers: folds run at once (each a process of its own; its output then goes to fold_k.log)
         threads: OMP_NUM_THREADS of each fold, so that folds sharing a machine do not oversubscribe its cores
@@ -52,12 +47,9 @@ def cv(
         launcher: the command each fold's `python -m <package> fit ...` is started behind, such as
             [torchrun, --standalone, --nproc_per_node=2, --no-python] (default: none, one process)
     """
-    if folds < 2:
-        raise UsageError(f"--folds {folds}: cross-validation takes at least 2 folds")
-    check_folder_name("--study", study)
     recipe = (*(f"--config={config}" for config in configs), *args)
     resolved = fit_config(cli_main, recipe)
-    check_folds(resolved)
+    check_study(study, folds, resolved)
     best = (resolved.get("best_checkpoint") or {}).get("init_args") or {}
     if not best.get("monitor"):
         raise UsageError("the folds' best checkpoint monitors no metric (--best_checkpoint.monitor): cv scores by it")
@@ -65,18 +57,18 @@ def cv(
     root = save_dir / f"cv-{study}"
     runs = [root / f"fold_{k}" for k in range(folds)]
     commands = {k: _command(k, folds, recipe, study, save_dir, runs[k], test) for k in range(folds)}
-    _same_study(root, folds, resolved, begun=any((run / "summary.json").exists() for run in runs))
+    record = root / "study.json"  # until a fold has begun: a study whose every fold was refused begins again
+    begun = record.exists() and any((run / "summary.json").exists() for run in runs)
+    began = read_run_data(record, fix=f"move {root} away to start the study afresh") if begun else None
+    kept = same_recipe(began, folds, recipe_of(resolved), root)
     todo = {k: command for k, command in commands.items() if command is not None}
     say(f"cv {study}: {folds} folds of {resolved['name']} in {root}; {folds - len(todo)} finished, {len(todo)} to run")
     root.mkdir(parents=True, exist_ok=True)
-    package = cli_main.__module__.partition(".")[0]
-    python = [sys.executable, "-m", package] if package != "__main__" else [sys.executable, sys.argv[0]]
+    write_json(record, kept)
+    fits, order = Fits(cli_main, launcher, threads), list(todo)
     logs = [root / f"fold_{k}.log" for k in todo] if workers > 1 else None
     for k, command in todo.items():
-        shown = shlex.join([*launcher, *program().split(), *command])
-        say(f"fold {k}: {shown}" + (f" > {root / f'fold_{k}.log'}" if logs else ""))
-    env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
-    order = list(todo)
+        say(f"fold {k}: {fits.shown(command)}" + (f" > {root / f'fold_{k}.log'}" if logs else ""))
 
     def ended(i: int, code: int) -> None:
         if logs:
@@ -84,8 +76,7 @@ def cv(
         if code == 2:  # refused (its line is above): so would every fold be
             raise UsageError(f"fold {order[i]} was refused (its error is above); fix that and run the same command")
 
-    codes, signum = run_processes([[*launcher, *python, *todo[k]] for k in order], env, workers, logs, ended)
-    signum = signum or next(filter(None, map(stop_signal, codes)), None)
+    codes, signum = fits.run([todo[k] for k in order], workers, logs, ended)
     if signum is not None:
         raise Stopped(signum, "Interrupted: run the same command again; finished folds are kept, a stopped one resumes")
     result = _table(runs, best["monitor"], test)
@@ -96,33 +87,6 @@ def cv(
             f"folds {', '.join(map(str, failed))} failed (their errors are above); the same command reruns them"
         )
     return result
-
-
-def _same_study(root: Path, folds: int, resolved: dict, begun: bool) -> None:
-    """The study's recipe and fold count, recorded until a fold has begun (study.json); a continuation with another
-    recipe would keep the old folds' scores, and another fold count mix two splits: refused, naming what differs."""
-    path = root / "study.json"
-    if not begun or not path.exists():  # a study whose every fold was refused at its start begins again
-        return write_json(path, {"folds": folds, "recipe": recipe_of(resolved)})
-    began = read_run_data(path, fix=f"move {root} away to start the study afresh")
-    changed = [f"--folds {folds} (the study: {began.get('folds')})"] if began.get("folds") != folds else []
-    changed += differences(began.get("recipe") or {}, resolved, "the study")
-    if changed:
-        raise UsageError(
-            f"{'; '.join(changed[:4])}{f'; {len(changed) - 4} more' if len(changed) > 4 else ''}: {root} began with"
-            " another recipe; give another --study for this one, or the study's to continue it"
-        )
-
-
-def check_folds(resolved: dict) -> None:
-    """The DataModule takes the fold to validate on; else one line saying how."""
-    data = resolved.get("data") or {}
-    if not {"folds", "fold"} <= set(data.get("init_args") or {}):
-        raise UsageError(
-            f"--data {data.get('class_path')}: takes no folds and fold arguments; give its __init__ `folds: int | None"
-            " = None, fold: int = 0` and validate on fold `fold` of `folds` (python -m pydoc"
-            " lightning_runs.data.fold_indices)"
-        )
 
 
 def _command(k, folds, recipe, study, save_dir, run, test) -> list[str] | None:
@@ -153,26 +117,10 @@ def _table(runs: list[Path], monitor: str, test: bool) -> dict:
         tests = {key: value for key, value in summary.get("metrics", {}).items() if test and key.startswith("test")}
         score = (summary.get("best_checkpoint") or {}).get("score")
         rows.append({"fold": k, "run": str(run), "status": summary.get("status"), monitor: score, **tests})
-    columns = [monitor, *sorted({key for row in rows for key in row} - {"fold", "run", "status", monitor})]
-    summary = {}
-    for column in columns:
-        values = [row[column] for row in rows if isinstance(row.get(column), (int, float))]
-        if len(values) == len(rows):
-            summary[column] = {"mean": statistics.mean(values), "std": statistics.stdev(values)}
-    width = max(len(column) for column in columns)
-    print(f"{'fold':<6}{'  '.join(f'{c:>{width}}' for c in columns)}  run")
-    for row in rows:
-        cells = "  ".join(f"{_cell(row.get(c)):>{width}}" for c in columns)
-        print(f"{row['fold']:<6}{cells}  {row['run']}")
-    if summary:
-        means = "  ".join(f"{_cell(summary[c]['mean']) if c in summary else '':>{width}}" for c in columns)
-        stds = "  ".join(f"{_cell(summary[c]['std']) if c in summary else '':>{width}}" for c in columns)
-        print(f"{'mean':<6}{means}\n{'std':<6}{stds}  (sample standard deviation over {len(rows)} folds)")
+    tests = sorted({key for row in rows for key in row} - {"fold", "run", "status", monitor})
+    summary = table(rows, ["fold", monitor, *tests, "run"], ("mean", "std"))
+    print(f"std: the folds' spread (sample standard deviation over {len(rows)} folds)")
     return {"monitor": monitor, "folds": rows, "summary": summary}
-
-
-def _cell(value) -> str:
-    return f"{value:.4f}" if isinstance(value, (int, float)) else "-"
 
 
 def main(cli_main: Callable, args: list[str] | None = None) -> dict:

@@ -1,10 +1,9 @@
 """Every tool's entry: its function's parameters as options (jsonargparse's own), errors as one line."""
 
-import contextlib
-import io
+import inspect
+import sys
 from collections.abc import Callable
 
-import yaml
 from jsonargparse import ActionConfigFile, ArgumentError, ArgumentParser, set_parsing_settings
 
 from lightning_runs.cli.help import RunsHelpFormatter
@@ -15,7 +14,10 @@ from lightning_runs.messages import condensed
 
 def function_cli(function: Callable, args: list[str] | None, **given):
     """jsonargparse's `auto_cli(function, args)`, with the parameters in `given` (the project's cli_main) passed as
-    they are instead of read from the command line."""
+    they are instead of read from the command line. A function with an `args` parameter (the tools that start fits:
+    cv, sweep, seeds) takes `fit`'s options as `fit` does: each option that is not the function's, with its value,
+    goes to `args` (`cv --folds 5 --model.lr 0.003`)."""
+    args, fit = _split(sys.argv[1:] if args is None else args, set(inspect.signature(function).parameters) - set(given))
     set_parsing_settings(import_path_denylist=[])  # jsonargparse's denylist enforced, as RunsCLI does
     tool = function.__module__.rpartition(".")[2]  # each tool is named for its module: `python -m my_exp export`
     parser = ArgumentParser(
@@ -29,18 +31,20 @@ def function_cli(function: Callable, args: list[str] | None, **given):
     except ArgumentError as error:
         raise UsageError(condensed(error, parser)) from None
     config.pop("config", None)
+    if fit:
+        config["args"] = [*config["args"], *fit]
     return function(**given, **config)
 
 
-def fit_config(cli_main: Callable, recipe: tuple[str, ...]) -> dict:
-    """The fit's config as the CLI resolves it, the run's name included (`fit --print_config` prints it and exits
-    before anything is built): what a tool that starts fits (sweep, cv) reads; a bad config or option is refused as
-    the fit would refuse it."""
-    printed = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(printed):
-            cli_main(["fit", *recipe, "--print_config"])
-    except SystemExit as exit:
-        if exit.code not in (0, None):  # a bad config or option: its error is already on stderr
-            raise
-    return yaml.safe_load(printed.getvalue()) or {}
+def _split(args: list[str], own: set[str]) -> tuple[list[str], list[str]]:
+    """(the function's options, fit's): an option is the function's by its first name (`--space.model.lr`: space); a
+    value given apart (`--model.lr 0.003`) goes with the option before it."""
+    if "args" not in own:
+        return args, []
+    own |= {"config", "print_config", "help"}
+    mine, fit, side = [], [], None
+    for arg in args:
+        if arg.startswith("--") or arg == "-h":
+            side = mine if arg == "-h" or arg[2:].partition("=")[0].partition(".")[0] in own else fit
+        (mine if side is None else side).append(arg)
+    return mine, fit

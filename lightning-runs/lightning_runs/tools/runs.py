@@ -5,12 +5,11 @@
 in each cell. `differs`: the settings of its recipe (configs.py) that are not the same in every listed run; `(dirty)`
 after a commit: tracked files differed from it; `env`: the uv.lock the environment was installed from (its hash), and
 `(differs)` where installed releases were not the lock's. A `running` run whose fit process is gone from this machine is
-`killed`. A summary that cannot be read, or whose fields the table reads have the wrong type, is one line on stderr;
-every other run is still listed. Linear in the number and size of the summaries; nothing here imports torch.
+`killed`. A summary that cannot be read, or whose fields have the wrong type (run_folders.read_summary), is one line
+on stderr; every other run is still listed. Linear in the number and size of the summaries; nothing here imports torch.
 """
 
 import json
-import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -20,16 +19,9 @@ from jsonargparse import auto_cli
 from lightning_runs.configs import recipe, test_metric
 from lightning_runs.console import duration, program
 from lightning_runs.processes import is_dead
-from lightning_runs.run_folders import RUNS, VERSION, Unreadable, read_run_data
+from lightning_runs.run_folders import RUNS, VERSION, Unreadable, get, read_summary
 
 COLUMNS = ("run", "status", "epochs", "best", "test", "wall", "config", "commit", "env", "differs")
-# The fields the table reads and the types it shows (a score is text where it was not finite: RunSummary's "nan").
-NUMBER, TEXT, OBJECT = (int, float, type(None)), (str, type(None)), (dict, type(None))
-FIELDS = dict.fromkeys(("config", "process", "git", "environment", "metrics", "best_checkpoint"), OBJECT)
-FIELDS |= dict.fromkeys(
-    ("started", "config_hash", "git.commit", "environment.lock_sha256", "best_checkpoint.monitor"), TEXT
-)
-FIELDS |= {"wall_time_s": NUMBER, "environment.differs": (list, type(None)), "best_checkpoint.score": (*NUMBER, str)}
 
 
 def list_runs(name: str | None = None, root: Path = Path(RUNS)) -> list[dict[str, str]]:
@@ -65,17 +57,11 @@ def list_runs(name: str | None = None, root: Path = Path(RUNS)) -> list[dict[str
 
 def _read(path: Path) -> tuple:
     """(sort key, row, monitor, recipe settings shown) of one summary, or the error that makes it unreadable."""
-    summary = read_run_data(path)
-    for field, kinds in FIELDS.items():
-        value = _get(summary, *field.split("."))
-        if not isinstance(value, kinds):
-            raise TypeError(f"its {field} has the wrong type ({type(value).__name__})")
-        if isinstance(value, float) and not math.isfinite(value) and kinds is NUMBER:
-            raise ValueError(f"its {field} is not a finite number ({value})")
+    summary = read_summary(path)
     status, process = str(summary.get("status", "-")), summary.get("process")
     if status == "running" and process is not None and is_dead(process):
         status = "killed"
-    monitor, test = _get(summary, "best_checkpoint", "monitor"), None
+    monitor, test = get(summary, "best_checkpoint", "monitor"), None
     if monitor is not None:
         test = (summary.get("metrics") or {}).get(_counterpart(monitor))
     git, environment = summary.get("git") or {}, summary.get("environment") or {}
@@ -83,7 +69,7 @@ def _read(path: Path) -> tuple:
         "run": str(path.parent),
         "status": status,
         "epochs": str(summary.get("epochs", "-")),
-        "best": _score(_get(summary, "best_checkpoint", "score")),
+        "best": _score(get(summary, "best_checkpoint", "score")),
         "test": _score(test),
         "wall": "-" if summary.get("wall_time_s") is None else duration(summary["wall_time_s"]),
         "config": (summary.get("config_hash") or "-")[:8],
@@ -112,12 +98,6 @@ def _ends(key: str) -> list[str]:
     """`model.network.lr` -> `lr`, `network.lr`, `model.network.lr`."""
     parts = key.split(".")
     return [".".join(parts[-n:]) for n in range(1, len(parts) + 1)]
-
-
-def _get(summary: dict, *keys):
-    for key in keys:
-        summary = summary.get(key) if isinstance(summary, dict) else None
-    return summary
 
 
 def _counterpart(monitor: str) -> str:

@@ -14,11 +14,11 @@ import os
 import types
 import typing
 from collections.abc import Callable
-from importlib import import_module
 
 from jsonargparse import ArgumentParser, Namespace, capture_parser
 
 from lightning_runs.console import program
+from lightning_runs.messages import class_parser
 from lightning_runs.private import subcommand_parser, typed_options
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -86,15 +86,12 @@ def type_schema(hint, default=None) -> dict:
 def default_class_schema(class_path: str) -> dict:
     """A class chosen by class path, this one by default: its name or path, its arguments (beside class_path or in
     init_args), or another class path, whose arguments the parser checks."""
-    module, _, name = class_path.rpartition(".")
-    parser = ArgumentParser()
-    try:
-        parser.add_class_arguments(getattr(import_module(module), name), fail_untyped=False)
-    except (ImportError, AttributeError, ValueError, TypeError):  # a class jsonargparse cannot read: no checks
+    parser = class_parser(class_path)
+    if parser is None:  # a class jsonargparse cannot read: no checks
         return ANYTHING
     own = options_schema(parser)
     del own["properties"]["$schema"]
-    named = {"enum": [class_path, name]}
+    named = {"enum": [class_path, class_path.rpartition(".")[2]]}
     spec = {"class_path": named, "init_args": own, "dict_kwargs": {"type": "object"}}
     default = {**own, "properties": {**own["properties"], **spec}}
     another = {"type": "string", "not": named}

@@ -5,7 +5,6 @@ Each seed sets the initialisation (`--seed_everything`) and, with `--data_seed <
 (`--data.<parameter>`: `seed` by default; null keeps the config's split). Each fit is a run of `--name` (seeds).
 """
 
-import statistics
 import time
 import warnings
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from typing import Literal
 from lightning_runs.errors import UsageError
 from lightning_runs.run_folders import RUNS, write_json
 from lightning_runs.tools.baselines import baselines as baseline_scores
+from lightning_runs.tools.fits import table
 from lightning_runs.tools.function_cli import function_cli
 
 
@@ -33,7 +33,7 @@ def evaluate_seeds(
     Args:
         configs: the configs each fit stacks, in order (none: the CLI's defaults)
         seeds: one fit and one test each: the initialisation (--seed_everything) and the split (--data_seed)
-        args: more `fit` options for every seed, such as [--trainer.max_epochs=5]
+        args: more `fit` options for every seed, such as [--trainer.max_epochs=5]; any option not seeds' goes here too
         name: the runs' name, runs/<name>/version_N, and the table's default file name
         output: the JSON file of the table (default runs/<name>.json)
         data_seed: the DataModule's parameter that seeds its split, set to each seed (null: the config's split)
@@ -66,16 +66,9 @@ def evaluate_seeds(
             row |= baseline_scores(baselines, fit.datamodule.train_dataloader(), fit.datamodule.test_dataloader())
         rows.append(row)
     scores = [k for k in rows[0] if k not in ("seed", "checkpoint") and all(k in row for row in rows)]
-    summary = {k: {"mean": statistics.mean(v := [row[k] for row in rows]), "median": statistics.median(v),
-                   "std": statistics.stdev(v) if len(v) > 1 else 0.0} for k in scores}  # fmt: skip
+    print()
     result = {"configs": [str(p) for p in configs], "args": args, "data_seed": data_seed, "seeds": rows}
-    result["summary"] = summary
-    print("\n" + " | ".join(["seed", *scores]))
-    for row in rows:
-        cells = (f"{row[k]:.4f}" if isinstance(row[k], float) else str(row[k]) for k in scores)
-        print(" | ".join([str(row["seed"]), *cells]))
-    for stat in ("mean", "median", "std"):
-        print(" | ".join([stat, *(f"{summary[k][stat]:.4f}" for k in scores)]))
+    result["summary"] = table(rows, ["seed", *scores], ("mean", "median", "std"))
     if not any(k.startswith("test") for k in scores):
         print("the model's test logged no metric (or it has no test_step): the table has no test score to spread")
     write_json(output, result)

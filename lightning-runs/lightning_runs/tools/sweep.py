@@ -26,15 +26,16 @@ import optuna
 from jsonargparse.typing import NonNegativeInt, PositiveInt
 from optuna.trial import TrialState
 
-from lightning_runs import configs, errors
+from lightning_runs import errors
+from lightning_runs.configs import recipe as recipe_of
 from lightning_runs.errors import Failed, Stopped, UsageError
-from lightning_runs.run_folders import check_folder_name
 from lightning_runs.sweeps import storage as studies
 from lightning_runs.sweeps.objective import TrialFits
 from lightning_runs.sweeps.space import corners, search_space
+from lightning_runs.sweeps.trial import STORAGE
 from lightning_runs.sweeps.turns import Turn
-from lightning_runs.tools.cv import check_folds
-from lightning_runs.tools.function_cli import fit_config, function_cli
+from lightning_runs.tools.fits import Fits, check_study, fit_config, same_recipe
+from lightning_runs.tools.function_cli import function_cli
 
 STUDY_RECIPE = "recipe"  # the study's user attribute holding the recipe it began with
 DIRECTIONS = {"max": "maximize", "min": "minimize"}  # a checkpoint's mode -> a study's direction
@@ -93,21 +94,15 @@ def sweep(
             `metric`, each fold a fit of its own (`--data.folds K --data.fold k`, as `cv` runs them); a trial is
             pruned on any fold that trails the other trials' same fold
     """
-    check_folder_name("--study", study)  # a file and a run name in save_dir
-    if folds is not None and folds < 2:
-        raise UsageError(f"--folds {folds}: cross-validation takes at least 2 folds")
     if grace_period <= heartbeat_interval:
         raise UsageError(f"--grace_period {grace_period}: must exceed --heartbeat_interval {heartbeat_interval}")
     space = search_space(space)  # each option's Optuna distribution
     # Parsed as every trial's fit will be, at each end of each range and each choice: a misspelt option or a value the
     # fit refuses (a smoothing of 5, a batch size of "abc") is refused before any trial.
-    first, *others = corners(space)
     recipe = tuple(f"--config={config}" for config in configs)
-    resolved = fit_config(cli_main, (*recipe, *args, *first))  # the trials' config, their best checkpoint with it
-    for corner in others:
-        fit_config(cli_main, (*recipe, *args, *corner))
-    if folds is not None:
-        check_folds(resolved)
+    # The first: the trials' config, their best checkpoint with it.
+    resolved, *_ = [fit_config(cli_main, (*recipe, *args, *corner)) for corner in corners(space)]
+    check_study(study, folds, resolved)  # a file and a run name in save_dir; folds the DataModule takes
     metric, direction = scored_by(resolved, metric, direction)
     Path(save_dir).mkdir(parents=True, exist_ok=True)
     url = _url(storage, Path(save_dir), study)
@@ -118,16 +113,19 @@ def sweep(
         turn = Turn(url, study, save_dir)
         optuna_study = studies.open_study(url, study, direction, turn, heartbeat_interval, grace_period)
     studies.keep_scoring(optuna_study, metric, direction, shown)  # before any trial: a study scores one way
-    _keep_recipe(optuna_study, resolved, space, folds, shown)
     finished = studies.counts(optuna_study)[0]
+    # The recipe the trials vary (the searched settings left out), kept from the study's first finished trial on.
+    varied = {k: v for k, v in recipe_of(resolved).items() if k not in space}
+    began = optuna_study.user_attrs.get(STUDY_RECIPE) if finished else None
+    optuna_study.set_user_attr(STUDY_RECIPE, same_recipe(began, folds, varied, f"the study in {shown}"))
     print(f"Study {study!r} in {shown}: {finished} of {n_trials} trials finished", flush=True)
-    package = cli_main.__module__.partition(".")[0]
-    # `python -m <package>`, as the user starts it; a project run as a script (`python train.py`) is started that way.
-    python = [sys.executable, "-m", package] if package != "__main__" else [sys.executable, sys.argv[0]]
-    pruning = {"n_startup_trials": pruning_startup_trials, "n_warmup_steps": pruning_warmup_epochs}
-    objective = TrialFits(
-        optuna_study, space, python, configs, args, launcher, save_dir, url, metric, pruning, seed, threads, folds
-    )
+    pruner = {"n_startup_trials": pruning_startup_trials, "n_warmup_steps": pruning_warmup_epochs}
+    reporting = {"storage": url, "metric": metric, "pruner": pruner}
+    fits = Fits(cli_main, launcher, threads)
+    fits.env[STORAGE] = url  # the trials' ReportToTrial opens it
+    # The same network every trial: its summary table once per trial is noise (args may turn it back on).
+    fixed = [*recipe, "--trainer.enable_model_summary=false", *args]
+    objective = TrialFits(optuna_study, space, fits, fixed, save_dir, reporting, seed, folds)
     previous = signal.signal(signal.SIGTERM, objective.stop)  # Ctrl-C raises KeyboardInterrupt by itself
     try:
         journal_grace = grace_period if "://" not in url else None  # a journal has no heartbeat: workers.py
@@ -160,23 +158,6 @@ def scored_by(resolved: dict, metric: str | None, direction: str | None) -> tupl
             f" trials' best checkpoint monitors, and that is {watched}"
         )
     return metric, direction or DIRECTIONS[mode]
-
-
-def _keep_recipe(study, resolved: dict, distributions: dict, folds: int | None, where: str) -> None:
-    """A study keeps, in a user attribute, the recipe its trials vary (the searched settings left out) and its folds,
-    from its first finished trial on: a continuation with another is refused before any trial, as its trials' scores
-    would not compare."""
-    current = {"folds": folds, "recipe": {k: v for k, v in configs.recipe(resolved).items() if k not in distributions}}
-    began = study.user_attrs.get(STUDY_RECIPE)
-    if began is None or studies.counts(study)[0] == 0:  # no trial finished (every one failed): it begins again
-        return study.set_user_attr(STUDY_RECIPE, current)
-    changed = [f"--folds {folds} (the study: {began.get('folds')})"] if began.get("folds") != folds else []
-    changed += configs.differences(began.get("recipe") or {}, current["recipe"], "the study")
-    if changed:
-        raise UsageError(
-            f"{'; '.join(changed[:4])}{f'; {len(changed) - 4} more' if len(changed) > 4 else ''}: the study in {where}"
-            " began with another recipe; start a new --study for this one, or give the study's to continue it"
-        )
 
 
 def _url(storage: str | None, save_dir: Path, study: str) -> str:

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import unittest.mock
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -84,8 +85,8 @@ def verify(cli_main: Callable, args: list[str]) -> list[tuple[str, str]]:
             if resumed.returncode != 0:
                 rows[name] = f"the resume failed (exit {resumed.returncode}): {_last(resumed)}"
                 return
-            a, b = (_plain(read_checkpoint(p), str(p.parents[3])) for p in (whole, last_checkpoint(Path(tmp, place))))
-            rows[name] = _verdict(batch, dict(_leaves(a)), dict(_leaves(b)))
+            ends = (whole, last_checkpoint(Path(tmp, place)))
+            rows[name] = _verdict(batch, *(dict(_leaves(read_checkpoint(p), str(p.parents[3]))) for p in ends))
 
         def evaluate(stage: str, checkpoint: Path) -> str:  # here too, one after another: they share the run
             command = [stage, f"--ckpt_path={checkpoint}", *(["--quiet"] if stage != "export" else [])]
@@ -127,14 +128,9 @@ def verify(cli_main: Callable, args: list[str]) -> list[tuple[str, str]]:
     return table
 
 
-@contextlib.contextmanager
 def argv(command: list[str]):
     """sys.argv as the command's: Lightning's DDP launcher starts the other ranks with it (not `verify` again)."""
-    before, sys.argv = sys.argv, [sys.argv[0], *command]
-    try:
-        yield
-    finally:
-        sys.argv = before
+    return unittest.mock.patch.object(sys, "argv", [sys.argv[0], *command])
 
 
 def last_checkpoint(root: Path) -> Path:
@@ -150,26 +146,18 @@ def _last(done: subprocess.CompletedProcess) -> str:
     return lines[-1].strip() if lines else "(nothing on stderr)"
 
 
-def _plain(value, root: str):
-    """The checkpoint with its runs root left out of every string: runs in two folders name their own files."""
-    if isinstance(value, dict):
-        return {_plain(k, root): _plain(v, root) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v, root) for v in value]
-    return value.replace(root, "<runs>") if isinstance(value, str) else value
-
-
-def _leaves(value, key: str = ""):
-    """(path, value) of every tensor and value: `state_dict/net.0.weight`, `callbacks/RandomState/torch`."""
+def _leaves(value, root: str, key: str = ""):
+    """(path, value) of every tensor and value (`state_dict/net.0.weight`, `callbacks/RandomState/torch`), the runs
+    root left out of every name and string: runs in two folders name their own files."""
     if isinstance(value, dict):
         for k, v in value.items():
-            yield from _leaves(v, f"{key}/{k}" if key else str(k))
-    elif isinstance(value, list):
-        yield key, len(value)
+            yield from _leaves(v, root, f"{key}/{k}" if key else str(k))
+    elif isinstance(value, list | tuple):
+        yield key.replace(root, "<runs>"), len(value)
         for i, v in enumerate(value):
-            yield from _leaves(v, f"{key}/{i}")
+            yield from _leaves(v, root, f"{key}/{i}")
     else:
-        yield key, value
+        yield key.replace(root, "<runs>"), value.replace(root, "<runs>") if isinstance(value, str) else value
 
 
 def _same(a, b) -> bool:
