@@ -57,6 +57,13 @@ def test_a_turn_is_one_workers_at_a_time_and_given_back_by_its_holder(tmp_path):
     first, second = Turn("study.journal", "s", tmp_path), Turn("study.journal", "s", tmp_path)
     first.take()
     first.take()  # taken twice by its holder: still one turn, given back once
+    assert_taken_in_turn(first, second)
+    second.give()
+    second.give()  # giving back a turn not held does nothing
+
+
+def assert_taken_in_turn(first: Turn, second: Turn) -> None:
+    """`second.take()` waits while `first` holds the turn, and takes it once `first` gives it back."""
     taken = threading.Event()
     waiting = threading.Thread(target=lambda: (second.take(), taken.set()))
     waiting.start()
@@ -65,9 +72,8 @@ def test_a_turn_is_one_workers_at_a_time_and_given_back_by_its_holder(tmp_path):
     first.give()
     assert taken.wait(10), "the turn given back did not reach the waiting worker"
     waiting.join()
-    second.give()
-    second.give()  # giving back a turn not held does nothing
 
 
 def journal() -> optuna.storages.JournalStorage:
+    """The study's journal as one more worker opens it (each JournalStorage is a worker of its own to Optuna)."""
     return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend("study.journal"))
