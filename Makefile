@@ -121,7 +121,7 @@ test-slow: install ## the slow end-to-end tests only: full fits, DDP, kill -9 re
 test-all: install ## the whole suite, slow tests included: what .ci/run runs, as make test then make test-slow
 	$(PYTEST) $(ARGS)
 
-lint: install ## the pre-commit hooks over every tracked file: ruff check, ruff format --check, notebooks clean
+lint: install ## the pre-commit hooks over every tracked file: ruff check, ruff format --check, ty check, notebooks clean
 	$(VENV)/bin/pre-commit run --all-files
 
 # Every release uv.lock pins (each extra and group, both platforms), less this project and the library (not on PyPI),

@@ -16,7 +16,7 @@ def random_affine(images: torch.Tensor, degrees: float, shift: float) -> torch.T
     planes = images.unsqueeze(1) if images.ndim == 3 else images  # (N, C, H, W)
     n, channels, height, width = planes.shape
     # In the images' dtype, not the default one: under --trainer.precision 64 the default is float64.
-    like = {"device": images.device, "dtype": images.dtype}
+    like: dict = {"device": images.device, "dtype": images.dtype}
     angle = (torch.rand(n, **like) * 2 - 1) * math.radians(degrees)
     # affine_grid works in [-1, 1] coordinates: one pixel is 2 / size.
     pixel = torch.tensor([2 / width, 2 / height], **like)

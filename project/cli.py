@@ -2,9 +2,9 @@
 `python -m project {export,runs,sweep,seeds,cv,schema,completion,verify}`.
 
 The recipe is the defaults of the signatures (networks.py, model.py, data.py) and below, each with its reason:
-`python -m project fit` trains exactly what `make train` trains. The machinery (run folders, exact resume, clean stops,
-summaries, the tools) is the lightning-runs library: each of its parts is an option group (`--best_checkpoint.monitor`,
-`--figures.every_n_epochs`), switched off with `null`.
+`python -m project fit` trains exactly what `make train` trains. The machinery (run folders, exact resume,
+clean stops, summaries, the tools) is the lightning-runs library: each of its parts is an option group
+(`--best_checkpoint.monitor`, `--figures.every_n_epochs`), switched off with `null`.
 """
 
 from collections.abc import Sequence
@@ -19,7 +19,7 @@ from project.model import DigitsClassifier
 TRAINER_DEFAULTS = {
     "accelerator": "cpu",  # 1,797 images of 8x8: on a GPU, kernel launches cost more than the arithmetic
     "devices": 1,
-    # The cosine schedule's length: 36 cross-validation errors vs 50 at 30 epochs (channels (32, 64), docs/results.md).
+    # Epochs the cosine spans: 36 cross-validation errors vs 50 at 30 (channels 32, 64; docs/results.md).
     "max_epochs": 50,
     "log_every_n_steps": 1,  # 22 steps an epoch: Lightning's default of 50 would log no training step at all
 }

@@ -15,6 +15,7 @@ from typing import Literal
 import lightning as L
 import torch
 from jsonargparse.typing import OpenUnitInterval, PositiveInt, restricted_number_type
+from lightning.pytorch.utilities import AttributeDict
 
 from lightning_runs.console import say
 from lightning_runs.data import Batch, ShardSampler, TensorBatches, fold_indices, on_device, split_indices
@@ -32,13 +33,15 @@ NonNegativeFinite = restricted_number_type("NonNegativeFinite", float, [(">=", 0
 SampleKind = Literal["image", "signal", "table"]
 # What a sample of each rank is taken for, unless the DataModule says otherwise: a signal is (L,) or (C, L) too, so
 # signals are declared (FileDataModule's `kind`, or a subclass's `sample_kind`).
-KIND_BY_RANK = {1: "table", 2: "image", 3: "image"}
+KIND_BY_RANK: dict[int, SampleKind] = {1: "table", 2: "image", 3: "image"}
 # The sample axis that holds channels, per kind and rank: statistics are per channel there, per feature in a table.
 CHANNEL_AXIS = {("image", 3): 0, ("signal", 2): 0}
 
 
 class ArrayDataModule(L.LightningDataModule, ABC):
     """Any labelled samples that fit in memory; a subclass says how to `load()` them and their `num_classes`."""
+
+    hparams: AttributeDict  # Lightning types it `AttributeDict | MutableMapping`; save_hyperparameters makes the first
 
     def __init__(
         self,
@@ -47,13 +50,13 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         test_fraction: OpenUnitInterval = 0.1,
         seed: Seed = 0,
         # Per-sample rotation (degrees) and shift (pixels) of images while training: 25 cross-validation errors vs
-        # 40 without, and vs 32 for (10, 1) or 62 for (15, 1.5) (docs/results.md). 0 and 0 turn it off; samples
-        # that are not images are never augmented.
+        # 40 without, and vs 32 for (10, 1) or 62 for (15, 1.5) (docs/results.md). 0 and 0 turn it off;
+        # samples that are not images are never augmented.
         rotation: NonNegativeFinite = 5.0,
         shift: NonNegativeFinite = 0.5,
         predict_path: Path | None = None,
-        # Cross-validation (`python -m project cv --folds K` sets both): validate on fold `fold` of `folds` of the
-        # samples outside the test split, stratified by label; val_fraction is then unused.
+        # Cross-validation (`python -m project cv --folds K` sets both): validate on fold `fold` of `folds`
+        # of the samples outside the test split, stratified by label; val_fraction is then unused.
         folds: PositiveInt | None = None,
         fold: int = 0,
     ) -> None:
@@ -63,7 +66,7 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         if folds is not None and not 0 <= fold < folds > 1:
             raise ValueError(f"fold {fold} of {folds}: folds must be at least 2, and fold 0 to folds - 1")
         self.save_hyperparameters()
-        self.splits: dict[str, Batch] | None = None  # name -> (samples, labels), set in setup()
+        self.splits: dict[str, Batch] = {}  # name -> (samples, labels), set in setup()
         self.mean = self.std = None  # train-split statistics, broadcastable to one sample, set in setup()
         self._train_batches: TensorBatches | None = None
         self._resume_state: dict[str, int] | None = None
@@ -107,7 +110,7 @@ class ArrayDataModule(L.LightningDataModule, ABC):
             if self._predict_samples is None:
                 self._predict_samples = load_samples(self.hparams.predict_path, self.sample_shape)
             return  # a file to predict needs no dataset
-        if self.splits is None:  # fit then test in one process: the same split, loaded once
+        if not self.splits:  # fit then test in one process: the same split, loaded once
             samples, labels = self._loaded
             self.splits = {name: (samples[idx], labels[idx]) for name, idx in self.split(len(samples)).items()}
             self.mean, self.std = statistics(self.splits["train"][0], self.sample_kind)
@@ -155,7 +158,7 @@ class ArrayDataModule(L.LightningDataModule, ABC):
 
     def train_dataloader(self) -> TensorBatches:
         # `overfit_batches` means the same few batches every epoch; Lightning can only unshuffle a DataLoader.
-        overfitting = self.trainer is not None and self.trainer.overfit_batches > 0
+        overfitting = self.trainer is not None and self.trainer.overfit_batches > 0  # ty: ignore[missing-attribute]  # Lightning sets it outside Trainer (trainer/setup.py)
         self._train_batches = self._batches(self.splits["train"], shuffle=not overfitting, train=True)
         if self._resume_state is not None:
             self._train_batches.load_state_dict(self._resume_state)
@@ -176,8 +179,8 @@ class ArrayDataModule(L.LightningDataModule, ABC):
             state = {**state, "position": 0}
         return {"train_batches": state}
 
-    def load_state_dict(self, state: dict[str, dict[str, int]]) -> None:
-        self._resume_state = state.get("train_batches")
+    def load_state_dict(self, state_dict: dict[str, dict[str, int]]) -> None:
+        self._resume_state = state_dict.get("train_batches")
 
     def val_dataloader(self) -> TensorBatches:
         return self._batches(self.splits["val"])

@@ -79,8 +79,8 @@ def unreadable(path: str) -> str | None:
 
     try:
         with Image.open(path) as image:  # empty, not an image, a link to nowhere or in a loop, a folder
-            if getattr(image, "n_frames", 1) > 1:
-                return f"an animated {image.format}, {image.n_frames} frames"
+            if (frames := getattr(image, "n_frames", 1)) > 1:
+                return f"an animated {image.format}, {frames} frames"
             kind = image.format
             image.verify()  # a PNG's every chunk against its checksum
         if kind == "JPEG":
@@ -114,8 +114,8 @@ class ImageFiles(Dataset):
     def __len__(self) -> int:
         return len(self.paths)
 
-    def __getitem__(self, key: int | tuple[int, int]) -> tuple:
-        index, seed = key if isinstance(key, tuple) else (key, None)
+    def __getitem__(self, index: int | tuple[int, int]) -> tuple:
+        index, seed = index if isinstance(index, tuple) else (index, None)
         path = os.fsdecode(self.paths[index])
         try:
             image = decode_image(path, mode=self.mode)  # (C, H, W) uint8
@@ -145,16 +145,16 @@ class SeededDrawSampler(StatefulDistributedSampler):
         super().__init__(dataset, num_replicas=num_replicas, rank=rank, shuffle=True, seed=seed)
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
-        first = (self.seed * 1_000_003 + self.epoch) * len(self.dataset)  # a block of seeds per (seed, epoch)
+        first = (self.seed * 1_000_003 + self.epoch) * len(self.dataset)  # ty: ignore[invalid-argument-type]  # torch's Dataset declares no __len__; ImageFiles has one
         for index in super().__iter__():
             yield index, (first + index) % 2**63
 
     def state_dict(self) -> dict[str, int]:
         return {**super().state_dict(), "epoch": self.epoch}
 
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        super().load_state_dict(state)
-        self.epoch = state["epoch"]
+    def load_state_dict(self, state_dict: dict[str, int]) -> None:
+        super().load_state_dict(state_dict)
+        self.epoch = state_dict["epoch"]
 
 
 def stratified_split(labels: torch.Tensor, val: float, test: float, seed: int) -> dict[str, torch.Tensor]:
@@ -175,13 +175,13 @@ def channel_statistics(batches: Iterable) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-channel mean and standard deviation, (C, 1, 1) each, of every image of (N, C, H, W) batches, in one
     pass: float64 sums of the values and their squares (exact enough for values in [0, 1]), never more than a batch
     in memory. A constant channel gets a standard deviation of 1, so it is centred rather than divided by zero."""
-    total = squares = None
+    total = squares = torch.zeros((), dtype=torch.float64)
     count = 0
     try:
         for images, *_ in batches:
             values = images.double().transpose(0, 1).flatten(1)  # (C, N * H * W)
             sums, sum_squares = values.sum(1), values.square().sum(1)
-            total, squares = (sums, sum_squares) if total is None else (total + sums, squares + sum_squares)
+            total, squares = total + sums, squares + sum_squares
             count += values.shape[1]
     except ValueError as error:  # a worker's: "Caught ValueError in DataLoader worker ... Original Traceback ..."
         raise ValueError(str(error).strip().splitlines()[-1].removeprefix("ValueError: ")) from None

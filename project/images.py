@@ -10,11 +10,12 @@ import os
 import warnings
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 import lightning as L
 import numpy as np
 import torch
+from lightning.pytorch.utilities import AttributeDict
 from torch.utils.data import DataLoader
 from torchdata.stateful_dataloader import StatefulDataLoader
 from torchvision.io import ImageReadMode
@@ -33,8 +34,8 @@ from project.image_files import (
     stratified_split,
 )
 
-# Workers decode while the model trains. Measured on 2 cores (docs/performance.md, "Images on disk"): 2 workers
-# beat 0; more than 4 rarely pays for small images, and each is a process of its own.
+# Workers decode while the model trains. Measured on 2 cores (docs/performance.md, "Images on disk"):
+# 2 workers beat 0; more than 4 rarely pays for small images, and each is a process of its own.
 DEFAULT_WORKERS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
@@ -45,6 +46,7 @@ class ImageFolderDataModule(L.LightningDataModule):
     with the train split's `mean` and `std` ((C, 1, 1)), which its checkpoint keeps."""
 
     sample_kind = "image"
+    hparams: AttributeDict  # Lightning types it `AttributeDict | MutableMapping`; save_hyperparameters makes the first
 
     def __init__(
         self,
@@ -64,8 +66,8 @@ class ImageFolderDataModule(L.LightningDataModule):
         pin_memory: bool = True,  # only where the model trains on a CUDA device
         persistent_workers: bool = True,  # workers live across epochs instead of starting again each one
         predict_path: str | None = None,  # a folder of images (sorted by name) or one image, for `predict`
-        # Cross-validation (`python -m project cv --folds K` sets both): validate on fold `fold` of `folds` of the
-        # images outside the test split, stratified by class; val_fraction is then unused.
+        # Cross-validation (`python -m project cv --folds K` sets both): validate on fold `fold` of `folds`
+        # of the images outside the test split, stratified by class; val_fraction is then unused.
         folds: int | None = None,
         fold: int = 0,
     ) -> None:
@@ -86,7 +88,7 @@ class ImageFolderDataModule(L.LightningDataModule):
         # Plain ints in a list: loadable with torch.load(weights_only=True) and plain YAML in hparams.yaml.
         self.hparams.image_size = [int(size) for size in image_size]
         self.mean = self.std = None  # (C, 1, 1) train-split statistics, set by setup("fit")
-        self.splits: dict[str, torch.Tensor] | None = None  # name -> indices into the file list
+        self.splits: dict[str, torch.Tensor] = {}  # name -> indices into the file list
         self.predict_files: list[str] = []  # the files `predict` read, in the order of its outputs
         self._train_loader: StatefulDataLoader | None = None
         self._resume_state: dict | None = None
@@ -126,7 +128,7 @@ class ImageFolderDataModule(L.LightningDataModule):
     def _transform(self, train: bool) -> v2.Transform:
         # Resized while uint8 (torchvision's fast path), then scaled to float32 in [0, 1].
         size, min_crop = self.hparams.image_size, self.hparams.min_crop
-        steps = [v2.Resize(size, antialias=True)]
+        steps: list[v2.Transform] = [v2.Resize(size, antialias=True)]
         if train and min_crop < 1:
             steps = [v2.RandomResizedCrop(size, scale=(min_crop, 1.0), antialias=True)]
         if train and self.hparams.flip:
@@ -142,7 +144,7 @@ class ImageFolderDataModule(L.LightningDataModule):
                 raise UsageError(f"{path}: neither an image nor a folder of images ({', '.join(SUFFIXES)}) to predict")
             refuse_unreadable(self.predict_files)
             return
-        if self.splits is None:  # called twice (by the CLI, then by the Trainer), and fit then test: done once
+        if not self.splits:  # called twice (by the CLI, then by the Trainer), and fit then test: done once
             paths, labels, _ = self._listing
             refuse_unreadable(os.fsdecode(path) for path in paths)  # here, not in a worker mid-epoch
             labels, seed, folds = torch.from_numpy(labels), self.hparams.seed, self.hparams.folds
@@ -201,7 +203,7 @@ class ImageFolderDataModule(L.LightningDataModule):
         loader, trainer = self._train_loader, self.trainer
         if loader is None or trainer is None:
             return {}
-        epoch = loader.sampler.epoch
+        epoch = cast(SeededDrawSampler, loader.sampler).epoch
         # Batches this epoch's training has taken (Lightning's own count; the sampler's runs ahead by what the
         # workers prefetch). Saved after the last one (the epoch's end, or --trainer.limit_train_batches), the next
         # epoch starts at its first batch.
@@ -209,8 +211,8 @@ class ImageFolderDataModule(L.LightningDataModule):
             return {"epoch": epoch + 1}
         return {"epoch": epoch, "loader": loader.state_dict()}
 
-    def load_state_dict(self, state: dict) -> None:
-        self._resume_state = state or None
+    def load_state_dict(self, state_dict: dict) -> None:
+        self._resume_state = state_dict or None
 
     def val_dataloader(self) -> DataLoader:
         return self._loader(self._files(self.splits["val"]))

@@ -7,9 +7,10 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 from jsonargparse.typing import ClosedUnitInterval, PositiveInt, restricted_number_type
+from lightning.pytorch.utilities import AttributeDict
 from matplotlib.figure import Figure
 from torch import nn
-from torchmetrics import MeanMetric
+from torchmetrics import MeanMetric, Metric
 from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix
 
 from project.data import NonNegativeFinite
@@ -26,6 +27,10 @@ LearningRate = restricted_number_type("LearningRate", float, [(">", 0), ("<", ma
 
 
 class DigitsClassifier(L.LightningModule):
+    hparams: AttributeDict  # Lightning types it `AttributeDict | MutableMapping`; save_hyperparameters makes the first
+    metrics: dict[str, Metric]  # nn.ModuleDicts (below), which type each item as a Module
+    confusion: dict[str, Metric]
+
     def __init__(
         self,
         # A factory, not an instance: the class count and the sample shape come from the data (linked in cli.py),
@@ -60,27 +65,27 @@ class DigitsClassifier(L.LightningModule):
             ) from None
         # Train-split statistics, filled from the DataModule at fit start, one value per input element; buffers so
         # that a checkpoint alone turns raw inputs into the inputs the network was trained on.
-        self.register_buffer("input_mean", torch.zeros(input_shape))
-        self.register_buffer("input_std", torch.ones(input_shape))
+        self.input_mean = nn.Buffer(torch.zeros(input_shape))
+        self.input_std = nn.Buffer(torch.ones(input_shape))
         # Lightning's own attribute: a batch of two raw samples, for the model summary and for export.
         self.example_input_array = torch.zeros(2, *input_shape)
         # One metric object per stage; the loss is a per-sample mean over the whole split (and all ranks),
         # not a mean of batch means.
-        self.metrics = nn.ModuleDict(
+        self.metrics = nn.ModuleDict(  # ty: ignore[invalid-assignment]  # a ModuleDict: declared above
             {f"{stage}_acc": MulticlassAccuracy(num_classes, average="micro") for stage in STAGES}
         )
         self.metrics.update({f"{stage}_loss": MeanMetric() for stage in ("val", "test")})
         # What figures() draws (the library's Figures callback asks for them every N epochs): computed across ranks.
-        self.confusion = nn.ModuleDict({stage: MulticlassConfusionMatrix(num_classes) for stage in ("val", "test")})
+        self.confusion = nn.ModuleDict({stage: MulticlassConfusionMatrix(num_classes) for stage in ("val", "test")})  # ty: ignore[invalid-assignment]  # a ModuleDict: declared above
         self.misclassified = {stage: Misclassified() for stage in ("val", "test")}
 
     def setup(self, stage: str) -> None:
-        # The data's train-split `mean` and `std`, broadcastable to one sample (docs/contract.md); a DataModule
-        # without them leaves the inputs as they come.
-        datamodule = getattr(self.trainer, "datamodule", None)
-        if stage == "fit" and getattr(datamodule, "mean", None) is not None:
-            self.input_mean.copy_(torch.as_tensor(datamodule.mean).expand_as(self.input_mean))
-            self.input_std.copy_(torch.as_tensor(datamodule.std).expand_as(self.input_std))
+        # The data's train-split `mean` and `std`, broadcastable to one sample (docs/contract.md); a
+        # DataModule without them leaves the inputs as they come.
+        mean, std = (getattr(getattr(self.trainer, "datamodule", None), name, None) for name in ("mean", "std"))
+        if stage == "fit" and mean is not None:
+            self.input_mean.copy_(torch.as_tensor(mean).expand_as(self.input_mean))
+            self.input_std.copy_(torch.as_tensor(std).expand_as(self.input_std))
 
     def forward(self, samples: torch.Tensor) -> torch.Tensor:
         # samples: (N, *input_shape) raw values -> (N, num_classes) logits

@@ -59,7 +59,8 @@ class MLP(nn.Module):
         dropout: float = 0.1,
     ) -> None:
         super().__init__()
-        layers, width = [nn.Flatten()], math.prod(input_shape)  # (N, *input_shape) -> (N, prod(input_shape))
+        layers: list[nn.Module] = [nn.Flatten()]  # (N, *input_shape) -> (N, prod(input_shape))
+        width = math.prod(input_shape)
         for size in hidden:
             layers += [nn.Linear(width, size), nn.ReLU(), nn.Dropout(dropout)]
             width = size

@@ -223,6 +223,7 @@ def for_copy(relative: Path, text: str, template: str, commit: str) -> str:
     text, found = LIBRARY_LINE.subn(lambda _: f"{source}  # the template's: make update-template moves it", text)
     if found != 1:
         raise ValueError(f"pyproject.toml has no line {LIBRARY} = {{ path = ... }} in [tool.uv.sources], to pin")
+    text = re.sub(r"^extra-paths = .*\n", "", text, flags=re.MULTILINE)  # ty: the library's folder is not in a copy
     return re.sub(r"^testpaths = .*$", 'testpaths = ["tests"]', text, flags=re.MULTILINE)
 
 

@@ -16,8 +16,8 @@ ONE_EPOCH_TWO_BATCHES = ["--trainer.max_epochs=1", "--trainer.limit_train_batche
 
 
 def run(*args: str):
-    """`python -m project <args>` in this process, with the default config and no progress bars: what it prints,
-    and on failure SystemExit with its exit code."""
+    """`python -m project <args>` in this process, with the default config and no progress bars: what it
+    prints, and on failure SystemExit with its exit code."""
     subcommand, *rest = args
     return main(lambda: cli_main([subcommand, "--config", DEFAULT, *QUIET, *rest]))
 

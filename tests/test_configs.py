@@ -17,7 +17,7 @@ def test_there_is_a_default_config():
 
 @pytest.mark.parametrize("config", CONFIGS)
 def test_every_config_starts_with_its_command_and_that_command_parses(config, capsys):
-    first_line = (ROOT / config).read_text().splitlines()[0]  # `# python -m project fit --config ... --config ...`
+    first_line = (ROOT / config).read_text().splitlines()[0]  # `# python -m project fit --config ...`
     command = re.match(rf"# python -m {PACKAGE} (\w+)((?: --config \S+)+)", first_line)
     assert command and config in command[2].split(), first_line
     configs = [item for path in command[2].split()[1::2] for item in ("--config", str(ROOT / path))]

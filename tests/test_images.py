@@ -44,7 +44,7 @@ def prepared(root: Path, **kwargs) -> ImageFolderDataModule:
 def test_classes_and_sample_shape_are_known_before_setup(folder):
     datamodule = ImageFolderDataModule(str(folder), image_size=(16, 20))
     assert (datamodule.num_classes, datamodule.classes) == (3, ["class_0", "class_1", "class_2"])
-    assert datamodule.sample_shape == (3, 16, 20) and datamodule.splits is None
+    assert datamodule.sample_shape == (3, 16, 20) and not datamodule.splits
     assert ImageFolderDataModule(str(folder), channels=1).sample_shape == (1, 32, 32)
 
 

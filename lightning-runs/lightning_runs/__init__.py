@@ -15,7 +15,7 @@ TOOLS = ("export", "runs", "sweep", "seeds", "cv", "verify", "schema", "completi
 READERS = ("runs",)  # tools that only read files: they answer without importing torch, Lightning or the model
 
 
-def reader_tool(package: str, args: list[str] | None = None) -> bool:
+def reader_tool(package: str | None, args: list[str] | None = None) -> bool:
     """`python -m <package> runs ...` from the package's __main__.py, before it imports its cli.py: True if answered."""
     argv = sys.argv[1:] if args is None else list(args)
     if not argv or argv[0] not in READERS:
@@ -26,7 +26,7 @@ def reader_tool(package: str, args: list[str] | None = None) -> bool:
     return True
 
 
-def main(cli_main: Callable, package: str, args: list[str] | None = None):
+def main(cli_main: Callable, package: str | None, args: list[str] | None = None):
     """`python -m <package> <subcommand or tool> ...`: fit, validate, test and predict go to `cli_main`, each tool to
     `lightning_runs.tools.<name>.main(cli_main, args)`, imported only then (sweep needs Optuna)."""
     set_program(package)  # before anything prints: every message names `python -m <the owner's package>`

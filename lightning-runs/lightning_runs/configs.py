@@ -26,7 +26,7 @@ TEST_NAMES = {"val/": "test/", "val_": "test_", "valid_": "test_"}
 def test_metric(monitor: str | None) -> str | None:
     """`val/loss` -> `test/loss`; None for a metric that is not a validation one."""
     prefix = next((prefix for prefix in TEST_NAMES if (monitor or "").startswith(prefix)), None)
-    return None if prefix is None else TEST_NAMES[prefix] + monitor.removeprefix(prefix)
+    return None if prefix is None else TEST_NAMES[prefix] + (monitor or "").removeprefix(prefix)
 
 
 def option(name: str) -> str:

@@ -4,7 +4,7 @@ tells the user to type (`python -m <the owner's package>`)."""
 import logging
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 
 # Warnings that say nothing a user of this project can act on, each with its reason.
@@ -37,7 +37,7 @@ class _Dropped(logging.Filter):
 
 
 @contextmanager
-def library_noise_silenced() -> Iterator[None]:
+def library_noise_silenced() -> Generator[None, None, None]:
     """For one command: the filters come off afterwards, so they never pile up in a process running several."""
     loggers, dropped = [logging.getLogger(name) for name in RANK_ZERO_LOGGERS], _Dropped()
     with warnings.catch_warnings():
@@ -62,10 +62,10 @@ def is_quiet() -> bool:
     return logging.getLogger(LIGHTNING_LOGGERS[0]).getEffectiveLevel() > logging.INFO
 
 
-def set_program(package: str) -> None:
+def set_program(package: str | None) -> None:
     """`python -m <package>`, or `python <script>` for a LightningModule defined in a script run as `__main__`."""
     global _program
-    _program = f"python -m {package}" if package != "__main__" else f"python {sys.argv[0]}"
+    _program = f"python -m {package}" if package not in (None, "__main__") else f"python {sys.argv[0]}"
 
 
 def program() -> str:
@@ -77,7 +77,7 @@ def say(message: str) -> None:
     """One of the project's own lines: printed on rank zero, under --quiet too."""
     from lightning.pytorch.utilities import rank_zero_only
 
-    if rank_zero_only.rank == 0:
+    if rank_zero_only.rank == 0:  # ty: ignore[missing-attribute]  # Lightning sets it on the function at import
         print(message, flush=True)
 
 

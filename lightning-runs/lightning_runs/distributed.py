@@ -40,4 +40,4 @@ def launched_as_rank_zero() -> bool:
     `rank_zero_only.rank` comes from the launcher's variables (torchrun's RANK, SLURM_PROCID, LOCAL_RANK of
     Lightning's own children); Lightning's multi-node launch starts every node's first process with only NODE_RANK.
     """
-    return rank_zero_only.rank == 0 and os.environ.get("NODE_RANK", "0") == "0"
+    return rank_zero_only.rank == 0 and os.environ.get("NODE_RANK", "0") == "0"  # ty: ignore[missing-attribute]  # Lightning sets it on the function at import

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 T = TypeVar("T")
 # A refused launch is said by rank zero only; torchrun stops every rank once one has exited, so the others wait this
@@ -127,7 +127,7 @@ def main(command: Callable[[], T]) -> T:
         # Said here: a stop, and Lightning's exit after a Ctrl-C it caught; any other exit has said what it had to.
         if not isinstance(exit, Stopped) and not isinstance(exit.__context__, KeyboardInterrupt):
             raise
-        _exit(*said(exit))
+        _exit(*said(exit))  # ty: ignore[not-iterable]  # said answers every stop
     except BaseException as error:
         answer = said(error)
         if answer is None:
@@ -165,7 +165,7 @@ def _launched_other_rank() -> bool:
     return rank not in (None, "0") or lightnings
 
 
-def _exit(message: str, code: int) -> None:
+def _exit(message: str, code: int) -> NoReturn:
     if message:
         print(message, file=sys.stderr, flush=True)
     sys.exit(code)

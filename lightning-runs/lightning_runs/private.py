@@ -19,7 +19,7 @@ Also relied on, where no wrapper can stand (each in tests/test_private_apis.py):
 
 import logging
 import signal
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 
 
@@ -58,18 +58,18 @@ def skip_batches(trainer, count: int) -> None:
 
 
 @contextmanager
-def datamodules_described_plainly() -> Iterator[None]:
+def datamodules_described_plainly() -> Generator[None, None, None]:
     """LightningDataModule's `str()` calls every loader method to describe them (building datasets, drawing from the
     global RNG: a first run, before its data existed, then drew other samples than the next), and jsonargparse formats
     one into a debug line, eagerly, whenever a link's source attribute is missing (no sample_shape)."""
     from lightning.pytorch import LightningDataModule
 
     described = LightningDataModule.__str__
-    LightningDataModule.__str__ = object.__str__  # type: ignore[method-assign]
+    LightningDataModule.__str__ = object.__str__
     try:
         yield
     finally:
-        LightningDataModule.__str__ = described  # type: ignore[method-assign]
+        LightningDataModule.__str__ = described
 
 
 def unnumbered_logger(trainer):
@@ -148,7 +148,7 @@ def print_config_if_requested(parser, config) -> None:
 
 
 @contextmanager
-def guards_added() -> Iterator[list]:
+def guards_added() -> Generator[list, None, None]:
     """Yields a list that fills with (guard, frame) for each guard torch.export adds while tracing (`Eq(s0, 2)`: a size
     made a constant), the frame (traceback.FrameSummary, or None) the user's line that added it. Read from torch's own
     INFO record of it (symbolic_shapes' "[guard added]", whose SLoc argument holds the frame): no public API says which
@@ -157,12 +157,12 @@ def guards_added() -> Iterator[list]:
 
     class Guards(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            if "[guard added]" in str(record.msg) and len(record.args or ()) >= 3:
+            if "[guard added]" in str(record.msg) and isinstance(record.args, tuple) and len(record.args) >= 3:
                 frame = getattr(record.args[2], "framework_loc", None)
                 found.append((str(record.args[1]), frame if hasattr(frame, "lineno") else None))
 
     saved = logger.handlers, logger.level, logger.propagate
-    logger.handlers, logger.propagate = [Guards()], False  # torch's own handler would print them
+    logger.handlers, logger.propagate = [Guards()], False  # ty: ignore[invalid-assignment]  # torch's own handler would print them
     logger.setLevel(logging.INFO)
     try:
         yield found

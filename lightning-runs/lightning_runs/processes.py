@@ -40,7 +40,7 @@ def is_dead(process: dict) -> bool:
     if abs(boot - psutil.boot_time()) > SAME_S:
         return True  # a process from before this machine restarted
     now = started(process.get("pid"))
-    return now is None or not _moment(recorded) or abs(now - recorded) > SAME_S  # gone, or its pid another's
+    return now is None or not _moment(recorded) or abs(now - recorded) > SAME_S  # ty: ignore[unsupported-operator]  # a number, by _moment: gone, or its pid another's
 
 
 def started(pid) -> float | None:
@@ -82,7 +82,7 @@ def run_processes(commands: list[list[str]], env: dict[str, str], workers: int =
         while running or (queue and not received):
             while queue and len(running) < workers and not received:
                 i = queue.pop(0)
-                output = {} if logs is None else {"stdout": open(logs[i], "ab"), "stderr": subprocess.STDOUT}  # noqa: SIM115
+                output: dict = {} if logs is None else {"stdout": open(logs[i], "ab"), "stderr": subprocess.STDOUT}  # noqa: SIM115
                 running[i] = subprocess.Popen(commands[i], env=env, preexec_fn=_end_with_parent(os.getpid()), **output)
                 if received:  # came between the check and the start
                     running[i].send_signal(received[0])

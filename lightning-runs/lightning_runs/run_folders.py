@@ -26,7 +26,7 @@ SECTIONS = {"config.yaml": ("trainer", "model", "data")}
 # The fields of a summary.json that are read back (the runs table, a resume, RunSummary itself) and the types RunSummary
 # writes them in (a score is text where it was not finite: "nan").
 NUMBER, TEXT, OBJECT = (int, float, type(None)), (str, type(None)), (dict, type(None))
-FIELDS = dict.fromkeys(("config", "process", "git", "environment", "metrics", "best_checkpoint"), OBJECT)
+FIELDS: dict = dict.fromkeys(("config", "process", "git", "environment", "metrics", "best_checkpoint"), OBJECT)
 FIELDS |= dict.fromkeys(
     ("started", "config_hash", "git.commit", "environment.lock_sha256", "best_checkpoint.monitor"), TEXT
 )
@@ -58,7 +58,7 @@ def versions(experiment: Path) -> list[tuple[int, Path]]:
     return sorted(found, reverse=True)
 
 
-def checkpoint_in(where: Path, filename: str) -> Path | None:
+def checkpoint_in(where: Path | str, filename: str) -> Path | None:
     """`<run>/checkpoints/<filename>` (a file, or a sharded folder) of the run folder `where`, or of the newest
     `version_N` of the experiment `where` that has one; None where none has."""
     where = Path(where)
@@ -187,7 +187,7 @@ def read_run_data(path: Path, fix: str = DAMAGED) -> dict:
     except RecursionError:
         raise Unreadable(path, "nested too deeply to read", fix) from None
     except yaml.MarkedYAMLError as error:
-        raise Unreadable(path, f"not YAML ({error.problem}, line {error.problem_mark.line + 1})", fix) from None
+        raise Unreadable(path, f"not YAML ({error.problem}, line {error.problem_mark.line + 1})", fix) from None  # ty: ignore[missing-union-attribute]  # a parse error has its mark
     except (ValueError, yaml.YAMLError) as error:  # JSONDecodeError, an integer 5,000 characters long
         raise Unreadable(path, f"not {form} ({str(error).splitlines()[0][:200]})", fix) from None
     if not isinstance(data, dict):
@@ -210,7 +210,7 @@ def read_summary(path: Path) -> dict:
     return summary
 
 
-def get(data: dict, *keys):
+def get(data: object, *keys):
     """`data[a][b]...`, None where any is missing or not a mapping."""
     for key in keys:
         data = data.get(key) if isinstance(data, dict) else None

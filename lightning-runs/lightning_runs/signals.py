@@ -3,7 +3,7 @@ raised as Terminated wherever the program is, and held while a write must not be
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 
 from lightning_runs.errors import Terminated
@@ -14,7 +14,7 @@ PYTHON_DEFAULTS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: si
 
 
 @contextmanager
-def terminated_outside_training() -> Iterator[None]:
+def terminated_outside_training() -> Generator[None, None, None]:
     """SIGTERM raises Terminated wherever the program is while this lasts (parsing, set-up, test, predict); inside the
     training loop CheckpointOnSignal takes over. Lightning's own handler only marks it, which validate, test and
     predict never read: they ran on and exited 0."""
@@ -33,7 +33,7 @@ class _Held:
 
 
 @contextmanager
-def sigterm_held() -> Iterator[None]:
+def sigterm_held() -> Generator[None, None, None]:
     """A SIGTERM while this lasts is raised as it ends: making a run folder is never cut before it is recorded."""
     _Held.depth += 1
     try:

@@ -163,3 +163,9 @@ def test_the_cli_and_the_data_parts_import_no_scikit_learn():
 
     code = "import sys, lightning_runs.cli.runs_cli, lightning_runs.data; sys.exit('sklearn' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+def test_the_package_says_it_is_typed():
+    # PEP 561: type checkers read an installed package's annotations only where it holds py.typed (setuptools ships
+    # it in the wheel and the sdist as package data).
+    assert (PACKAGE / "py.typed").is_file()

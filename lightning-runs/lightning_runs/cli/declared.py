@@ -23,7 +23,7 @@ def check_declared(model, datamodule, config, parser=None) -> None:
     for source, target, apply_on in getattr(parser, "links", []):
         attribute, argument = str(source).removeprefix("data."), target.removeprefix("model.init_args.")
         linked = apply_on == "instantiate" and source == f"data.{attribute}" and argument in arguments
-        if not linked or hasattr(datamodule, attribute) or parser.given(config, target):
+        if not linked or hasattr(datamodule, attribute) or parser.given(config, target):  # ty: ignore[missing-union-attribute]  # links come from a parser
             continue
         raise UsageError(
             f"{type(datamodule).__name__} names no {attribute}, which {name}'s {argument} is taken from: give"

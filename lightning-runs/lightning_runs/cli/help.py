@@ -19,7 +19,7 @@ class RunsHelpFormatter(DefaultHelpFormatter):
         text = super()._get_help_string(action)
         known = _KNOWN.search(text)
         count = len(known["paths"].split(", ")) if known else 0
-        return f"{text[: known.start()]}, {count} known subclasses)" if count > MAX_LISTED else text
+        return f"{text[: known.start()]}, {count} known subclasses)" if known and count > MAX_LISTED else text
 
 
 class RunsArgumentParser(LightningArgumentParser):

@@ -16,7 +16,7 @@ from pathlib import Path
 import lightning as L
 import yaml
 from jsonargparse import ArgumentError, set_parsing_settings
-from lightning.pytorch.callbacks import Callback, ProgressBar, TQDMProgressBar
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint, ProgressBar, TQDMProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.utilities.model_helpers import is_overridden
 
@@ -84,7 +84,7 @@ class RunsCLI(LightningCLI):
         set_parsing_settings(import_path_denylist=[])
         common = {"exit_on_error": False, "allow_abbrev": False, "formatter_class": RunsHelpFormatter}
         epilog = "tools, each with its --help: " + ", ".join(f"{program()} {tool}" for tool in TOOLS)
-        parser_kwargs = {**common, "prog": program(), "epilog": epilog, **kwargs.pop("parser_kwargs", {})}
+        parser_kwargs: dict = {**common, "prog": program(), "epilog": epilog, **kwargs.pop("parser_kwargs", {})}
         parser_kwargs |= {name: {**common, **parser_kwargs.get(name, {})} for name in self.subcommands()}
         refused = False
         with library_noise_silenced(), terminated_outside_training():
@@ -154,7 +154,7 @@ class RunsCLI(LightningCLI):
             with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
                 self.run = placement.claim(subcommand, config)
             if self.evaluated:
-                say_evaluated(subcommand, Path(self.evaluated), self.run and self.run.path)
+                say_evaluated(subcommand, Path(self.evaluated), self.run.path if self.run else None)
         config.ckpt_path = None if self.evaluated else config.get("ckpt_path")
 
     def _parse(self, parser) -> None:
@@ -169,14 +169,14 @@ class RunsCLI(LightningCLI):
             at = self.args.index(subcommand) + 1
             args = [*self.args[:at], *[arg for text in configs for arg in ("--config", text)], *self.args[at:]]
         self._parsed(parser, args, subcommand, classes)
-        extra = self.config[subcommand].model.get("dict_kwargs") or {}
+        extra = self.config[subcommand].model.get("dict_kwargs") or {}  # ty: ignore[invalid-argument-type]  # parsed: a subcommand was given
         for key in self.from_checkpoint:  # what a link gave a class that does not take it (a GAN given num_classes)
             extra.pop(key, None)
 
     def _parsed(self, parser, args: list[str], subcommand: str | None, classes: dict | None = None):
         self.config = self._parse_chosen(parser, args, classes)
         set_quiet(self.config[subcommand].quiet)
-        return self._name_and_find(subcommand)
+        return self._name_and_find(subcommand)  # ty: ignore[invalid-argument-type]  # parsed: a subcommand was given
 
     def _parse_chosen(self, parser, args: list[str], classes: dict | None = None):
         """The classes of --model and --data are their groups' defaults (`classes`: a run's), and a class chosen
@@ -219,7 +219,7 @@ class RunsCLI(LightningCLI):
         return None
 
     def before_instantiate_classes(self) -> None:
-        config = self.config[self.subcommand]
+        config = self.config[self.subcommand]  # ty: ignore[invalid-argument-type]  # parsed: a subcommand was given
         if not self.evaluated:
             return
         config.ckpt_path = self.evaluated
@@ -247,7 +247,7 @@ class RunsCLI(LightningCLI):
         if BUILDING.get():  # export: the module and data are what it needs; LightningCLI runs no subcommand then
             self.subcommand = None
 
-    def instantiate_trainer(self, **kwargs) -> L.Trainer | None:
+    def instantiate_trainer(self, **kwargs) -> L.Trainer | None:  # ty: ignore[incompatible-method-override]  # None: export builds no Trainer
         if BUILDING.get():
             return None
         config = self.config_init[self.subcommand]
@@ -286,7 +286,7 @@ class RunsCLI(LightningCLI):
 
     def after_fit(self) -> None:
         best = self.trainer.checkpoint_callback
-        if self.config.fit.test_best and best is not None and best.best_model_path:
+        if self.config.fit.test_best and isinstance(best, ModelCheckpoint) and best.best_model_path:
             if is_overridden("test_step", self.model):
                 self.testing = best.best_model_path
                 self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best.best_model_path)

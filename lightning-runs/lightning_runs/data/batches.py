@@ -89,5 +89,5 @@ def split_indices(n: int, val: float, test: float, seed: int) -> dict[str, torch
     """A seeded permutation of range(n) cut into val, test and train (the rest), as index tensors: torch's
     `random_split` with its own generator; `val` and `test` are fractions of n."""
     n_val, n_test = round(n * val), round(n * test)
-    parts = random_split(range(n), [n_val, n_test, n - n_val - n_test], torch.Generator().manual_seed(seed))
+    parts = random_split(range(n), [n_val, n_test, n - n_val - n_test], torch.Generator().manual_seed(seed))  # ty: ignore[invalid-argument-type]  # torch's stub says Dataset; any sequence is split
     return {name: torch.as_tensor(part.indices, dtype=torch.long) for name, part in zip(SPLITS, parts, strict=True)}

@@ -18,7 +18,7 @@ from lightning_runs.errors import UsageError, first_line
 from lightning_runs.private import guards_added, lightning_modules_traceable
 
 ONNX_NEEDS = ("onnx", "onnxscript", "onnxruntime")  # the `export` extra
-TOLERANCE = {"atol": 1e-4, "rtol": 1e-4, "equal_nan": True}  # float32 arithmetic reordered by another runtime
+TOLERANCE: dict = {"atol": 1e-4, "rtol": 1e-4, "equal_nan": True}  # float32 arithmetic reordered by another runtime
 
 
 def example_of(model: torch.nn.Module) -> tuple[tuple, dict]:
@@ -95,7 +95,7 @@ def exported(model: torch.nn.Module, format: str, batch_size: int | None = None)
         content = _serialized(model, program, args, kwargs, format, [output for output, _ in first])
     except Exception as error:  # the exporter's refusal, and the line of forward that made the batch size a constant
         reason = f"{type(error).__name__}: {first_line(error)}"
-        how = f"at a batch of {batch_size}" if batch_size else f"with a free batch size{_pinned(guards)}"
+        how = f"at a batch of {batch_size}" if batch_size else f"with a free batch size{_pinned(guards)}"  # ty: ignore[possibly-unresolved-reference]  # bound before anything in the try can raise
         hint = "" if batch_size else "; export at a fixed batch size with --batch_size N"
         raise UsageError(f"{name} cannot be exported {how} ({reason}){hint}") from None
     for checked in (batch_size,) if batch_size else (1, size + 3):
@@ -135,7 +135,7 @@ def _serialized(model, program, args: tuple, kwargs: dict, format: str, outputs:
     buffer = io.BytesIO()  # serialized first: written whole
     if format == "onnx":  # from the program: given the module, torch.onnx would fix the batch size it found fixed
         onnx = torch.onnx.export(program, input_names=input_names(args, kwargs), output_names=outputs, verbose=False)
-        buffer.write(onnx.model_proto.SerializeToString())
+        buffer.write(onnx.model_proto.SerializeToString())  # ty: ignore[missing-union-attribute]  # None only where given a file
     elif format == "pt2":
         torch.export.save(program, buffer)
     else:  # traced from the module: a trace of the captured graph would fix the size of every reshape

@@ -27,7 +27,7 @@ class CSVRunLogger(CSVLogger):
     def experiment(self) -> ExperimentWriter:
         if self._experiment is None:
             self._experiment = _AppendingWriter(log_dir=self.log_dir)
-        return self._experiment
+        return self._experiment  # ty: ignore[invalid-explicit-return]  # Lightning declares it as fabric's writer; ours subclasses pytorch's
 
     @rank_zero_only
     def log_hyperparams(self, params) -> None:

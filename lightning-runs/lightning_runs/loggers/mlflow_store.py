@@ -9,7 +9,7 @@ SQLAlchemy traceback. A store another process holds locked was the same tracebac
 
 import contextlib
 import fcntl
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 from lightning_runs.errors import Failed, first_line
@@ -25,7 +25,7 @@ def local_database(save_dir: str, tracking_uri: str | None) -> Path | None:
 
 
 @contextlib.contextmanager
-def creation_lock(database: Path | None) -> Iterator[None]:
+def creation_lock(database: Path | None) -> Generator[None, None, None]:
     """Held while a client opens the store: the first one creates and migrates it, the others then find it whole.
     flock is released by the kernel when its holder dies, so a killed fit never leaves it held."""
     if database is None:

@@ -43,21 +43,21 @@ class FolderLogger:
     log_dir = property(lambda self: str(self._folder))
 
     def _stored_id(self) -> str | None:
-        path = self._folder / self.ID_FILE
+        path = self._folder / self.ID_FILE  # ty: ignore[missing-attribute]  # each logger's own (a mixin)
         return path.read_text().strip() if path.is_file() else None
 
     def _store_id(self, run_id: str) -> None:
-        write_atomically(self._folder / self.ID_FILE, run_id + "\n")
+        write_atomically(self._folder / self.ID_FILE, run_id + "\n")  # ty: ignore[missing-attribute]  # each logger's own
 
     @rank_zero_only
     def log_hyperparams(self, params) -> None:
-        super().log_hyperparams(parameters(params))
+        super().log_hyperparams(parameters(params))  # ty: ignore[missing-attribute]  # a mixin: the logger's class after it in the MRO
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping, step: int | None = None) -> None:
         # Tensors as Python numbers: the project's own scalars reach the loggers as tensors, which TensorBoard's and
         # CSV's read out themselves (train/grad_norm stays on the device until then: faults/).
-        super().log_metrics({key: v.item() if isinstance(v, Tensor) else v for key, v in metrics.items()}, step)
+        super().log_metrics({key: v.item() if isinstance(v, Tensor) else v for key, v in metrics.items()}, step)  # ty: ignore[missing-attribute]  # a mixin: the logger's class after it in the MRO
 
 
 def parameters(params) -> dict:

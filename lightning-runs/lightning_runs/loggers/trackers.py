@@ -59,7 +59,7 @@ class MLFlowRunLogger(FolderLogger, MLFlowLogger):
         self._database = local_database(save_dir, tracking_uri)
         self._tracking_uri = tracking_uri or f"sqlite:///{self._database}"
         self._own_store = tracking_uri is None  # a server's experiments are its users', not this run's to tidy
-        if rank_zero_only.rank == 0:  # a store that cannot be opened is one line before the run folder holds a file
+        if rank_zero_only.rank == 0:  # ty: ignore[missing-attribute]  # a store that cannot be opened is one line before the run folder holds a file (Lightning sets rank on the function at import)
             with creation_lock(self._database):
                 open_client(self._tracking_uri, self._database)
 
@@ -75,7 +75,7 @@ class MLFlowRunLogger(FolderLogger, MLFlowLogger):
             if self._resumed:
                 client.update_run(self._run_id, status="RUNNING")
             else:
-                self._store_id(self._run_id)
+                self._store_id(self._run_id)  # ty: ignore[invalid-argument-type]  # set by super().experiment
         return client
 
     def _open_store(self) -> None:
@@ -126,7 +126,7 @@ class WandbRunLogger(FolderLogger, WandbLogger):
         if offline:
             os.environ.setdefault("WANDB_ERROR_REPORTING", "false")  # crash reports would go to W&B's servers
         # `mode` rather than WandbLogger's `offline`, which sets WANDB_MODE=dryrun for the rest of the process.
-        settings = {"mode": "offline"} if offline else {}
+        settings: dict = {"mode": "offline"} if offline else {}
         if is_quiet():
             import wandb
 

@@ -65,7 +65,7 @@ class FSDP(ModelParallelStrategy):
 
     def setup_environment(self) -> None:
         if self._data_parallel_size == "auto":
-            self._data_parallel_size = self.num_nodes * self.num_processes // self._tensor_parallel_size
+            self._data_parallel_size = self.num_nodes * self.num_processes // self._tensor_parallel_size  # ty: ignore[unsupported-operator]  # an int here: "auto" is Lightning's for data_parallel_size only
         super().setup_environment()
 
     def save_checkpoint(self, checkpoint, filepath, storage_options=None) -> None:
@@ -89,7 +89,7 @@ class FSDP(ModelParallelStrategy):
         # FSDP shards parameters only: each rank's buffers (BatchNorm's running statistics) would follow its own
         # shard of the data, and a resumed run would give every rank rank zero's. As DDP does (broadcast_buffers),
         # every rank takes rank zero's before each forward.
-        for buffer in self.lightning_module.buffers():
+        for buffer in self.lightning_module.buffers():  # ty: ignore[missing-union-attribute]  # Lightning's Optional: set while fitting
             torch.distributed.broadcast(buffer, src=0)
         return super().training_step(*args, **kwargs)
 
@@ -108,7 +108,7 @@ class FSDP(ModelParallelStrategy):
         states, self._loader_states = getattr(self, "_loader_states", []), []
         if not states:  # a fit from the start, or from a checkpoint with no loader state
             return
-        loaders = CombinedLoader(self.lightning_module.trainer.train_dataloader).flattened
+        loaders = CombinedLoader(self.lightning_module.trainer.train_dataloader).flattened  # ty: ignore[missing-union-attribute]  # Lightning's Optional: set while fitting
         stateful = [d for d in loaders if hasattr(d, "state_dict") and hasattr(d, "load_state_dict")]  # as Lightning
         for loader, state in zip(stateful, states, strict=True):
             loader.load_state_dict(state)

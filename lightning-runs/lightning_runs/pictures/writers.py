@@ -68,9 +68,9 @@ class WandbPictures:
     def pictures(self, pictures: dict, step: int) -> None:
         import wandb
 
-        self.logger.log_metrics({tag: wandb.Image(_pixels(picture)) for tag, picture in pictures.items()}, step)
+        self.logger.log_metrics({tag: wandb.Image(_pixels(picture)) for tag, picture in pictures.items()}, step)  # ty: ignore[invalid-argument-type]  # W&B logs media through log_metrics, as WandbLogger.log_image does
 
     def histograms(self, values: dict[str, torch.Tensor], step: int) -> None:
         import wandb
 
-        self.logger.log_metrics({tag: wandb.Histogram(tensor.cpu().numpy()) for tag, tensor in values.items()}, step)
+        self.logger.log_metrics({tag: wandb.Histogram(tensor.cpu().numpy()) for tag, tensor in values.items()}, step)  # ty: ignore[invalid-argument-type]  # W&B logs media through log_metrics, as WandbLogger.log_image does

@@ -88,7 +88,7 @@ class PredictionWriter(BasePredictionWriter):
         try:
             with sigterm_held():  # both files or neither, and said once written, even where a SIGTERM comes meanwhile
                 if arrays:
-                    save = (lambda f: np.save(f, arrays[""])) if suffix == ".npy" else (lambda f: np.savez(f, **arrays))
+                    save = (lambda f: np.save(f, arrays[""])) if suffix == ".npy" else (lambda f: np.savez(f, **arrays))  # ty: ignore[invalid-argument-type]  # numpy's stub matches **arrays to allow_pickle
                     write_atomically(written[1], save)
                 write_atomically(written[0], text.getvalue())
                 self._said = f"Wrote {rows} predictions to {' and '.join(map(str, written))}"
@@ -96,8 +96,8 @@ class PredictionWriter(BasePredictionWriter):
             raise Stopped(signal.SIGTERM, "stopped by SIGTERM once the predictions were written") from None
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
-        if getattr(self, "_said", None):  # after the progress bar has closed its line
-            say(self._said)
+        if said := getattr(self, "_said", None):  # after the progress bar has closed its line
+            say(said)
             self._said = None
 
     def on_exception(self, trainer, pl_module, exception) -> None:

@@ -26,7 +26,7 @@ def score_tags(monitor: str | None) -> list[str]:
 def log_parameters(trainer, pl_module) -> None:
     """As a fit starts: the trainer settings to every logger, and TensorBoard's HPARAMS entry, its scores declared as
     NaN now and filled in when known (TensorBoard shows the latest)."""
-    settings = {"trainer": {
+    settings: dict = {"trainer": {
         "max_epochs": trainer.max_epochs, "precision": trainer.precision, "devices": trainer.num_devices,
         "num_nodes": trainer.num_nodes, "strategy": type(trainer.strategy).__name__,
         "accumulate_grad_batches": trainer.accumulate_grad_batches, "gradient_clip_val": trainer.gradient_clip_val,

@@ -38,7 +38,7 @@ class RunSummary(Callback):
             return
         path = provenance.saved_config_path(trainer)
         config = read_run_data(path) if path is not None else None
-        self._facts = {
+        self._facts: dict = {
             "config": config,
             "config_hash": config_hash(config),
             "git": provenance.git_state(type(pl_module).__module__.partition(".")[0]),
@@ -96,7 +96,7 @@ class RunSummary(Callback):
             if failure.errno not in NO_SPACE:  # a full disk: the entry point says so, once
                 rank_zero_warn(f"could not record the {status} run in {self.filename}: {failure!r}")
         folder = run_folder(trainer)
-        if getattr(exception, "errno", None) in NO_SPACE and folder is not None:
+        if isinstance(exception, OSError) and exception.errno in NO_SPACE and folder is not None:
             exception.filename = exception.filename or str(folder)  # a logger's writer thread names no file: the run
             for path in folder.glob("*") if trainer.is_global_zero else ():
                 if path.is_file() and path.stat().st_size == 0:  # a logger's file a full disk left empty: no record
@@ -134,7 +134,7 @@ class RunSummary(Callback):
 
     def _evaluated(self, trainer, status: str, error: dict | None = None) -> None:
         self._gather(trainer, trainer.lightning_module)
-        summary = self._read(trainer) or {**self._facts, "status": status, "metrics": {}, "evaluations": []}
+        summary: dict = self._read(trainer) or {**self._facts, "status": status, "metrics": {}, "evaluations": []}
         stage = trainer.state.fn.value
         metrics = {k: _number(v) for k, v in sorted(trainer.callback_metrics.items()) if not k.startswith("train")}
         data = (self._facts.get("config") or {}).get("data")

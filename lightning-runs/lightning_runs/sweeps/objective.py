@@ -32,7 +32,7 @@ class TrialFits:
     mine: list[int] = field(default_factory=list)  # the numbers of the trials this worker ran
     refused: str | None = None  # why a trial's fit cannot be scored as the sweep scores, which stops the worker
 
-    def __call__(self, trial: optuna.Trial) -> float:
+    def __call__(self, trial: optuna.Trial) -> float | None:
         self.mine.append(trial.number)
         workers.mark(trial)  # on a journal file, how other workers tell whether this one still runs it
         if trial.user_attrs.get("pruned_at_epoch") is not None:  # a retried trial inherits the user attributes
@@ -55,7 +55,7 @@ class TrialFits:
         (code,), signum = self.fits.run([[*command, self.callback(trial, (fold or 0) * trials.FOLD_STEPS)]])
         # What the fit reported, read back from the storage (this worker's cache holds only finished trials).
         reported = next(t for t in self.study.get_trials(deepcopy=False) if t.number == trial.number)
-        last_fold = fold is None or fold == self.folds - 1
+        last_fold = fold is None or fold == self.folds - 1  # ty: ignore[unsupported-operator]  # a fold is given only with folds
         if signum is not None:  # SIGTERM or Ctrl-C: the sweep is stopped, not the trial's values bad
             self.stopped.append(signum)
             if not (last_fold and trials.fit_finished(reported)):

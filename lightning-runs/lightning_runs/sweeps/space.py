@@ -48,13 +48,13 @@ def suggest(trial, option: str, values: BaseDistribution):
     if isinstance(values, CategoricalDistribution):
         return trial.suggest_categorical(option, values.choices)
     suggest_number = trial.suggest_int if isinstance(values, IntDistribution) else trial.suggest_float
-    return suggest_number(option, values.low, values.high, log=values.log)
+    return suggest_number(option, values.low, values.high, log=values.log)  # ty: ignore[missing-attribute]  # the others (Int, Float) have low, high and log
 
 
 def corners(space: dict[str, BaseDistribution]) -> list[list[str]]:
     """Options for a few fits that between them give every option each end of its range and each of its choices
     (`--model.lr=0.001 --data.batch_size=32`, then `--model.lr=0.1 --data.batch_size=64`, ...): a value the fit
     refuses is then refused before any trial, not by the trials that happen to sample it."""
-    ends = {key: getattr(values, "choices", None) or [values.low, values.high] for key, values in space.items()}
+    ends = {key: getattr(values, "choices", None) or [values.low, values.high] for key, values in space.items()}  # ty: ignore[missing-attribute]  # the others (Int, Float) have low, high and log
     count = max(len(listed) for listed in ends.values())
     return [[f"--{key}={listed[min(i, len(listed) - 1)]}" for key, listed in ends.items()] for i in range(count)]

@@ -48,7 +48,7 @@ def storage_errors(url: str, where: str):
     except sqlalchemy.exc.ArgumentError as error:  # an unknown database or driver, or no URL at all
         raise UsageError(f"{where}: not a storage this sweep can open ({first_line(error)}); {FORMS}") from None
     except sqlalchemy.exc.OperationalError as error:
-        raise UsageError(f"{where}: cannot open it: {first_line(error.orig)}") from None
+        raise UsageError(f"{where}: cannot open it: {first_line(error.orig or error)}") from None
     except UNREADABLE as error:
         reason = first_line(getattr(error, "orig", None) or error)
         raise UsageError(f"{where}: not a readable study ({reason}); move it away to start afresh") from None
@@ -62,7 +62,7 @@ def open_study(url: str, name: str, direction: str, turn: turns.Turn, interval: 
     turn.take()
     try:
         storage = open_storage(url, **beat)
-        return optuna.create_study(storage=storage, study_name=name, direction=direction, load_if_exists=True)
+        return optuna.create_study(storage=storage, study_name=name, direction=direction, load_if_exists=True)  # ty: ignore[invalid-argument-type]  # --direction takes only Optuna's two
     finally:
         turn.give()
 

@@ -72,7 +72,6 @@ class ReportToTrial(Callback):
         self.storage = storage or os.environ.get(STORAGE, "")  # the worker's, unless given
         self.study, self.trial_id, self.metric, self.pruner = study, trial_id, metric, pruner
         self.offset = offset  # a fold's steps (FOLD_STEPS)
-        self._trial = None
 
     def on_fit_start(self, trainer, pl_module) -> None:
         if trainer.is_global_zero:

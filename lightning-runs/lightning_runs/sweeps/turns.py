@@ -45,7 +45,7 @@ class Turn:
             fcntl.flock(self.held, fcntl.LOCK_EX)
             return
         connection = self.engine.connect()
-        connection.execute(sqlalchemy.text(self.lock[0]), self.key)
+        connection.execute(sqlalchemy.text(self.lock[0]), self.key)  # ty: ignore[not-subscriptable]  # a server's lock: a folder's turn never connects
         connection.commit()
         self.held = connection
 
@@ -55,7 +55,7 @@ class Turn:
             os.close(held)  # and with it the lock
         elif held is not None:
             try:
-                held.execute(sqlalchemy.text(self.lock[1]), self.key)
+                held.execute(sqlalchemy.text(self.lock[1]), self.key)  # ty: ignore[not-subscriptable]  # a server's lock: a folder's turn never connects
                 held.commit()
             finally:
                 held.close()

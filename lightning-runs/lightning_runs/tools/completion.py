@@ -43,10 +43,10 @@ def completion_parser(cli_main: Callable, prog: str) -> argparse.ArgumentParser:
         for option, takes in options.items():
             if option.startswith("--") and option != "--help":
                 # One value each, or none for a flag: shtab's bash script cannot count an optional one ("?").
-                flag = {"action": "store_true"} if takes == 0 else {"nargs": 1}
+                flag: dict = {"action": "store_true"} if takes == 0 else {"nargs": 1}
                 action = command.add_argument(option, **flag)
                 if option in TAKES_A_FILE:
-                    action.complete = shtab.FILE
+                    action.complete = shtab.FILE  # ty: ignore[missing-attribute]  # shtab reads it off the argparse Action
     for tool in TOOLS:
         commands.add_parser(tool, help=f"the {tool} tool")
     return plain

@@ -57,7 +57,7 @@ def evaluate_seeds(
                 raise UsageError(f"{error}; give --data_seed <the parameter that seeds its split>, or null") from None
             raise
         best = fit.trainer.checkpoint_callback
-        row = {"seed": seed, **{k.replace("/", "_"): float(v) for k, v in sorted((fit.tested or {}).items())}}
+        row: dict = {"seed": seed, **{k.replace("/", "_"): float(v) for k, v in sorted((fit.tested or {}).items())}}
         if best is not None and best.monitor and best.best_model_score is not None:
             row[f"best_{best.monitor.replace('/', '_')}"] = float(best.best_model_score)
         row |= {"epochs": fit.trainer.current_epoch, "fit_seconds": round(time.perf_counter() - started, 1)}

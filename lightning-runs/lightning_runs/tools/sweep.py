@@ -38,7 +38,8 @@ from lightning_runs.tools.fits import Fits, check_study, fit_config, same_recipe
 from lightning_runs.tools.function_cli import function_cli
 
 STUDY_RECIPE = "recipe"  # the study's user attribute holding the recipe it began with
-DIRECTIONS = {"max": "maximize", "min": "minimize"}  # a checkpoint's mode -> a study's direction
+Direction = Literal["maximize", "minimize"]  # a study's
+DIRECTIONS: dict[str, Direction] = {"max": "maximize", "min": "minimize"}  # a checkpoint's mode -> a study's direction
 
 
 def sweep(
@@ -49,7 +50,7 @@ def sweep(
     configs: tuple[str, ...] = (),
     args: tuple[str, ...] = (),
     metric: str | None = None,
-    direction: Literal["maximize", "minimize"] | None = None,
+    direction: Direction | None = None,
     pruning_startup_trials: NonNegativeInt = 5,
     pruning_warmup_epochs: NonNegativeInt = 3,
     seed: int = 0,
@@ -143,7 +144,7 @@ def sweep(
     return optuna_study
 
 
-def scored_by(resolved: dict, metric: str | None, direction: str | None) -> tuple[str, str]:
+def scored_by(resolved: dict, metric: str | None, direction: Direction | None) -> tuple[str, Direction]:
     """The metric and direction given, or else the monitor and mode of the trials' best checkpoint in their resolved
     config (`fit --print_config`); a direction is never guessed for another metric."""
     best = (resolved.get("best_checkpoint") or {}).get("init_args") or {}
@@ -157,7 +158,7 @@ def scored_by(resolved: dict, metric: str | None, direction: str | None) -> tupl
             f"--metric {metric}: give --direction maximize or minimize; a direction is taken only for the metric the"
             f" trials' best checkpoint monitors, and that is {watched}"
         )
-    return metric, direction or DIRECTIONS[mode]
+    return metric, direction or DIRECTIONS[mode or "min"]  # Lightning's default mode
 
 
 def _url(storage: str | None, save_dir: Path, study: str) -> str:
