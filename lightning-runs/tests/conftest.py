@@ -33,6 +33,34 @@ def in_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
+# Runs the tests of a module start from (each test copies one into its own folder), made once a module.
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """runs/ of a short fit that finished: one epoch of two batches."""
+    from tiny_runs import run
+
+    home = tmp_path_factory.mktemp("finished")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(home)
+        run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
+    return home / "runs"
+
+
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory):
+    """runs/ of a run of two epochs of two batches stopped as its second epoch began (a crash at step 2): a fit
+    resumes its last.ckpt."""
+    from tiny_runs import run
+
+    from lightning_runs.testing import CrashAt
+
+    home = tmp_path_factory.mktemp("stopped")
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(RuntimeError, match="crash"):
+        patch.chdir(home)
+        run("fit", "--trainer.max_epochs=2", "--trainer.limit_train_batches=2", callbacks=[CrashAt(step=2)])
+    return home / "runs"
+
+
 @pytest.fixture(scope="session")
 def postgres_server():
     """A real PostgreSQL server on this machine for the whole session (postgres_server.py); the tests that need it

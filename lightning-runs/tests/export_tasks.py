@@ -1,7 +1,8 @@
 """Tiny tasks for the export tests (test_export_any_module.py): plain LightningModules written as Lightning's docs
 write them, each declaring its `example_input_array` and each with an export question of its own, and `fitted`, which
 trains one for an epoch under LightningCLI with the model and the data chosen by class path (`subclass_mode_model`),
-as a project's `fit` saves it."""
+as a project's `fit` saves it; `exports` runs the export command in this process, and `refused` takes its one-line
+refusal (test_export_safety.py too)."""
 
 from pathlib import Path
 
@@ -202,3 +203,21 @@ def fitted(folder: Path, model: str, *args: str, data: tuple[str, ...] = ()) -> 
     path = folder / f"{model}.ckpt"
     cli.trainer.save_checkpoint(path)
     return path
+
+
+def exports(*args: str) -> Path:
+    """`python -m <package> export <args>`, through the entry point's handler (errors.main), in this process."""
+    from lightning_runs.errors import main
+    from lightning_runs.tools import export
+
+    return main(lambda: export.main(None, list(args)))
+
+
+def refused(capsys, *args: str, code: int = 2) -> str:
+    """The one line an export refused with; no file changed, none written."""
+    from tiny_runs import refusal, snapshot
+
+    before = snapshot()
+    error = refusal(capsys, lambda: exports(*args), code)
+    assert snapshot() == before, "nothing written"
+    return error

@@ -9,20 +9,8 @@ import pytest
 import torch
 from tiny_runs import assert_kept, load, refusal, run, snapshot
 
-from lightning_runs.testing import CrashAt
-
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 LAST = Path("runs/tiny/version_0/checkpoints/last.ckpt")
-
-
-@pytest.fixture(scope="module")
-def stopped(tmp_path_factory) -> Path:
-    """runs/ of a run stopped after the first of its 2 epochs: a fit resumes its last.ckpt."""
-    home = tmp_path_factory.mktemp("stopped")
-    with pytest.MonkeyPatch.context() as patch, pytest.raises(RuntimeError, match="crash"):
-        patch.chdir(home)
-        run("fit", *SHORT, callbacks=[CrashAt(step=2)])  # as the second epoch begins
-    return home / "runs"
 
 
 @pytest.fixture

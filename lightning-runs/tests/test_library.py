@@ -14,20 +14,15 @@ import pytest
 import torch
 import yaml
 from lightning.pytorch.callbacks import ProgressBar
+from tiny_runs import run
 
 from lightning_runs.errors import main
 from lightning_runs.testing import CrashAt
 from lightning_runs.tools.export import export
 from tiny_tasks import TinyClassifier, cli_main
 
-QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3"]
 CAPTURE = {"capture_output": True, "text": True, "timeout": 120}
-
-
-def run(subcommand: str, *args: str, callbacks=()):
-    """`python -m <package> <subcommand> <args>` in this process: the CLI object, or SystemExit with its code."""
-    return main(lambda: cli_main([subcommand, *QUIET, *args], callbacks=callbacks))
 
 
 @dataclass

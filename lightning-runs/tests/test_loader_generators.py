@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_runs import run
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_runs.checkpoints.random_state import loader_generators
-from lightning_runs.errors import main
 from lightning_runs.testing import CrashAt
-from tiny_tasks import TinyDataModule, cli_main
+from tiny_tasks import TinyDataModule
 
 LAST = Path("runs/tiny/version_0/checkpoints/last.ckpt")  # a run is named for its data
 BATCHES = 3  # a training epoch, in steps
@@ -26,12 +26,11 @@ class OwnGenerator(TinyDataModule):
 
 def fit(home: Path, *args: str, callbacks=()) -> dict:
     home.mkdir(exist_ok=True)
-    quiet = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
     steps = ["--trainer.max_epochs=4", f"--trainer.limit_train_batches={BATCHES}", f"--data={__name__}.OwnGenerator"]
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(home)
         try:
-            main(lambda: cli_main(["fit", *quiet, *steps, *args], callbacks=callbacks))
+            run("fit", *steps, *args, callbacks=callbacks)
         except RuntimeError as crash:
             assert "crash" in str(crash)
         return torch.load(LAST, weights_only=True)

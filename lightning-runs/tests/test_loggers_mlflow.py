@@ -2,7 +2,6 @@
 runs/mlflow-artifacts/), read with MLflow's own client: one MLflow run per run folder across a crash, its resume and
 its tests; under DDP; when its MLflow run is gone; two fits creating the store at once; a store held locked."""
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from test_loggers import (
     ddp_fit,
     logger_option,
 )
-from tiny_runs import QUIET, command, run, start
+from tiny_runs import QUIET, command, run, snapshot, start
 
 pytest.importorskip("mlflow")
 MlflowClient = pytest.importorskip("mlflow.tracking").MlflowClient
@@ -158,11 +157,6 @@ def test_two_mlflow_fits_started_together_on_a_fresh_runs_folder_both_log_and_le
     assert solo.returncode == 0, solo.stderr[-3000:]
     _, runs = mlflow_runs(tmp_path)
     assert sorted(r.info.run_name for r in runs) == ["version_0", "version_1", "version_2"]
-
-
-def snapshot() -> dict[str, str]:
-    """Every file under the working directory (relative path -> sha256)."""
-    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in Path(".").rglob("*") if p.is_file()}
 
 
 @pytest.mark.slow

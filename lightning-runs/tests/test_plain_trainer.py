@@ -3,13 +3,12 @@ and gets what a RunsCLI run gets from them: exact resume after SIGTERM, whole ch
 
 import json
 import os
-import signal
 from pathlib import Path
 
 import lightning as L
 import pytest
 import torch
-from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import TensorBoardLogger
 from tiny_runs import assert_same_checkpoint, load
 
@@ -17,16 +16,8 @@ from lightning_runs.checkpoints import AtomicCheckpointIO, BestCheckpoint, LastC
 from lightning_runs.errors import Stopped
 from lightning_runs.faults import CheckpointOnSignal, GradientCheck, MonitorCheck
 from lightning_runs.records import RunSummary
+from lightning_runs.testing import SignalAt
 from tiny_tasks import TinyBatches, TinyClassifier
-
-
-class SigtermAt(Callback):
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        if trainer.global_step == self.step:
-            os.kill(os.getpid(), signal.SIGTERM)
 
 
 def plain_fit(folder: Path, ckpt_path: str | None = None, stop: int | None = None) -> L.Trainer:
@@ -48,7 +39,7 @@ def plain_fit(folder: Path, ckpt_path: str | None = None, stop: int | None = Non
         limit_train_batches=4,
         accelerator="cpu",
         logger=TensorBoardLogger("runs", name="plain", version=0),
-        callbacks=[*parts, *([SigtermAt(stop)] if stop is not None else [])],
+        callbacks=[*parts, *([SignalAt(stop)] if stop is not None else [])],
         plugins=[AtomicCheckpointIO()],
         enable_progress_bar=False,
         enable_model_summary=False,

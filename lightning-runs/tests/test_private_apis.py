@@ -11,6 +11,7 @@ import sys
 
 import lightning as L
 import pytest
+import tiny_runs
 import torch
 from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser, DefaultHelpFormatter, Namespace
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
@@ -27,7 +28,6 @@ from torch.utils.data import DataLoader
 from lightning_runs.checkpoints import LastCheckpoint
 from lightning_runs.cli.help import RunsHelpFormatter
 from lightning_runs.console import RANK_ZERO_LOGGERS
-from lightning_runs.errors import main
 from lightning_runs.private import (
     call_epoch_start_hooks,
     continue_version,
@@ -48,9 +48,7 @@ from lightning_runs.private import (
     typed_options,
     unnumbered_logger,
 )
-from tiny_tasks import TinyDataModule, cli_main
-
-QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+from tiny_tasks import TinyDataModule
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +57,7 @@ def saved(tmp_path_factory) -> dict:
     home = tmp_path_factory.mktemp("saved")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(home)
-        fit = main(lambda: cli_main(["fit", *QUIET, "--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]))
+        fit = tiny_runs.run("fit", "--trainer.max_epochs=2", "--trainer.limit_train_batches=2")
     return torch.load(home / fit.trainer.logger.log_dir / "checkpoints/last.ckpt", weights_only=True)
 
 

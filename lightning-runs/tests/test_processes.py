@@ -5,9 +5,9 @@ whichever the suite runs on."""
 import json
 import subprocess
 import sys
-import time
 
 import psutil
+from tiny_runs import wait_for
 
 from lightning_runs import processes
 
@@ -21,9 +21,8 @@ def test_a_process_recorded_by_another_process_lives_while_it_runs_and_is_dead_o
         assert recorded["pid"] == child.pid and not processes.is_dead(recorded), "its own record, read by another"
     finally:
         child.kill()
-    deadline = time.monotonic() + 10  # killed, not yet reaped: a zombie, which counts as gone
-    while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
-        time.sleep(0.01)
+    # Killed, not yet reaped: a zombie, which counts as gone.
+    wait_for(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, 10, "the killed child, a zombie")
     assert processes.started(child.pid) is None and processes.is_dead(recorded)
     child.wait()
     assert processes.is_dead(recorded), "reaped"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_runs import assert_kept, every_other_daily, load, refusal, run, scalars, snapshot
+from tiny_runs import QUIET, assert_kept, load, refusal, run, scalars, slow_repeats, snapshot
 
 from lightning_runs.checkpoints import LastCheckpoint
 from lightning_runs.errors import main
@@ -59,7 +59,14 @@ REFUSED = [  # `last` is the newest run of the name: another recipe is refused, 
 ]
 
 
-@pytest.mark.parametrize("made_run,args,expected", every_other_daily(REFUSED))
+IDS = ["max_epochs", "finished", "early stopped", "batch_size", "accumulate_grad_batches", "limit_train_batches"]
+IDS += ["strategy"]
+# Every day a finished run (early stopping's) and a changed recipe, of the trainer's options; slow, a plain finished
+# run and the recipe's comparison again, with other options.
+REPEATS = {"finished": "early stopped", "batch_size": "max_epochs", "limit_train_batches": "max_epochs"}
+
+
+@pytest.mark.parametrize("made_run,args,expected", slow_repeats(REFUSED, IDS, REPEATS))
 def test_a_resume_that_would_change_the_recipe_or_extend_a_finished_run_is_refused(
     made, made_run, args, expected, capsys
 ):
@@ -102,7 +109,7 @@ class Scheduled(TinyClassifier):
 
 
 def run_scheduled(*args: str, callbacks=()):
-    args = ["fit", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false", *args]
+    args = ["fit", *QUIET, *args]
     return main(lambda: TinyCLI(Scheduled, TinyDataModule, TRAINER_DEFAULTS, "tiny", callbacks, args=args))
 
 

@@ -3,28 +3,17 @@ test_run_names.py."""
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 from lightning.pytorch.callbacks import Callback
-from tiny_runs import QUIET, assert_kept, every_other_daily, immutable, refusal, run, snapshot, start
+from tiny_runs import QUIET, assert_kept, immutable, refusal, run, slow_repeats, snapshot, start, wait_for
 
 from lightning_runs.run_folders import lock_run
 from lightning_runs.testing import CrashAt
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 RUN = Path("runs/tiny/version_0")
-
-
-@pytest.fixture(scope="module")
-def stopped(tmp_path_factory) -> Path:
-    """runs/ holding one run stopped after the first of its two epochs (a crash as the second began)."""
-    home = tmp_path_factory.mktemp("stopped")
-    with pytest.MonkeyPatch.context() as patch, pytest.raises(RuntimeError, match="crash"):
-        patch.chdir(home)
-        run("fit", *SHORT, callbacks=[CrashAt(step=2)])
-    return home / "runs"
 
 
 @pytest.fixture
@@ -87,9 +76,7 @@ def test_a_second_resume_while_the_first_still_runs_is_refused(capsys):
     long = ["--trainer.max_epochs=100000"]  # the tiny task's epochs take milliseconds: this one is still running
     first = start("fit", *QUIET, *long)
     try:
-        deadline = time.monotonic() + 120
-        while not (RUN / "checkpoints/last.ckpt").exists() and first.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: (RUN / "checkpoints/last.ckpt").exists() or first.poll() is not None, what="a last.ckpt")
         assert first.poll() is None, first.stderr.read()[-2000:]
         error = refusal(capsys, lambda: run("fit", *long, "--ckpt_path=last"))  # finds the running run's last.ckpt
         assert f"{RUN} is in use by another command" in error
@@ -140,7 +127,20 @@ OUTSIDE = [
 ]
 
 
-@pytest.mark.parametrize("args,expected", every_other_daily(OUTSIDE, [c[0][0][:60] for c in OUTSIDE]))
+IDS = [c[0][0][:60] for c in OUTSIDE]
+# Every day one case per check: a run's name and version (placement.name_run), a control character, a checkpoint's
+# filename and dirpath, the prediction file's name, a logger that keeps no run folder (none, two), what the OS says
+# (a name too long, a file in the path) and an empty runs root. Slow: a check again with another value or option.
+REPEATS = {
+    "--trainer.logger.init_args.name=ABSOLUTE/outside": "--name=../../outside",
+    "--trainer.logger.init_args.sub_dir=../outside": "--trainer.logger.init_args.version=../../outside",
+    "--name=a\x1b[31m": "--name=a\nb",
+    "--best_checkpoint.dirpath=shared": "--last_checkpoint.dirpath=runs/tiny/version_9/checkpoints",
+    "--trainer.logger=null": "--trainer.logger=false",
+}
+
+
+@pytest.mark.parametrize("args,expected", slow_repeats(OUTSIDE, IDS, REPEATS))
 def test_names_that_lead_out_of_the_runs_root_are_refused_before_anything_is_written(args, expected, capsys):
     args = [arg.replace("ABSOLUTE", str(Path.cwd())) for arg in args]
     Path("notes.txt").write_text("a file of yours, not a runs root\n")

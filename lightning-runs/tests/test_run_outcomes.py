@@ -7,8 +7,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-from tiny_runs import QUIET, command, load, run, start, wait_for
+from tiny_runs import QUIET, command, load, run, scalars, start, wait_for
 
 from lightning_runs.errors import Stopped
 from tiny_tasks import TinyClassifier
@@ -17,17 +16,6 @@ pytestmark = pytest.mark.slow  # each test makes a real run
 
 RUN = Path("runs/tiny/version_0")
 THREE_EPOCHS_FIVE_BATCHES = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=5"]
-
-
-def read_events(run_dir: Path) -> EventAccumulator:
-    """Every event of a run's TensorBoard files (size_guidance 0: keep all, not a sample)."""
-    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "images": 0})
-    events.Reload()
-    return events
-
-
-def scalars(run_dir: Path, tag: str) -> list[tuple[int, float]]:
-    return [(event.step, event.value) for event in read_events(run_dir).Scalars(tag)]
 
 
 def raise_at_step(step: int, exception: BaseException):

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tiny_runs import every_other_daily, run, scalars
+from tiny_runs import run, scalars, slow_repeats
 
 from lightning_runs.configs import config_hash, differences
 from lightning_runs.run_folders import write_json  # how RunSummary writes summary.json
@@ -105,20 +105,15 @@ def test_a_test_on_the_runs_own_data_updates_its_metrics_and_a_test_on_other_dat
     assert math.isnan(logged[0]) and logged[1:] == [pytest.approx(own["metrics"]["test/loss"])]
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> Path:
-    """runs/ of a short finished fit."""
-    home = tmp_path_factory.mktemp("finished")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(home)
-        run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
-    return home / "runs"
-
-
 UNREADABLE = [b"[" * 100_000, b"{not json", b'{"evaluations": 5}', b"[1, 2]"]
 
 
-@pytest.mark.parametrize("content", every_other_daily(UNREADABLE, ids=["deep", "corrupt", "foreign", "a list"]))
+# Every day a file that does not read as a mapping (read_run_data raises) and a mapping that is no summary; the
+# other two raise as "deep" does.
+@pytest.mark.parametrize(
+    "content",
+    slow_repeats(UNREADABLE, ["deep", "corrupt", "foreign", "a list"], {"corrupt": "deep", "a list": "deep"}),
+)
 def test_a_corrupt_or_foreign_summary_is_kept_aside_and_the_evaluation_goes_on(finished, content):
     shutil.copytree(finished, "runs")
     folder = Path("runs/tiny/version_0")

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import optuna
@@ -29,6 +28,7 @@ from test_sweep_tool import (
     trials_see_this_checkout,  # noqa: F401 - the module's autouse fixture
     wait_for,
 )
+from test_turns import assert_taken_in_turn
 from tiny_runs import refusal
 
 from lightning_runs.sweeps.turns import Turn
@@ -51,13 +51,7 @@ def test_on_postgresql_a_workers_turn_is_a_server_lock_that_excludes_a_worker_of
     first, second, other_study = (Turn(postgres_url, name, Path("unused")) for name in ("s", "s", "t"))
     first.take()
     other_study.take()  # another study's workers take turns of their own
-    taken = threading.Event()
-    waiting = threading.Thread(target=lambda: (second.take(), taken.set()))
-    waiting.start()
-    assert not taken.wait(0.5), "a second worker took the turn while the first held it"
-    first.give()
-    assert taken.wait(10), "the turn given back did not reach the waiting worker"
-    waiting.join()
+    assert_taken_in_turn(first, second)
     second.give()
     other_study.give()
 

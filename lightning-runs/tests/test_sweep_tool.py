@@ -13,14 +13,13 @@ import pytest
 import torch
 import yaml
 from optuna.trial import TrialState
-from tiny_runs import assert_kept, process_environment, refusal, snapshot, start, wait_for
+from tiny_runs import QUIET, assert_kept, process_environment, refusal, snapshot, start, wait_for
 
 from lightning_runs.tools import sweep as sweep_tool
 from tiny_tasks import cli_main
 
 # 192 training points: 6 batches of 32 at most, so that 5 a trial are 5 steps an epoch.
 SPACE = {"model.lr": {"low": 1e-3, "high": 0.1, "log": True}, "data.batch_size": {"low": 16, "high": 32}}
-QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 # Tiny trials: 2 epochs of 5 batches, and pruning from the second trial on.
 TRIALS = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=5", *QUIET]
 TINY = [*TRIALS, "--pruning_startup_trials=1", "--pruning_warmup_epochs=0"]  # fit's options, as fit takes them

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import optuna
 import pytest
+from tiny_runs import QUIET
 
 from lightning_runs.errors import main
 from tiny_tasks import cli_main
 
-QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 THREE_EPOCHS = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=2"]
 NEVER_PRUNE = {"n_startup_trials": 100, "n_warmup_steps": 0}
 

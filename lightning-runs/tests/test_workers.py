@@ -6,6 +6,7 @@ import subprocess
 import optuna
 import pytest
 from optuna.trial import TrialState
+from test_turns import journal
 
 from lightning_runs import processes
 from lightning_runs.sweeps import workers
@@ -13,11 +14,6 @@ from lightning_runs.sweeps.storage import retry
 
 GRACE = 30
 pytestmark = pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")  # the retry callback's
-
-
-def journal() -> optuna.storages.JournalStorage:
-    """The study's journal as one more worker opens it (each JournalStorage is a worker of its own to Optuna)."""
-    return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend("study.journal"))
 
 
 def running_trial(**worker) -> optuna.Study:

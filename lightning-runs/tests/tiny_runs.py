@@ -1,7 +1,7 @@
 """Running the library's tiny tasks (tiny_tasks.py) as a user types them, and reading what a run did: in this process
 (`run`), as a process of its own (`command`, `start`: `python -m tiny_tasks`, and `wait_for` what it does), a refusal's
 one line, the files a command kept, a checkpoint's data and a run's TensorBoard scalars; and which cases of a matrix
-run every day (the rest slow).
+run every day (`slow_repeats`).
 """
 
 import contextlib
@@ -60,15 +60,15 @@ def start(*args: str, cwd=None):
     return subprocess.Popen(argv, cwd=cwd, env=process_environment(), **pipes)
 
 
-def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:
-    """Poll `condition()` every 10 ms until it holds; TimeoutError naming `what` after `timeout` seconds."""
+def wait_for(condition, timeout: float = 120, what: str = "condition", every: float = 0.01) -> None:
+    """Poll `condition()` every `every` seconds until it holds; TimeoutError naming `what` after `timeout` seconds."""
     import time
 
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise TimeoutError(f"gave up waiting for {what} after {timeout} s")
-        time.sleep(0.01)
+        time.sleep(every)
 
 
 # What a command did to the files and what its run wrote, for the tests that refuse, stop and resume runs.
@@ -135,32 +135,17 @@ def scalars(run_dir, tag: str) -> list[tuple[int, float]]:
     return [(event.step, event.value) for event in events.Scalars(tag)]
 
 
-def every_other_daily(cases: list, ids: list[str] | None = None) -> list:
-    """Cases whose neighbours check alike: every other one in the everyday suite, the rest marked slow. A case may be
-    a pytest.param, whose id and marks it keeps."""
-    import pytest
-
+def slow_repeats(cases: list, ids: list[str], repeats: dict[str, str]) -> list:
+    """`cases` as pytest params named by `ids`. Every day each case that exercises a path of its own; marked slow,
+    each case that repeats one (`repeats`: its id -> the id of the everyday case whose path it takes with other
+    values, or the node id of a test elsewhere that takes it every day)."""
+    for slow, everyday in repeats.items():
+        assert slow in ids and (everyday in set(ids) - set(repeats) or "::" in everyday), (slow, everyday)
     params = []
-    for i, case in enumerate(cases):
-        slow, name = [pytest.mark.slow] * (i % 2), ids[i] if ids else None
-        if hasattr(case, "values") and hasattr(case, "marks"):  # pytest.param(...)
-            params.append(pytest.param(*case.values, id=case.id or name, marks=[*case.marks, *slow]))
-        else:
-            params.append(pytest.param(*(case if isinstance(case, tuple) else (case,)), id=name, marks=slow))
+    for case, id in zip(cases, ids, strict=True):
+        values = case if isinstance(case, tuple) else (case,)
+        params.append(pytest.param(*values, id=id, marks=[pytest.mark.slow] if id in repeats else []))
     return params
-
-
-def each_row_once_daily(rows: list | dict, columns: list | dict) -> list:
-    """Every (row, column) pair as (row value, column value), a list's items named by themselves and a dict's by its
-    keys; in the everyday suite each row with one column, the columns in turn, the other pairs marked slow."""
-    import pytest
-
-    rows, columns = ({str(x): x for x in xs} if isinstance(xs, list) else xs for xs in (rows, columns))
-    return [
-        pytest.param(row, column, id=f"{r}-{c}", marks=[] if i % len(columns) == j else [pytest.mark.slow])
-        for i, (r, row) in enumerate(rows.items())
-        for j, (c, column) in enumerate(columns.items())
-    ]
 
 
 def epochs_processed(checkpoint: dict) -> int:

@@ -19,17 +19,20 @@ from tiny_launchers import free_port  # noqa: F401 - re-exported: the library's 
 from tiny_runs import (  # noqa: F401 - re-exported
     assert_kept,
     assert_same_checkpoint,
-    every_other_daily,
     load,
+    process_environment,
     same,
     scalars,
+    slow_repeats,
     snapshot,
     wait_for,
 )
+from tiny_runs import run as run_task
 
 from helpers import DEFAULT, ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, CrashAt, refusal, run  # noqa: F401 - re-exported
 from lightning_runs.data.batches import ShardSampler, TensorBatches
 from lightning_runs.testing import SignalAt  # noqa: F401 - re-exported
+from project.cli import cli_main
 from project.data import DigitsDataModule
 
 
@@ -53,6 +56,12 @@ def split_sizes(**data) -> dict[str, int]:
     return {name: len(indices) for name, indices in datamodule.split(len(datamodule.load()[1])).items()}
 
 
+def cli(*args: str, callbacks=()):
+    """`python -m project <args>` in this process without the default config (a task named by class path or by a
+    config of its own), no progress bars: the CLI object, or SystemExit with its exit code."""
+    return run_task(*args, callbacks=callbacks, cli=cli_main)
+
+
 def steps_per_epoch(world_size: int = 1, **data) -> int:
     """Training steps of one epoch on each of `world_size` processes: the train split in equal shards, cut into
     full batches as the DataModule cuts it (the ragged last batch is dropped)."""
@@ -67,24 +76,13 @@ def run_subprocess(*args: str, timeout: float = 300, cwd: Path | None = None) ->
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=ddp_environment())
 
 
-# Set by torchrun, SLURM and Lightning's own launcher: a test that launches DDP itself must not inherit them.
-LAUNCHER_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
-
-
 def ddp_environment(**extra: str) -> dict[str, str]:
-    """This environment without any launcher's variables (a CI job may itself run under SLURM or torchrun), and with
-    the repository and tests/ importable (class paths such as `support.CrashAt`)."""
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("SLURM_", "TORCHELASTIC_")) and k not in LAUNCHER_VARIABLES
-    }
-    # One thread per process: the ranks share the cores (torchrun sets this too).
+    """The library tests' process environment (tiny_runs.process_environment: no launcher's variables, one thread a
+    process), with the repository and tests/ importable (class paths such as `support.CrashAt`)."""
     # The library beside the project first: a checkout's own lightning_runs, not the one installed from another.
     # support.py imports the library's test helpers (tests/template/conftest.py): their folder too.
     folders = [ROOT, ROOT / "lightning-runs", ROOT / "tests", ROOT / "tests/template", ROOT / "lightning-runs/tests"]
-    paths = os.pathsep.join(map(str, folders))
-    return {**clean, "PYTHONPATH": paths, "OMP_NUM_THREADS": "1", **extra}
+    return {**process_environment(), "PYTHONPATH": os.pathsep.join(map(str, folders)), **extra}
 
 
 def read_events(run_dir: Path) -> EventAccumulator:

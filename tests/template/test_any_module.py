@@ -15,11 +15,10 @@ import yaml
 from sklearn.linear_model import LinearRegression
 
 from experiments.regression import split
-from lightning_runs.errors import main
 from lightning_runs.tools import runs
 from lightning_runs.tools.seeds import evaluate_seeds
 from project.cli import cli_main, run
-from support import QUIET, CrashAt, load, refusal
+from support import QUIET, CrashAt, cli, load, refusal
 
 # A regression logs no val/acc: its best checkpoint watches what it does log, given as any user gives it.
 REGRESSION = ["--model", "experiments.regression.Regressor", "--data", "experiments.regression.DiabetesData"]
@@ -32,10 +31,6 @@ BORING = [
 UNMONITORED = ["--best_checkpoint.monitor=null", "--early_stopping=null"]
 
 
-def fit(*args, callbacks=()):
-    return main(lambda: cli_main(["fit", *QUIET, *args], callbacks=callbacks))
-
-
 @pytest.fixture
 def in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -44,8 +39,8 @@ def in_tmp(tmp_path, monkeypatch):
 
 def test_a_regression_of_the_users_own_fits_resumes_tests_predicts_and_exports_by_class_path(in_tmp):
     with pytest.raises(RuntimeError, match="crash at step 20"):  # a fit stopped in its third epoch (10 steps each)
-        fit(*REGRESSION, "--trainer.max_epochs=12", callbacks=[CrashAt(20)])
-    fitted = fit(*REGRESSION, "--trainer.max_epochs=12", "--ckpt_path=last")
+        cli("fit", *REGRESSION, "--trainer.max_epochs=12", callbacks=[CrashAt(20)])
+    fitted = cli("fit", *REGRESSION, "--trainer.max_epochs=12", "--ckpt_path=last")
     folder = Path(fitted.trainer.logger.log_dir)
     assert folder == Path("runs/diabetes/version_0"), "resumed into its own run"
     assert fitted.trainer.checkpoint_callback.monitor == "val/loss"
@@ -53,7 +48,7 @@ def test_a_regression_of_the_users_own_fits_resumes_tests_predicts_and_exports_b
     assert summary["status"] == "completed" and summary["epochs"] == 12
 
     best = str(folder / "checkpoints/best.ckpt")
-    tested = main(lambda: cli_main(["test", *QUIET, f"--ckpt_path={best}"]))  # no --model, no --data
+    tested = cli("test", f"--ckpt_path={best}")  # no --model, no --data
     mse = tested.trainer.callback_metrics["test/loss"].item()
     data = split(0)
     baseline = LinearRegression().fit(*(t.numpy() for t in data["train"]))
@@ -61,7 +56,7 @@ def test_a_regression_of_the_users_own_fits_resumes_tests_predicts_and_exports_b
     print(f"regression test MSE {mse:.1f}, linear baseline {baseline_mse:.1f}")
     assert mse < 3 * baseline_mse, "within reach of a linear fit on the same split"
 
-    main(lambda: cli_main(["predict", *QUIET, f"--ckpt_path={best}"]))
+    cli("predict", f"--ckpt_path={best}")
     rows = list(csv.DictReader((folder / "predictions.csv").open()))
     assert len(rows) == len(data["test"][0]) and list(rows[0]) == ["index", "output"], "the (N,) values it returns"
 
@@ -77,14 +72,14 @@ def test_a_regression_of_the_users_own_fits_resumes_tests_predicts_and_exports_b
 
 
 def test_lightnings_own_demo_classes_train_and_test_with_no_validation_metric_to_watch(in_tmp, capsys):
-    fitted = fit(*BORING, *UNMONITORED, "--trainer.max_epochs=2")
+    fitted = cli("fit", *BORING, *UNMONITORED, "--trainer.max_epochs=2")
     best = Path(fitted.trainer.logger.log_dir) / "checkpoints/best.ckpt"
     assert best.is_file() and load(best)["global_step"] == fitted.trainer.global_step, "unmonitored: the newest"
     # BoringModel saves no hyperparameters, so its checkpoint names no class: its run's config.yaml does, and the
     # checkpoint alone tests, predicts and exports.
-    tested = main(lambda: cli_main(["test", *QUIET, f"--ckpt_path={best}"]))
+    tested = cli("test", f"--ckpt_path={best}")
     assert type(tested.model).__name__ == "BoringModel" and tested.trainer.state.finished
-    predicted = main(lambda: cli_main(["predict", *QUIET, f"--ckpt_path={best}"]))
+    predicted = cli("predict", f"--ckpt_path={best}")
     assert type(predicted.datamodule).__name__ == "BoringDataModule"
     assert len((best.parents[1] / "predictions.csv").read_text().splitlines()) == 1 + 64
     line = refusal(capsys, lambda: run(["export", "--ckpt_path", str(best)]))  # nothing says what it takes
@@ -92,7 +87,8 @@ def test_lightnings_own_demo_classes_train_and_test_with_no_validation_metric_to
 
 
 def test_a_monitor_the_model_does_not_log_is_refused_before_training_naming_what_it_logs(in_tmp, capsys):
-    line = refusal(capsys, lambda: fit(*BORING, "--trainer.max_epochs=2"))  # the recipe watches val/acc, val/loss
+    # The recipe watches val/acc and val/loss.
+    line = refusal(capsys, lambda: cli("fit", *BORING, "--trainer.max_epochs=2"))
     assert "monitors val/" in line and "which BoringModel does not log (it logs: nothing yet)" in line
     assert not list(Path("runs").glob("*/version_*")), "no run folder left"
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from support import DEFAULT, QUIET, ROOT, every_other_daily, refusal, run, run_subprocess
+from support import DEFAULT, QUIET, ROOT, refusal, run, run_subprocess, slow_repeats
 
 CONFIGS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs").rglob("*.yaml"))
 # Overrides that let a config written for GPUs run on this CPU-only machine (SyncBatchNorm needs CUDA).
@@ -29,7 +29,12 @@ def test_every_config_starts_with_the_command_that_runs_it(config):
 RUNNABLE = [c for c in CONFIGS if c not in ON_CPU and c not in MULTI_NODE]  # here, by themselves
 
 
-@pytest.mark.parametrize("config", every_other_daily(RUNNABLE, RUNNABLE))
+# Each config builds other parts (a network, a logger, a debug setting), every day; but mlflow.yaml takes csv.yaml's
+# path (a logger swapped by a config file) and costs 12 s here, mostly MLflow's import (its logger's own tests:
+# lightning-runs/tests/test_loggers_mlflow.py).
+@pytest.mark.parametrize(
+    "config", slow_repeats(RUNNABLE, RUNNABLE, {"configs/loggers/mlflow.yaml": "configs/loggers/csv.yaml"})
+)
 def test_every_config_runs_a_fast_dev_run(config):
     cli = run("fit", "--config", str(ROOT / config), "--trainer.fast_dev_run=true")
     assert cli.trainer.state.finished and cli.trainer.global_step == 1

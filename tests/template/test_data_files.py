@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from project.data import DigitsDataModule
-from support import assert_kept, every_other_daily, refusal, run, snapshot, working_directory
+from support import assert_kept, refusal, run, slow_repeats, snapshot, working_directory
 
 PREDICTIONS = ("predictions.csv", "predictions-1.csv")  # the second predict's file: nothing is overwritten
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
@@ -97,7 +97,21 @@ PREDICT_FILES = [
 ]
 
 
-@pytest.mark.parametrize("name,content,expected", every_other_daily(PREDICT_FILES, [c[0] for c in PREDICT_FILES]))
+# Every day one case per check of project/files.py: a sample's shape, non-finite values (and float64 beyond float32),
+# a .csv's header, a row with a gap, no rows, an unreadable .npy, values that are no numbers, a missing array or file,
+# a file type, a header that lies (.npy, and .npz's members). Slow: a check again, on another file or value.
+PREDICT_REPEATS = {
+    "wide.npy": "mnist.npy",
+    "inf.csv": "nan.npy",
+    "empty.csv": "header.csv",
+    "text.csv": "gap.csv",
+    "complex.npy": "strings.npy",
+}
+
+
+@pytest.mark.parametrize(
+    "name,content,expected", slow_repeats(PREDICT_FILES, [c[0] for c in PREDICT_FILES], PREDICT_REPEATS)
+)
 def test_predicting_a_bad_file_is_refused_in_one_line_naming_it(runs, name, content, expected, capsys):
     path = name if content is None else write(name, content)
     error = refusal(capsys, lambda: run("predict", "--ckpt_path=best", f"--data.predict_path={path}"))
@@ -152,7 +166,11 @@ TRAIN_FILES = [
 ]
 
 
-@pytest.mark.parametrize("name,content,expected", every_other_daily(TRAIN_FILES, [case[0] for case in TRAIN_FILES]))
+# Every day one case per check of load_labelled: each label check, a sample check, the .npz and .csv readers' own.
+# Slow: fraction.npz, the integer check negative.npz takes, with other values.
+@pytest.mark.parametrize(
+    "name,content,expected", slow_repeats(TRAIN_FILES, [c[0] for c in TRAIN_FILES], {"fraction.npz": "negative.npz"})
+)
 def test_training_on_a_bad_file_of_your_own_is_refused_before_any_run_folder_exists(name, content, expected, capsys):
     write(name, content)
     before = snapshot()

@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 import project
 from lightning_runs import TOOLS
 from project.cli import DigitsCLI, cli_main, run
-from support import ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, every_other_daily
+from support import ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, slow_repeats
 
 PACKAGE = project.__name__  # `project` here; a copy made by `make new-project` has its own name
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -142,7 +143,28 @@ def parser():
 DOCUMENTED = sorted({shlex.join(args) for module, args in module_runs() if module == PACKAGE and not is_tool(args)})
 
 
-@pytest.mark.parametrize("args", every_other_daily(DOCUMENTED, DOCUMENTED))
+def what_parsing_checks(command: str) -> set[str]:
+    """The subcommand, the option names, and the config files and class paths a command names: what its parse reads
+    and imports. Its other values only go through the same options' types."""
+    words = shlex.split(command)
+    named = {word for word in words[1:] if re.search(r"\.ya?ml$|(^|\.)[A-Z]\w*$", word)}
+    return {words[0], *named, *(word.split("=")[0] for word in words if word.startswith("-"))}
+
+
+def repeated(commands: list[str]) -> dict[str, str]:
+    """Each command whose parse checks nothing a fuller everyday command does not -> that everyday command."""
+    everyday, repeats = {}, {}
+    for command in sorted(commands, key=lambda command: (-len(what_parsing_checks(command)), command)):
+        checks = what_parsing_checks(command)
+        covering = next((other for other, its in everyday.items() if checks <= its), None)
+        if covering:
+            repeats[command] = covering
+        else:
+            everyday[command] = checks
+    return repeats
+
+
+@pytest.mark.parametrize("args", slow_repeats(DOCUMENTED, DOCUMENTED, repeated(DOCUMENTED)))
 def test_every_documented_command_parses(args, parser, in_tmp, monkeypatch):
     write_documented_files(in_tmp)
     monkeypatch.syspath_prepend(str(in_tmp))  # the documented my_models.py and my_data.py, as class paths
@@ -158,11 +180,19 @@ def test_every_documented_command_parses(args, parser, in_tmp, monkeypatch):
     sorted({tuple(args) for module, args in module_runs() if module == PACKAGE and is_tool(args)}),
     ids=shlex.join,
 )
-def test_every_documented_tool_command_parses(args, in_tmp):
-    """`python -m project <tool> ...`, against that tool's own parser."""
+def test_every_documented_tool_command_parses(args, parser, in_tmp):
+    """`python -m project <tool> ...`, against that tool's own parser; the options that are not the tool's (cv's and
+    sweep's `--model.lr 0.003`) against fit's, as the tool hands them to each fit."""
     write_documented_files(in_tmp)
     tool, *options = args
-    printed_config(lambda given: run([tool, *given]), *options)
+    printed = yaml.safe_load(printed_config(lambda given: run([tool, *given]), *options))
+    words = [part for word in options for part in (word.split("=", 1) if word.startswith("--") else [word])]
+    given = {key.removeprefix("--"): yaml.safe_load(value) for key, value in zip(words[::2], words[1::2], strict=True)}
+    given = (yaml.safe_load((in_tmp / given.pop("config")).read_text()) if "config" in given else {}) | given
+    own = {key: value for key, value in given.items() if key.partition(".")[0] in printed}
+    assert {key: printed[key] for key in own} == own, "each option's value, a --config file's too"
+    fits = [word for key, value in given.items() if key not in own for word in (f"--{key}", str(value))]
+    assert not fits or parser.parse_args(["fit", *fits]).subcommand == "fit"
 
 
 def test_every_documented_module_exists():

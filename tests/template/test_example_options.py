@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from project.data import DigitsDataModule
-from support import assert_kept, every_other_daily, refusal, run, snapshot
+from support import assert_kept, refusal, run, slow_repeats, snapshot
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]
 
@@ -27,7 +27,18 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("subcommand,args,expected", every_other_daily(CASES, [" ".join(c[1]) for c in CASES]))
+# Every day one case per check: the batch against the train split, an empty val split (fit) and test split (test),
+# and each type's bound (Seed, NonNegativeFinite), min_lr against lr. Slow: a check again with other values; a
+# learning rate's bound every day in test_recipe_arguments.py.
+REPEATS = {
+    "TINY": "--data.val_fraction=0.0001",
+    "--data.rotation=inf": "--model.weight_decay=inf",
+    "--model.lr=inf": "tests/template/test_recipe_arguments.py::test_an_argument_the_recipe_cannot_train_exits_2_with"
+    "_one_line_before_creating_anything[--model.lr=0]",
+}
+
+
+@pytest.mark.parametrize("subcommand,args,expected", slow_repeats(CASES, [" ".join(c[1]) for c in CASES], REPEATS))
 def test_a_command_that_would_do_nothing_or_crash_later_is_refused_first(subcommand, args, expected, capsys):
     if args == ["TINY"]:  # a dataset of three samples
         images = DigitsDataModule().load()[0][:3]

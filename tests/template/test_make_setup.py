@@ -11,11 +11,12 @@ import os
 import shutil
 import stat
 import subprocess
-import time
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from support import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 # A second's work in each call, as a real uv sync takes, and the real binary's size (~30 MB, written for a while):
@@ -58,9 +59,9 @@ def test_a_second_install_started_while_the_first_bootstraps_uv_waits_for_a_whol
         subprocess.Popen, ["make", "install"], cwd=checkout, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     first = start()
-    uv, deadline = checkout / ".uv/bin/uv", time.monotonic() + 300
-    while not uv.exists() and first.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.001)  # the second starts as soon as a uv is there: pip was writing it, make took it as made
+    uv = checkout / ".uv/bin/uv"
+    # The second starts as soon as a uv is there (looked for each ms): pip was writing it, make took it as made.
+    wait_for(lambda: uv.exists() or first.poll() is not None, 300, "the first make's uv", every=0.001)
     makes = [first, start()]
     outputs = [make.communicate(timeout=300)[0].decode() for make in makes]
     assert [make.returncode for make in makes] == [0, 0], "\n".join(outputs)

@@ -8,7 +8,6 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 import urllib.request
 from itertools import takewhile
 from pathlib import Path
@@ -35,7 +34,7 @@ def test_mlflow_server_serves_the_store_on_localhost(tmp_path):
     server = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     api = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: server.poll() is not None or answers(f"{api}/health"), timeout=180, what="the MLflow server")
+        wait_for(lambda: server.poll() is not None or answers(f"{api}/health"), 180, "the MLflow server", every=0.5)
         assert server.poll() is None, server.stderr.read().decode()[-2000:]
         served = get(f"{api}/api/2.0/mlflow/runs/get?run_id={found.info.run_id}")["run"]
         assert served["info"]["run_name"] == "version_0" and served["info"]["status"] == "FINISHED"
@@ -60,7 +59,6 @@ def answers(url: str) -> bool:
         with urllib.request.urlopen(url, timeout=2) as response:
             return response.status == 200
     except OSError:
-        time.sleep(0.5)
         return False
 
 

@@ -19,10 +19,9 @@ from sklearn.linear_model import LogisticRegression
 from experiments.autoencoder import samples
 from experiments.other_template import wine_split
 from experiments.sequence import GRUClassifier, WalkData, sequences
-from lightning_runs.errors import main
 from lightning_runs.tools import runs
-from project.cli import cli_main, run
-from support import QUIET, CrashAt, load, refusal, start
+from project.cli import run
+from support import QUIET, CrashAt, cli, load, refusal, start
 
 EXPERIMENTS = Path(__file__).parent / "experiments"
 # Each run named as a user names it: by --name, or by its config file's name (runs/other_template/).
@@ -34,10 +33,6 @@ SEQUENCE = ["--model", "experiments.sequence.GRUClassifier", "--data", "experime
 REGRESSION = ["--model", "experiments.regression.Regressor", "--data", "experiments.regression.DiabetesData"]
 REGRESSION += [*BY_LOSS, "--name=diabetes"]
 OTHER_TEMPLATE = ["--config", str(EXPERIMENTS / "other_template.yaml")]
-
-
-def cli(*args, callbacks=()):
-    return main(lambda: cli_main([*args[:1], *QUIET, *args[1:]], callbacks=callbacks))
 
 
 @pytest.fixture

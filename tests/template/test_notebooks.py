@@ -1,11 +1,13 @@
 """The notebooks are stored clean and run top to bottom against a real (short) run."""
 
+import json
+
 import nbformat
 import numpy as np
 import pytest
 from nbclient import NotebookClient
 
-from support import ROOT
+from support import ROOT, split_sizes
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
@@ -32,7 +34,9 @@ def test_the_first_code_cell_holds_the_parameters(path):
     assert first.metadata.get("tags") == ["parameters"] and "parameter" in first.source
 
 
-def execute(path, parameters: str, monkeypatch) -> None:
+def execute(path, parameters: str, monkeypatch) -> list[str]:
+    """Runs the notebook top to bottom with its parameters cell replaced; the lines it printed. Each `plt.show()`
+    drew its figure."""
     notebook = nbformat.read(path, as_version=4)
     first = next(cell for cell in notebook.cells if cell.cell_type == "code")
     first.source = parameters  # what papermill does with a "parameters" cell
@@ -40,16 +44,31 @@ def execute(path, parameters: str, monkeypatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     client = NotebookClient(notebook, kernel_name="python3", timeout=300, resources={"metadata": {"path": path.parent}})
     client.execute()
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    outputs = [output for cell in code for output in cell.outputs]
+    figures = sum("image/png" in output.get("data", {}) for output in outputs)
+    assert figures == sum(cell.source.count("plt.show()") for cell in code), "a figure shown for each plt.show()"
+    return "".join(output.text for output in outputs if output.output_type == "stream").splitlines()
+
+
+def first_line_of_the_run(run_dir) -> str:
+    """What 02_run.ipynb says of the run it reads first: its folder, status, epochs and steps, from its summary."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return f"{run_dir}: {summary['status']} after {summary['epochs']} epochs, {summary['global_step']} steps"
 
 
 @pytest.mark.slow
 def test_data_notebook_runs(monkeypatch):
-    execute(ROOT / "notebooks/01_data.ipynb", "SEED = 3", monkeypatch)
+    printed = execute(ROOT / "notebooks/01_data.ipynb", "SEED = 3", monkeypatch)
+    sizes = split_sizes(seed=3)
+    assert printed[0].startswith(f"{sum(sizes.values())} digits of (8, 8) pixels"), printed
+    assert [line.split(" digits")[0] for line in printed[1:4]] == [f"{n:>5}: {sizes[n]:4d}" for n in sizes], printed
 
 
 @pytest.mark.slow
 def test_run_notebook_runs_against_a_real_run(short_run, monkeypatch):
-    execute(ROOT / "notebooks/02_run.ipynb", f"RUN_DIR = {str(short_run[0])!r}", monkeypatch)
+    printed = execute(ROOT / "notebooks/02_run.ipynb", f"RUN_DIR = {str(short_run[0])!r}", monkeypatch)
+    assert printed[0] == first_line_of_the_run(short_run[0]), printed
 
 
 @pytest.mark.slow
@@ -71,4 +90,6 @@ def test_run_notebook_runs_against_a_run_on_data_of_another_shape(kind, tmp_path
             np.savez("own.npz", samples=samples, labels=labels)
             options += ["--data.path=own.npz", "--data.kind=signal"]
         run("fit", *ONE_EPOCH_TWO_BATCHES, *options)
-    execute(ROOT / "notebooks/02_run.ipynb", f"RUN_DIR = {str(tmp_path / 'runs/own/version_0')!r}", monkeypatch)
+    run_dir = tmp_path / "runs/own/version_0"
+    printed = execute(ROOT / "notebooks/02_run.ipynb", f"RUN_DIR = {str(run_dir)!r}", monkeypatch)
+    assert printed[0] == first_line_of_the_run(run_dir), printed
