@@ -22,6 +22,7 @@ import yaml
 from sklearn.datasets import load_digits
 
 from lightning_runs.data.batches import ShardSampler, split_indices
+
 from project.augment import random_affine
 from project.schedule import decay_groups, warmup_cosine
 

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from sklearn.datasets import load_digits
 
 from lightning_runs.data.batches import ShardSampler, split_indices
+
 from project.augment import random_affine
 from project.cli import TRAINER_DEFAULTS
 from project.data import ArrayDataModule

@@ -13,6 +13,7 @@ from lightning.pytorch.callbacks import Callback
 
 import lightning_runs
 from lightning_runs.cli import RunsCLI, set_part_defaults
+
 from project.data import DigitsDataModule
 from project.model import DigitsClassifier
 

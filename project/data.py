@@ -20,6 +20,7 @@ from lightning.pytorch.utilities import AttributeDict
 from lightning_runs.console import say
 from lightning_runs.data import Batch, ShardSampler, TensorBatches, fold_indices, on_device, split_indices
 from lightning_runs.errors import UsageError
+
 from project.augment import random_affine
 from project.files import load_labelled, load_samples
 

@@ -23,6 +23,7 @@ from torchvision.transforms import v2
 
 from lightning_runs.data import fold_indices
 from lightning_runs.errors import UsageError
+
 from project.image_files import (
     SUFFIXES,
     ImageFiles,

@@ -7,6 +7,7 @@ import torch
 
 from lightning_runs.errors import main
 from lightning_runs.testing import CrashAt, refusal  # noqa: F401 - re-exported for the project's tests
+
 from project.cli import cli_main
 
 ROOT = Path(__file__).resolve().parents[1]

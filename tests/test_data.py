@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from lightning_runs.data.batches import ShardSampler, TensorBatches
+
 from project import files
 from project.data import DigitsDataModule, FileDataModule, statistics
 from project.files import load_labelled, load_samples

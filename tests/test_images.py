@@ -13,6 +13,7 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from torchvision.io import write_png
 
 from lightning_runs.testing import CrashAt
+
 from project.images import ImageFolderDataModule
 from project.model import DigitsClassifier
 from project.networks import DigitsCNN

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 import lightning_runs
+
 import project
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -29,9 +29,10 @@ from tiny_runs import (  # noqa: F401 - re-exported
 )
 from tiny_runs import run as run_task
 
-from helpers import DEFAULT, ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, CrashAt, refusal, run  # noqa: F401 - re-exported
 from lightning_runs.data.batches import ShardSampler, TensorBatches
 from lightning_runs.testing import SignalAt  # noqa: F401 - re-exported
+
+from helpers import DEFAULT, ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, CrashAt, refusal, run  # noqa: F401 - re-exported
 from project.cli import cli_main
 from project.data import DigitsDataModule
 

@@ -14,9 +14,10 @@ import torch
 import yaml
 from sklearn.linear_model import LinearRegression
 
-from experiments.regression import split
 from lightning_runs.tools import runs
 from lightning_runs.tools.seeds import evaluate_seeds
+
+from experiments.regression import split
 from project.cli import cli_main, run
 from support import QUIET, CrashAt, cli, load, refusal
 

@@ -93,6 +93,7 @@ def test_each_run_saves_its_resolved_config_in_its_own_directory():
 def test_the_entry_point_names_the_tools_and_runs_them(capsys):
     """`python -m project --help` lists the tools beside the subcommands; `python -m project runs` runs one."""
     from lightning_runs import TOOLS
+
     from project.cli import run as entry_point
 
     with pytest.raises(SystemExit) as exit:

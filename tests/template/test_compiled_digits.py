@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from lightning_runs.tools import export
+
 from project.cli import cli_main
 from support import assert_same_checkpoint, load, run, working_directory
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-import project
 from lightning_runs import TOOLS
+
+import project
 from project.cli import DigitsCLI, cli_main, run
 from support import ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, slow_repeats
 

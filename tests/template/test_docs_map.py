@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.code_lines import LIBRARY, MARKERS, code_lines, module_map
 from lightning_runs import TOOLS
+
+from benchmarks.code_lines import LIBRARY, MARKERS, code_lines, module_map
 
 ROOT = Path(__file__).resolve().parents[2]
 

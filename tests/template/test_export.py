@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from lightning_runs.tools import export
+
 from project.cli import cli_main
 from project.model import DigitsClassifier
 from support import run, working_directory

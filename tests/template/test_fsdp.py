@@ -12,6 +12,7 @@ import pytest
 
 from lightning_runs.checkpoints.sharded import is_sharded
 from lightning_runs.tools import export
+
 from project.cli import cli_main
 from support import (
     DEFAULT,

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from lightning_runs.data.batches import on_device
+
 from support import DEFAULT, QUIET, ROOT, load, run, run_subprocess, steps_per_epoch
 
 pytestmark = pytest.mark.gpu

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
-import project
 from lightning_runs.tools.runs import list_runs
+
+import project
 from support import ONE_EPOCH_TWO_BATCHES, ROOT, read_events, run
 
 PACKAGE = project.__name__  # a copy may rename it

@@ -16,10 +16,11 @@ import torch
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LogisticRegression
 
+from lightning_runs.tools import runs
+
 from experiments.autoencoder import samples
 from experiments.other_template import wine_split
 from experiments.sequence import GRUClassifier, WalkData, sequences
-from lightning_runs.tools import runs
 from project.cli import run
 from support import QUIET, CrashAt, cli, load, refusal, start
 

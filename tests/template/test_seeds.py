@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from lightning_runs.tools.seeds import evaluate_seeds
+
 from project.cli import cli_main
 from support import DEFAULT
 

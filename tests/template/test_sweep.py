@@ -16,6 +16,7 @@ from optuna.trial import TrialState
 
 from lightning_runs.tools.fits import fit_config
 from lightning_runs.tools.sweep import main, scored_by
+
 from project.cli import cli_main
 from support import DEFAULT, QUIET, ROOT, ddp_environment
 

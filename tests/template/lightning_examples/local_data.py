@@ -14,8 +14,9 @@ from torch.utils.data import DataLoader, TensorDataset, random_split
 from torchdata.stateful_dataloader import StatefulDataLoader
 from torchvision import transforms
 
-from lightning_examples.computer_vision_fine_tuning import CatDogImageDataModule
 from lightning_runs.checkpoints import WorkerRandomState
+
+from lightning_examples.computer_vision_fine_tuning import CatDogImageDataModule
 
 
 class FakeMNIST(LightningDataModule):

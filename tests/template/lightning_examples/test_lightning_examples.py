@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lightning_examples.random_backbone import write_random_backbone
 from lightning_runs.tools import verify
+
+from lightning_examples.random_backbone import write_random_backbone
 from support import ROOT
 
 HERE = Path(__file__).parent
