@@ -18,8 +18,9 @@ import numpy as np
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from benchmarks.common import project, timed
 from project.data import DigitsDataModule
+
+from benchmarks.common import project, timed
 
 
 def val_acc_by_epoch(run: Path) -> list[float]:

@@ -26,9 +26,10 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from torch.utils.data import DataLoader, TensorDataset
 from torchmetrics.classification import MulticlassAccuracy
 
-from benchmarks.plain_loop import digits_split
 from project.augment import random_affine
 from project.schedule import decay_groups, warmup_cosine
+
+from benchmarks.plain_loop import digits_split
 
 
 class Classifier(L.LightningModule):

@@ -4,8 +4,9 @@ import re
 
 import pytest
 
-from helpers import ROOT
 from project.cli import cli_main
+
+from helpers import ROOT
 
 CONFIGS = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "configs").rglob("*.yaml"))
 PACKAGE = cli_main.__module__.split(".")[0]

@@ -8,10 +8,11 @@ import pytest
 import torch
 from lightning import Trainer
 
-from helpers import refusal, run
 from project.model import DigitsClassifier
 from project.networks import MLP, DigitsCNN
 from project.schedule import warmup_cosine
+
+from helpers import refusal, run
 
 
 @pytest.mark.parametrize("shape", [(8, 8), (28, 28), (1, 8, 8), (3, 32, 32), (5, 12, 20)])

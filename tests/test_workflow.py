@@ -10,8 +10,9 @@ import onnxruntime
 import pytest
 import torch
 
-from helpers import run
 from project.cli import run as entry_point
+
+from helpers import run
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=3", "--trainer.limit_val_batches=2"]
 

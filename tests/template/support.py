@@ -32,9 +32,10 @@ from tiny_runs import run as run_task
 from lightning_runs.data.batches import ShardSampler, TensorBatches
 from lightning_runs.testing import SignalAt  # noqa: F401 - re-exported
 
-from helpers import DEFAULT, ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, CrashAt, refusal, run  # noqa: F401 - re-exported
 from project.cli import cli_main
 from project.data import DigitsDataModule
+
+from helpers import DEFAULT, ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, CrashAt, refusal, run  # noqa: F401 - re-exported
 
 
 @contextmanager

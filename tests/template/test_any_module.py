@@ -17,8 +17,9 @@ from sklearn.linear_model import LinearRegression
 from lightning_runs.tools import runs
 from lightning_runs.tools.seeds import evaluate_seeds
 
-from experiments.regression import split
 from project.cli import cli_main, run
+
+from experiments.regression import split
 from support import QUIET, CrashAt, cli, load, refusal
 
 # A regression logs no val/acc: its best checkpoint watches what it does log, given as any user gives it.

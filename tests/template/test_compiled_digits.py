@@ -8,6 +8,7 @@ import pytest
 from lightning_runs.tools import export
 
 from project.cli import cli_main
+
 from support import assert_same_checkpoint, load, run, working_directory
 
 ARGS = ["--compile.enabled=true", "--trainer.max_epochs=2", "--trainer.limit_train_batches=4"]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from project.data import DigitsDataModule
+
 from support import assert_kept, refusal, run, slow_repeats, snapshot, working_directory
 
 PREDICTIONS = ("predictions.csv", "predictions-1.csv")  # the second predict's file: nothing is overwritten

@@ -18,6 +18,7 @@ from lightning_runs import TOOLS
 
 import project
 from project.cli import DigitsCLI, cli_main, run
+
 from support import ONE_EPOCH_TWO_BATCHES, QUIET, ROOT, slow_repeats
 
 PACKAGE = project.__name__  # `project` here; a copy made by `make new-project` has its own name

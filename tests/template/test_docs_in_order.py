@@ -10,6 +10,7 @@ from test_docs import PACKAGE, code_blocks, is_tool, write_documented_files
 
 from project.cli import cli_main, run
 from project.data import DigitsDataModule
+
 from support import QUIET, ROOT
 
 

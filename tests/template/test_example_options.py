@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from project.data import DigitsDataModule
+
 from support import assert_kept, refusal, run, slow_repeats, snapshot
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=2"]

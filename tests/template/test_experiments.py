@@ -7,6 +7,7 @@ import pytest
 
 from project.data import DigitsDataModule, FileDataModule
 from project.networks import MLP
+
 from support import ONE_EPOCH_TWO_BATCHES, ROOT, run
 
 

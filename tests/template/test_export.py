@@ -8,6 +8,7 @@ from lightning_runs.tools import export
 
 from project.cli import cli_main
 from project.model import DigitsClassifier
+
 from support import run, working_directory
 
 pytestmark = pytest.mark.slow

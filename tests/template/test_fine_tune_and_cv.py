@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from project.data import DigitsDataModule
 from project.networks import DigitsCNN
+
 from support import ONE_EPOCH_TWO_BATCHES, load, run, run_subprocess
 
 

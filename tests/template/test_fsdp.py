@@ -14,6 +14,7 @@ from lightning_runs.checkpoints.sharded import is_sharded
 from lightning_runs.tools import export
 
 from project.cli import cli_main
+
 from support import (
     DEFAULT,
     QUIET,

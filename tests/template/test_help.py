@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from project.cli import run
+
 from support import ROOT
 
 # `fit --help` at 80 columns was 1,732 lines before (665 of them the nn.Module subclasses a network option could

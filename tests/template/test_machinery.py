@@ -13,6 +13,7 @@ from tensorboard.plugins.hparams import metadata as hparams_metadata
 from lightning_runs.tools.runs import list_runs
 
 import project
+
 from support import ONE_EPOCH_TWO_BATCHES, ROOT, read_events, run
 
 PACKAGE = project.__name__  # a copy may rename it

@@ -18,10 +18,11 @@ from sklearn.linear_model import LogisticRegression
 
 from lightning_runs.tools import runs
 
+from project.cli import run
+
 from experiments.autoencoder import samples
 from experiments.other_template import wine_split
 from experiments.sequence import GRUClassifier, WalkData, sequences
-from project.cli import run
 from support import QUIET, CrashAt, cli, load, refusal, start
 
 EXPERIMENTS = Path(__file__).parent / "experiments"

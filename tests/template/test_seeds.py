@@ -8,6 +8,7 @@ import pytest
 from lightning_runs.tools.seeds import evaluate_seeds
 
 from project.cli import cli_main
+
 from support import DEFAULT
 
 pytestmark = pytest.mark.slow

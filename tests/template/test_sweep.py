@@ -18,6 +18,7 @@ from lightning_runs.tools.fits import fit_config
 from lightning_runs.tools.sweep import main, scored_by
 
 from project.cli import cli_main
+
 from support import DEFAULT, QUIET, ROOT, ddp_environment
 
 SWEEPS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "sweeps").glob("*.yaml"))

@@ -15,6 +15,7 @@ from lightning_runs.tools import export
 
 from project.cli import cli_main
 from project.model import DigitsClassifier
+
 from support import assert_kept, assert_same_checkpoint, load, refusal, run, snapshot, working_directory
 from tasks import TASKS, Task, write_samples
 
