@@ -51,10 +51,11 @@ def skip_batches(trainer, count: int) -> None:
     a restart inside an epoch over a loader that cannot resume its position continues where the epoch stopped. The
     fetcher and its iterator are the fit loop's private `_data_fetcher.iterator`; a prefetched batch is the first."""
     fetcher = trainer.fit_loop._data_fetcher
-    prefetched, fetcher.batches = getattr(fetcher, "batches", []), []
+    prefetched = getattr(fetcher, "batches", None) or []  # only a loader of unknown length prefetches
     for _ in range(count - len(prefetched)):
         next(fetcher.iterator)
-    fetcher.batches = [next(fetcher.iterator) for _ in prefetched]
+    if prefetched:
+        fetcher.batches = [*prefetched[count:], *(next(fetcher.iterator) for _ in prefetched[:count])]
 
 
 @contextmanager
