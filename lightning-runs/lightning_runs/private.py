@@ -54,8 +54,7 @@ def skip_batches(trainer, count: int) -> None:
     prefetched = getattr(fetcher, "batches", None) or []  # only a loader of unknown length prefetches
     for _ in range(count - len(prefetched)):
         next(fetcher.iterator)
-    if prefetched:
-        fetcher.batches = [*prefetched[count:], *(next(fetcher.iterator) for _ in prefetched[:count])]
+    fetcher.batches = [*prefetched[count:], *(next(fetcher.iterator) for _ in prefetched[:count])]
 
 
 @contextmanager
