@@ -19,6 +19,7 @@ from lightning.pytorch.utilities import AttributeDict
 
 from lightning_runs.console import say
 from lightning_runs.data import Batch, ShardSampler, TensorBatches, fold_indices, on_device, split_indices
+from lightning_runs.data.fingerprint import check_same_data, fingerprint
 from lightning_runs.errors import UsageError
 
 from project.augment import random_affine
@@ -69,6 +70,7 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         self.save_hyperparameters()
         self.splits: dict[str, Batch] = {}  # name -> (samples, labels), set in setup()
         self.mean = self.std = None  # train-split statistics, broadcastable to one sample, set in setup()
+        self.read: str | None = None  # the fingerprint of the samples, set in setup()
         self._train_batches: TensorBatches | None = None
         self._resume_state: dict[str, int] | None = None
         self._predict_samples = None
@@ -115,6 +117,7 @@ class ArrayDataModule(L.LightningDataModule, ABC):
             samples, labels = self._loaded
             self.splits = {name: (samples[idx], labels[idx]) for name, idx in self.split(len(samples)).items()}
             self.mean, self.std = statistics(self.splits["train"][0], self.sample_kind)
+            self.read = fingerprint(len(labels), samples, labels)  # what a resume compares (load_state_dict)
             self._say_how_samples_are_taken()
         self._check_splits(stage)
 
@@ -170,7 +173,7 @@ class ArrayDataModule(L.LightningDataModule, ABC):
     # before building the loader. Lightning restores a loader's own state only if the loader is built after the
     # checkpoint is read, but `estimated_stepping_batches` in configure_optimizers builds it first: a mid-epoch
     # resume would replay the epoch from batch 0.
-    def state_dict(self) -> dict[str, dict[str, int]]:
+    def state_dict(self) -> dict:
         if self._train_batches is None:
             return {}
         state = self._train_batches.state_dict()
@@ -178,9 +181,11 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         # next epoch starts at its first batch, not where this one stopped.
         if self.trainer is not None and state["position"] >= self.trainer.num_training_batches:
             state = {**state, "position": 0}
-        return {"train_batches": state}
+        return {"train_batches": state, "data": self.read}
 
-    def load_state_dict(self, state_dict: dict[str, dict[str, int]]) -> None:
+    def load_state_dict(self, state_dict: dict) -> None:
+        # Other samples (a file rewritten at the same path) would resume into another split and another epoch length.
+        check_same_data(self, state_dict.get("data"), self.read, self.hparams.get("path") or type(self).__name__)
         self._resume_state = state_dict.get("train_batches")
 
     def val_dataloader(self) -> TensorBatches:

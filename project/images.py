@@ -22,6 +22,7 @@ from torchvision.io import ImageReadMode
 from torchvision.transforms import v2
 
 from lightning_runs.data import fold_indices
+from lightning_runs.data.fingerprint import check_same_data, fingerprint
 from lightning_runs.errors import UsageError
 
 from project.image_files import (
@@ -93,6 +94,7 @@ class ImageFolderDataModule(L.LightningDataModule):
         self.predict_files: list[str] = []  # the files `predict` read, in the order of its outputs
         self._train_loader: StatefulDataLoader | None = None
         self._resume_state: dict | None = None
+        self.read: str | None = None  # the fingerprint of the file list, set by setup()
 
     # Read when the model is built, before setup(): the class names are a directory listing (or the CSV) away.
     @property
@@ -148,6 +150,12 @@ class ImageFolderDataModule(L.LightningDataModule):
         if not self.splits:  # called twice (by the CLI, then by the Trainer), and fit then test: done once
             paths, labels, _ = self._listing
             refuse_unreadable(os.fsdecode(path) for path in paths)  # here, not in a worker mid-epoch
+            # Each file's path (below the root, so a copy of the folder is the same data), class and size: an image
+            # added, removed, moved to another class or replaced by one of another size is other data to a resume.
+            root = Path(self.hparams.root)
+            root = root.parent if root.is_file() else root
+            read = [(os.path.relpath(os.fsdecode(path), root), os.stat(path).st_size) for path in paths]
+            self.read = fingerprint(len(read), read, labels, unit="files")
             labels, seed, folds = torch.from_numpy(labels), self.hparams.seed, self.hparams.folds
             self.splits = stratified_split(labels, self.hparams.val_fraction, self.hparams.test_fraction, seed)
             if folds is not None:  # the same test split; train + val cut into folds
@@ -209,11 +217,12 @@ class ImageFolderDataModule(L.LightningDataModule):
         # workers prefetch). Saved after the last one (the epoch's end, or --trainer.limit_train_batches), the next
         # epoch starts at its first batch.
         if trainer.fit_loop.epoch_loop.batch_progress.current.ready >= trainer.num_training_batches:
-            return {"epoch": epoch + 1}
-        return {"epoch": epoch, "loader": loader.state_dict()}
+            return {"epoch": epoch + 1, "data": self.read}
+        return {"epoch": epoch, "loader": loader.state_dict(), "data": self.read}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        self._resume_state = state_dict or None
+        check_same_data(self, state_dict.get("data"), self.read, self.hparams.root)
+        self._resume_state = {key: value for key, value in state_dict.items() if key != "data"} or None
 
     def val_dataloader(self) -> DataLoader:
         return self._loader(self._files(self.splits["val"]))

@@ -247,3 +247,21 @@ def test_a_sample_repeated_in_a_csv_is_kept_once_so_no_copy_is_both_trained_and_
     trained = {tuple(sample.tolist()) for sample in table.splits["train"][0]}
     assert not trained & {tuple(sample.tolist()) for sample in table.splits["test"][0]}
     assert "table.csv: 20 repeated samples (the same values and label) kept once each" in capsys.readouterr().out
+
+
+def test_a_fit_resumed_on_a_file_rewritten_at_the_same_path_is_refused_in_one_line(tmp_path, capsys):
+    from helpers import refusal, run
+
+    generator = np.random.default_rng(0)
+    path = tmp_path / "points.npz"
+    np.savez(path, samples=generator.normal(size=(50, 4)), labels=np.arange(50) % 2)
+    stop = ["--trainer.callbacks+=lightning_runs.testing.SignalAt", "--trainer.callbacks.step=5"]
+    fit = ["fit", "--data=project.data.FileDataModule", f"--data.path={path}", "--data.batch_size=8", *stop]
+    fit += ["--model.network=project.networks.MLP"]  # samples of 4 features
+    with pytest.raises(SystemExit) as stopped:
+        run(*fit, "--trainer.max_epochs=2")
+    assert stopped.value.code == 143
+    np.savez(path, samples=generator.normal(size=(50, 4)), labels=np.arange(50) % 2)  # as many, other values
+    error = refusal(capsys, lambda: run(*fit, "--trainer.max_epochs=2", "--ckpt_path=last"))
+    assert error.startswith(f"error: {path}: not the data the checkpoint's run read (50 samples #"), error
+    assert "then, 50 samples #" in error and error.endswith("(drop --ckpt_path)"), error

@@ -298,3 +298,39 @@ def test_a_fit_its_images_cannot_feed_is_one_line_before_training(folder, tmp_pa
     monkeypatch.chdir(tmp_path)
     error = refusal(capsys, lambda: run("fit", *IMAGES, f"--data.root={folder}", "--data.batch_size=4", *args))
     assert said in error and not (tmp_path / "runs").exists(), error
+
+
+def add_twelve_images(root: Path) -> None:
+    write_folder(root / "more", counts=(6, 6), size=12, seed=1)
+    for k in range(2):
+        for image in (root / "more" / f"class_{k}").iterdir():
+            image.rename(root / f"class_{k}" / f"new_{image.name}")
+    shutil.rmtree(root / "more")
+
+
+def replace_one_image(root: Path) -> None:
+    write_png(torch.zeros(3, 14, 14, dtype=torch.uint8), str(root / "class_1" / "003.png"))  # another image, size
+
+
+CHANGES = {"12 images added": add_twelve_images, "one image replaced": replace_one_image}
+STOP = ["--trainer.callbacks+=lightning_runs.testing.SignalAt", "--trainer.callbacks.step=5"]
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
+def test_a_fit_resumed_on_other_images_is_refused_in_one_line_and_resumes_once_they_are_back(tmp_path, capsys, change):
+    from helpers import refusal, run
+
+    root = write_folder(tmp_path / "images", counts=(20, 20), size=12)  # 32 training images: 4 steps an epoch
+    fit = ["fit", *IMAGES, f"--data.root={root}", "--data.batch_size=8", "--trainer.max_epochs=2", *STOP]
+    with pytest.raises(SystemExit) as stopped:
+        run(*fit)
+    assert stopped.value.code == 143
+    shutil.copytree(root, tmp_path / "kept")
+    change(root)
+    error = refusal(capsys, lambda: run(*fit, "--ckpt_path=last"))
+    assert error.startswith(f"error: {root}: not the data the checkpoint's run read (40 files #"), error
+    assert error.endswith("put the data back as it was, or start a new run (drop --ckpt_path)"), error
+    shutil.rmtree(root)
+    (tmp_path / "kept").rename(root)  # back as it was: the run resumes and finishes
+    run(*fit, "--ckpt_path=last")
+    assert torch.load(tmp_path / "runs/digits/version_0/checkpoints/last.ckpt", weights_only=True)["global_step"] == 8
