@@ -15,6 +15,7 @@ import yaml
 
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.checkpoints.sharded import is_sharded
+from lightning_runs.cli.class_paths import refuse_local_code
 from lightning_runs.cli.placement import relative
 from lightning_runs.configs import WHERE
 from lightning_runs.console import say
@@ -52,11 +53,13 @@ def layers(path: Path) -> tuple[list[str], dict, list[str]]:
     configs, classes, run = [], {}, run_of_checkpoint(path)
     if run is not None:
         recorded = read_run_data(run / "config.yaml")
+        refuse_local_code(recorded, run / "config.yaml")  # before jsonargparse imports what it names
         for key in WHERE:
             (recorded.get("trainer") or {}).pop(key, None)
         configs.append(yaml.safe_dump(recorded))
         classes = {group: (recorded[group] or {}).get("class_path") for group in GROUPS if group in recorded}
     checkpoint = {} if is_sharded(path) else read_checkpoint(path)
+    refuse_local_code([checkpoint.get("hyper_parameters"), checkpoint.get("datamodule_hyper_parameters")], path)
     hparams = {k: v for k, v in (checkpoint.get("hyper_parameters") or {}).items() if not k.startswith("_")}
     dotted = saved_class_path(checkpoint.get("hyper_parameters")) or classes.get("model")
     if dotted:  # dict_kwargs: jsonargparse moves those its class takes into init_args (RunsCLI drops the rest)

@@ -19,6 +19,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.checkpoints.sharded import check_whole, is_checkpoint, is_sharded
+from lightning_runs.cli.class_paths import refuse_local_code
 from lightning_runs.configs import differences, option
 from lightning_runs.console import say
 from lightning_runs.distributed import launched_as_rank_zero
@@ -100,6 +101,7 @@ def resolve_checkpoint(subcommand: str, config) -> Path | None:
 def resume(config, path: Path, current: dict) -> None:
     """A fit from `path` continues its run, in its folder, as the same recipe (`current`: this command's config as
     it would be saved); a finished one is not resumed."""
+    refuse_local_code(read_checkpoint(path).get("hyper_parameters"), path)  # before Lightning imports its _class_path
     if "optimizer_states" not in read_checkpoint(path):
         raise UsageError(
             f"--ckpt_path {path}: the weights alone (save_weights_only); a fit cannot continue it, a test can"
