@@ -115,7 +115,12 @@ class RunFolder:
         path = run_dir(experiment.parent, experiment.name, version)
         created = created or not path.exists()
         path.mkdir(parents=True, exist_ok=True)
-        return cls(path, created, kept, set() if created else set(path.rglob("*")), lock_run(path))
+        lock = lock_run(path)
+        if not created and abandoned(path):  # judged again under the lock: its files go, and it starts anew
+            for child in path.iterdir():
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            created = True
+        return cls(path, created, kept, set() if created else set(path.rglob("*")), lock)
 
     def release(self, refused: bool) -> None:
         """Let go of the folder; one this command made is removed where it was refused before any checkpoint (nothing
@@ -137,6 +142,22 @@ class RunFolder:
             except OSError:  # something was written: kept
                 break
             folder = folder.parent
+
+
+def abandoned(folder: Path) -> bool:
+    """A run folder that no run will go on with: no checkpoint, not finished, and the process its summary.json records
+    gone (killed with -9 before its first checkpoint), or none recorded. Whoever pins it next (a SLURM job's version, a
+    cv fold) starts it again; whether a command holds it still is its lock's to say (lock_run)."""
+    from lightning_runs.processes import is_dead  # psutil, for this question only
+
+    if any(folder.rglob("*.ckpt")):
+        return False
+    try:
+        summary = read_summary(folder / "summary.json") if (folder / "summary.json").exists() else {}
+    except UsageError:  # damaged: not judged, kept
+        return False
+    process = summary.get("process")
+    return summary.get("status") != "completed" and (process is None or is_dead(process))
 
 
 def _made(folder: Path) -> bool:

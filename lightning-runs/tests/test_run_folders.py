@@ -7,7 +7,18 @@ from pathlib import Path
 
 import pytest
 from lightning.pytorch.callbacks import Callback
-from tiny_runs import QUIET, assert_kept, immutable, refusal, run, slow_repeats, snapshot, start, wait_for
+from tiny_runs import (
+    QUIET,
+    assert_kept,
+    command,
+    immutable,
+    refusal,
+    run,
+    slow_repeats,
+    snapshot,
+    start,
+    wait_for,
+)
 
 from lightning_runs.run_folders import lock_run
 from lightning_runs.testing import CrashAt
@@ -48,6 +59,32 @@ def test_ckpt_path_last_with_a_version_given_by_hand_resumes_that_run_or_starts_
     assert "fit resumes runs/tiny/slurm-4242 from last.ckpt (step 2)" in capsys.readouterr().out
     assert resumed.trainer.global_step == 4 and Path(resumed.trainer.log_dir) == Path("runs/tiny/slurm-4242")
     assert sorted(p.name for p in Path("runs/tiny").iterdir()) == ["slurm-4242", "version_0"]
+
+
+KILLED_AT_STEP_1 = ["--trainer.callbacks+=lightning_runs.testing.SignalAt", "--trainer.callbacks.step=1"]
+
+
+@pytest.mark.parametrize("again", [[], ["--ckpt_path=last"]], ids=["the same command", "with --ckpt_path last"])
+def test_a_pinned_run_killed_before_its_first_checkpoint_starts_again_from_step_0_in_its_folder(capsys, again):
+    """A SLURM attempt or a cv fold killed with -9 before any checkpoint: its folder, pinned, belongs to whoever pins it
+    next, once no command holds it; that attempt starts from step 0 there, the dead attempt's files gone."""
+    pinned, folder = ["--trainer.logger.init_args.version=slurm-1"], Path("runs/tiny/slurm-1")
+    killed = command("fit", *QUIET, *SHORT, *pinned, *KILLED_AT_STEP_1, "--trainer.callbacks.signum=9")
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    dead = snapshot()
+    assert (folder / "summary.json").is_file() and not (folder / "checkpoints").exists()
+    held = lock_run(folder)  # a command still at work on it: refused, its files untouched
+    try:
+        assert f"{folder} is in use by another command" in refusal(capsys, lambda: run("fit", *SHORT, *pinned, *again))
+        assert snapshot() == dead
+    finally:
+        os.close(held)
+    fit = run("fit", *SHORT, *pinned, *again)
+    said = capsys.readouterr().out
+    assert f"{folder}: its run ended before a first checkpoint; started again from step 0, its files gone" in said
+    assert fit.trainer.global_step == 4 and Path(fit.trainer.log_dir) == folder
+    events = {Path(path) for path in dead if Path(path).name.startswith("events")}
+    assert events and not events & set(folder.iterdir()), "the dead attempt's events file is gone"
 
 
 def test_a_run_in_use_by_another_command_is_refused(runs, capsys):
