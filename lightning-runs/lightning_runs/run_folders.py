@@ -150,14 +150,12 @@ def abandoned(folder: Path) -> bool:
     cv fold) starts it again; whether a command holds it still is its lock's to say (lock_run)."""
     from lightning_runs.processes import is_dead  # psutil, for this question only
 
-    if any(folder.rglob("*.ckpt")):
-        return False
     try:
         summary = read_summary(folder / "summary.json") if (folder / "summary.json").exists() else {}
     except UsageError:  # damaged: not judged, kept
         return False
-    process = summary.get("process")
-    return summary.get("status") != "completed" and (process is None or is_dead(process))
+    process, ended = summary.get("process"), summary.get("status") == "completed"
+    return not ended and not any(folder.rglob("*.ckpt")) and (process is None or is_dead(process))
 
 
 def _made(folder: Path) -> bool:

@@ -1,8 +1,9 @@
 """A class path read from data (a checkpoint's hyperparameters, a run's config.yaml) is imported only from installed or
-imported code, never from the working directory: a payload.py put in the runs tree and named by a checkpoint or a run's
-config is refused in one line naming the class path and the file it came from, and never runs."""
+imported code and the project's own top-level modules: a payload.py put in the runs tree and named by a checkpoint or a
+run's config is refused in one line naming the class path and the file it came from, and never runs."""
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,15 +83,23 @@ def test_a_class_path_from_data_naming_code_in_the_working_directory_is_refused_
         do = lambda: run(command, f"--ckpt_path={checkpoint}", "--trainer.max_epochs=2")  # noqa: E731
     error = refusal(capsys, do)
     named = source if source.suffix == ".ckpt" else source.resolve()  # a run's files by their full path
-    assert error.startswith(f"error: {named}: names {EVIL}, code in the working directory (runs/x/payload.py); "), error
+    said = f"error: {named}: names {EVIL}, code in a folder of the working directory (runs/x/payload.py)"
+    assert error.startswith(said), error
     assert not Path("MARKER").exists(), "the payload ran"
 
 
-def test_an_imported_class_and_a_data_file_named_like_a_module_are_kept(planted):
+def test_an_imported_class_the_projects_own_module_and_a_data_file_named_like_a_module_are_kept(planted):
     checkpoint_naming(Path("own.ckpt"), "tiny_tasks.TinyClassifier")  # imported already: the owner's code
     run("test", "--ckpt_path=own.ckpt")
+    # A module of the project's own at the top of the working directory, as docs/making-it-yours.md writes my_models.py.
+    Path("projects_own_model.py").write_text("from tiny_tasks import TinyClassifier\nclass Own(TinyClassifier): ...\n")
+    checkpoint_naming(Path("top.ckpt"), "projects_own_model.Own")
+    try:
+        assert type(run("test", "--ckpt_path=top.ckpt").model).__name__ == "Own"
+    finally:
+        sys.modules.pop("projects_own_model", None)
     Path("points").mkdir()  # a folder beside a data file: `points.npz` reads as a module path, and names no code
     refuse_local_code({"data": {"path": "points.npz"}, "net": "torch.nn.Linear"}, Path("config.yaml"))
-    with pytest.raises(UsageError, match=r"^config.yaml: names runs.x.payload.evil, code in the working directory"):
+    with pytest.raises(UsageError, match=r"^config.yaml: names runs.x.payload.evil, code in a folder of the working"):
         refuse_local_code({"data": {"network": "runs.x.payload.evil"}}, Path("config.yaml"))  # a callable's name
     assert not Path("MARKER").exists()

@@ -14,11 +14,10 @@ from lightning_runs.errors import UsageError
 
 
 def fingerprint(count: int, *parts, unit: str = "samples") -> str:
-    """`count` and a hash of `parts`: tensors and arrays by their bytes, anything else by its repr."""
+    """`count` and a hash of `parts`: tensors and arrays by their bytes (any dtype), anything else by its repr."""
     digest = hashlib.blake2b(digest_size=8)
     for part in parts:
-        if isinstance(part, torch.Tensor):  # as bytes, whatever the dtype (numpy has no bfloat16)
-            part = part.detach().cpu().contiguous().flatten().view(torch.uint8).numpy()
+        part = part.cpu().flatten().view(torch.uint8).numpy() if isinstance(part, torch.Tensor) else part
         digest.update(np.ascontiguousarray(part).data if isinstance(part, np.ndarray) else repr(part).encode())
     return f"{count} {unit} #{digest.hexdigest()}"
 
@@ -26,10 +25,8 @@ def fingerprint(count: int, *parts, unit: str = "samples") -> str:
 def check_same_data(datamodule, saved: str | None, now: str, what: str) -> None:
     """On a fit's resume, the data `what` is what the checkpoint's run read (`saved`: its fingerprint, None in a
     checkpoint older than it); an evaluation may read other data."""
-    trainer = datamodule.trainer
-    if saved is None or saved == now or trainer is None or trainer.state.fn != "fit":
-        return
-    raise UsageError(
-        f"{what}: not the data the checkpoint's run read ({saved} then, {now} now), so the resume would not continue"
-        " it exactly; put the data back as it was, or start a new run (drop --ckpt_path)"
-    )
+    if saved not in (None, now) and datamodule.trainer is not None and datamodule.trainer.state.fn == "fit":
+        raise UsageError(
+            f"{what}: not the data the checkpoint's run read ({saved} then, {now} now), so the resume would not be"
+            " exact; put the data back as it was, or start a new run (drop --ckpt_path)"
+        )
