@@ -70,7 +70,6 @@ class ArrayDataModule(L.LightningDataModule, ABC):
         self.save_hyperparameters()
         self.splits: dict[str, Batch] = {}  # name -> (samples, labels), set in setup()
         self.mean = self.std = None  # train-split statistics, broadcastable to one sample, set in setup()
-        self.read: str | None = None  # the fingerprint of the samples, set in setup()
         self._train_batches: TensorBatches | None = None
         self._resume_state: dict[str, int] | None = None
         self._predict_samples = None
@@ -87,6 +86,12 @@ class ArrayDataModule(L.LightningDataModule, ABC):
     @cached_property
     def _loaded(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.load()
+
+    @cached_property
+    def read(self) -> str:
+        """The fingerprint of the samples, which a resume compares (load_state_dict): hashed once, when first saved."""
+        samples, labels = self._loaded
+        return fingerprint(len(labels), samples, labels)
 
     @property
     def sample_shape(self) -> tuple[int, ...]:
@@ -117,7 +122,6 @@ class ArrayDataModule(L.LightningDataModule, ABC):
             samples, labels = self._loaded
             self.splits = {name: (samples[idx], labels[idx]) for name, idx in self.split(len(samples)).items()}
             self.mean, self.std = statistics(self.splits["train"][0], self.sample_kind)
-            self.read = fingerprint(len(labels), samples, labels)  # what a resume compares (load_state_dict)
             self._say_how_samples_are_taken()
         self._check_splits(stage)
 

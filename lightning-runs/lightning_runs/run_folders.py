@@ -19,6 +19,7 @@ from lightning_runs.errors import UsageError
 RUNS = "runs"  # the runs root every logger of the library defaults to, under the working directory
 CHECKPOINTS = "checkpoints"  # where ModelCheckpoint writes without a dirpath: <run>/checkpoints
 VERSION = re.compile(r"version_(\d+)")
+FIRST_FILES = re.compile(r"config\.yaml|hparams\.yaml|events\.out\.tfevents\..+")  # a run's, before its fit began
 # A run's own small files read back (summary.json, config.yaml: a few KB): a link to /dev/zero is never read whole.
 MAX_RUN_FILE_BYTES = 10_000_000
 # The sections of a run's file that the library reads into, each a mapping where present.
@@ -146,16 +147,19 @@ class RunFolder:
 
 def abandoned(folder: Path) -> bool:
     """A run folder that no run will go on with: no checkpoint, not finished, and the process its summary.json records
-    gone (killed with -9 before its first checkpoint), or none recorded. Whoever pins it next (a SLURM job's version, a
-    cv fold) starts it again; whether a command holds it still is its lock's to say (lock_run)."""
+    gone (killed with -9 before its first checkpoint); without a summary, one holding a run's first files only (killed
+    in its set-up). Whoever pins it next (a SLURM job's version, a cv fold) starts it again; whether a command holds it
+    still is its lock's to say (lock_run)."""
     from lightning_runs.processes import is_dead  # psutil, for this question only
 
+    if not (folder / "summary.json").exists():
+        return all(FIRST_FILES.fullmatch(path.name) for path in folder.iterdir())
     try:
-        summary = read_summary(folder / "summary.json") if (folder / "summary.json").exists() else {}
+        summary = read_summary(folder / "summary.json")
     except UsageError:  # damaged: not judged, kept
         return False
     process, ended = summary.get("process"), summary.get("status") == "completed"
-    return not ended and not any(folder.rglob("*.ckpt")) and (process is None or is_dead(process))
+    return not ended and not any(folder.rglob("*.ckpt")) and process is not None and is_dead(process)
 
 
 def _made(folder: Path) -> bool:

@@ -69,6 +69,10 @@ def test_a_pinned_run_killed_before_its_first_checkpoint_starts_again_from_step_
     """A SLURM attempt or a cv fold killed with -9 before any checkpoint: its folder, pinned, belongs to whoever pins it
     next, once no command holds it; that attempt starts from step 0 there, the dead attempt's files gone."""
     pinned, folder = ["--trainer.logger.init_args.version=slurm-1"], Path("runs/tiny/slurm-1")
+    folder.mkdir(parents=True)
+    (folder / "notes.txt").write_text("not a run's file")  # a folder of someone else's: refused, as before
+    assert "already exists and belongs to another run" in refusal(capsys, lambda: run("fit", *SHORT, *pinned, *again))
+    (folder / "notes.txt").unlink()
     killed = command("fit", *QUIET, *SHORT, *pinned, *KILLED_AT_STEP_1, "--trainer.callbacks.signum=9")
     assert killed.returncode == -9, killed.stderr[-2000:]
     dead = snapshot()
