@@ -64,7 +64,14 @@ def test_ckpt_path_last_with_a_version_given_by_hand_resumes_that_run_or_starts_
 KILLED_AT_STEP_1 = ["--trainer.callbacks+=lightning_runs.testing.SignalAt", "--trainer.callbacks.step=1"]
 
 
-@pytest.mark.parametrize("again", [[], ["--ckpt_path=last"]], ids=["the same command", "with --ckpt_path last"])
+# About 8 s each on an idle machine (a process killed, then a fit); the second form every slow run.
+@pytest.mark.parametrize(
+    "again",
+    [
+        pytest.param([], id="the same command"),
+        pytest.param(["--ckpt_path=last"], id="with --ckpt_path last", marks=pytest.mark.slow),
+    ],
+)
 def test_a_pinned_run_killed_before_its_first_checkpoint_starts_again_from_step_0_in_its_folder(capsys, again):
     """A SLURM attempt or a cv fold killed with -9 before any checkpoint: its folder, pinned, belongs to whoever pins it
     next, once no command holds it; that attempt starts from step 0 there, the dead attempt's files gone."""
