@@ -13,8 +13,7 @@ from jsonargparse import ArgumentParser
 from torch import nn
 
 from lightning_runs.cli.help import MAX_LISTED, RunsHelpFormatter
-from lightning_runs.tools.schema import write_schema
-from lightning_runs.tools.schema_of import subcommand_schema
+from lightning_runs.tools.schema import subcommand_schema, write_schema
 from tiny_tasks import cli_main
 
 
