@@ -56,12 +56,11 @@ def cv(
     save_dir = Path(resolved["trainer"]["logger"]["init_args"]["save_dir"]) / resolved["name"]
     root = save_dir / f"cv-{study}"
     runs = [root / f"fold_{k}" for k in range(folds)]
-    commands = {k: _command(k, folds, recipe, study, save_dir, runs[k], test) for k in range(folds)}
     record = root / "study.json"  # until a fold has begun: a study whose every fold was refused begins again
     begun = record.exists() and any((run / "summary.json").exists() for run in runs)
     began = read_run_data(record, fix=f"move {root} away to start the study afresh") if begun else None
     kept = same_recipe(began, folds, recipe_of(resolved), root)
-    todo = {k: command for k, command in commands.items() if command is not None}
+    todo = {k: c for k in range(folds) if (c := _command(k, folds, recipe, study, save_dir, runs[k], test)) is not None}
     say(f"cv {study}: {folds} folds of {resolved['name']} in {root}; {folds - len(todo)} finished, {len(todo)} to run")
     root.mkdir(parents=True, exist_ok=True)
     write_json(record, kept)
