@@ -123,12 +123,9 @@ def main(command: Callable[[], T]) -> T:
         if background.error is not None:  # a writer thread's only trace: the command went on without what it wrote
             raise background.error
         return result
-    except SystemExit as exit:
-        # Said here: a stop, and Lightning's exit after a Ctrl-C it caught; any other exit has said what it had to.
-        if not isinstance(exit, Stopped) and not isinstance(exit.__context__, KeyboardInterrupt):
-            raise
-        _exit(*said(exit))  # ty: ignore[not-iterable]  # said answers every stop
     except BaseException as error:
+        # A SystemExit is said here only as a stop (Stopped, or Lightning's exit after a Ctrl-C it caught): any other
+        # exit has said what it had to.
         answer = said(error)
         if answer is None:
             raise
