@@ -28,7 +28,7 @@ _NOISE = ("Does not validate against", "Subtypes:", "Errors:", "Given value", "-
 def condensed(error: Exception, parser) -> str:
     message = str(error)
     if unknown := _UNKNOWN.search(message):
-        return _unknown(unknown["argument"].split("=")[0], _options(parser, message), parser)
+        return _unknown(unknown["argument"].split("=")[0], _options(parser), parser)
     keys = [match["key"] for match in _KEY.finditer(message)]
     if denied := _DENIED.search(message):  # jsonargparse's import path denylist, which RunsCLI enforces
         return f"--{'.'.join(keys)}: {denied['path']} may not be imported from a value (it runs code)"
@@ -88,7 +88,7 @@ def subcommand_options(parser, name: str) -> dict:
     return options
 
 
-def _options(parser, message: str) -> list[str]:
+def _options(parser) -> list[str]:
     """The options of the subcommand the error came from, and the default classes' arguments their groups take."""
     if parser is None:
         return []
