@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import NoReturn, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 # A refused launch is said by rank zero only; torchrun stops every rank once one has exited, so the others wait this
@@ -129,10 +129,12 @@ def main(command: Callable[[], T]) -> T:
         answer = said(error)
         if answer is None:
             raise
-        if answer[1] == 2 and _launched_other_rank():
-            time.sleep(OTHER_RANKS_WAIT_S)
-            sys.exit(2)
-        _exit(*answer)
+        message, code = answer
+        if code == 2 and _launched_other_rank():
+            time.sleep(OTHER_RANKS_WAIT_S)  # its line is rank zero's
+        elif message:
+            print(message, file=sys.stderr, flush=True)
+        sys.exit(code)
     finally:
         _Main.depth -= 1
         threading.excepthook = background.previous
@@ -160,9 +162,3 @@ def _launched_other_rank() -> bool:
     rank = os.environ.get("RANK") if "TORCHELASTIC_RUN_ID" in os.environ else os.environ.get("SLURM_PROCID")
     lightnings = os.environ.get("LOCAL_RANK", "0") != "0" or os.environ.get("NODE_RANK", "0") != "0"
     return rank not in (None, "0") or lightnings
-
-
-def _exit(message: str, code: int) -> NoReturn:
-    if message:
-        print(message, file=sys.stderr, flush=True)
-    sys.exit(code)
