@@ -100,7 +100,7 @@ def test_a_missing_origin_is_one_line(capsys, path):
 def test_freezing_every_parameter_is_one_line_before_training_and_leaves_no_run_folder(capsys):
     """Backward failed on the first step (`element 0 of tensors does not require grad`), its run folder left."""
     line = refusal(capsys, lambda: run("fit", "--freeze=[layer]"))
-    assert line == "error: --freeze layer: freezes every parameter, nothing would train; leave a part out"
+    assert line == "error: --freeze layer: every parameter frozen, nothing would train"
     assert not Path("runs").exists()
 
 

@@ -69,9 +69,7 @@ class InitFrom(Callback):
         # Lightning's own freeze: parameters untrained, and batch norms' running statistics kept as loaded.
         BaseFinetuning.freeze([modules[name] for name in self.freeze], train_bn=False)
         if self.freeze and not any(p.requires_grad for p in pl_module.parameters()):  # backward would fail on them all
-            raise UsageError(
-                f"--freeze {','.join(self.freeze)}: freezes every parameter, nothing would train; leave a part out"
-            )
+            raise UsageError(f"--freeze {','.join(self.freeze)}: every parameter frozen, nothing would train")
         return sum(p.numel() for name in self.freeze for p in modules[name].parameters())
 
     def state_dict(self) -> dict:

@@ -1,4 +1,5 @@
-"""The parser RunsCLI builds: a dump (config.yaml, a resume's comparison) that keeps a link's target given by hand, and
+"""The parser RunsCLI builds: a dump (config.yaml, a resume's comparison) that keeps a link's target given by hand and
+writes an Enum as its value, a `--config` file read by the reader of run files before jsonargparse parses it, and
 `--help` a person reads: a type with more known subclasses than a screen holds (a network's `nn.Module`: every module
 torch, torchmetrics and Lightning import) says how many rather than listing them. jsonargparse has no setting for it
 (4.53: `ActionTypeHint.extra_help` lists every imported subclass, Lightning #20591): argparse's formatter method
