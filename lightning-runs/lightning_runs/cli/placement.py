@@ -19,7 +19,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.checkpoints.sharded import check_whole, is_checkpoint, is_sharded
-from lightning_runs.configs import differences, option
+from lightning_runs.configs import differences
 from lightning_runs.console import say
 from lightning_runs.distributed import launched_as_rank_zero
 from lightning_runs.errors import UsageError
@@ -146,21 +146,6 @@ def claim(subcommand: str, config) -> RunFolder | None:
     run = RunFolder.claim(Path(args.save_dir) / args.name, args.version)
     args.version = _version(run.path)
     return run
-
-
-def check_destinations(trainer, run: RunFolder | None) -> None:
-    """Every checkpoint the run writes lands in its folder: a `dirpath` or a `filename` leading elsewhere would write
-    over another run's files, or outside runs/."""
-    if run is None:
-        return
-    for callback in trainer.checkpoint_callbacks:
-        dirpath = Path(callback.dirpath or run.path / CHECKPOINTS)
-        target = (dirpath / f"{callback.filename or 'x'}.ckpt").resolve()
-        if not target.is_relative_to(run.path.resolve()):
-            raise UsageError(
-                f"--{option(type(callback).__name__)}.dirpath/filename: {target} lies outside the run's folder"
-                f" {run.path}; a run's checkpoints go in its own checkpoints/ (drop dirpath, give a plain filename)"
-            )
 
 
 def relative(path: Path) -> str:
