@@ -14,7 +14,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger, WandbLogger
 
 from lightning_runs.cli.parts import PARTS
-from lightning_runs.cli.placement import imported
+from lightning_runs.cli.placement import imported, relative
 from lightning_runs.configs import option
 from lightning_runs.errors import UsageError
 from lightning_runs.run_folders import CHECKPOINTS, run_dir
@@ -34,17 +34,18 @@ def run_files(config, config_filename: str, run: Path) -> dict[str, Path]:
     folder = run / (config.trainer.logger.init_args.get("sub_dir") or "")  # the logger's log_dir: all but checkpoints
     logged = [name for base, names in LOGGER_FILES.items() if issubclass(logger, base) for name in names]
     files = {f"the logger's {name}": folder / name for name in [*logged, getattr(logger, "ID_FILE", None)] if name}
-    files[f"the saved config {config_filename}"] = folder / config_filename
+    saved = Path(config_filename)  # and config.<subcommand>[-N].yaml, of each later command in the run
+    files |= {f"the saved {name}": folder / name for name in (saved, f"{saved.stem}.*{saved.suffix}")}
     parts = [(f"--{option(cls.__name__)}", config.get(option(cls.__name__))) for cls in PARTS]
     for key, part in parts + [(f"--trainer.callbacks[{i}]", c) for i, c in enumerate(config.trainer.callbacks or [])]:
         cls, args = imported(part.get("class_path")) if part else None, (part or {}).get("init_args") or {}
-        if isinstance(cls, type) and issubclass(cls, ModelCheckpoint):
+        if isinstance(cls, type) and issubclass(cls, ModelCheckpoint):  # its own names: Lightning's, or the class's
             where = Path(args.dirpath) if args.get("dirpath") else run / CHECKPOINTS
-            name = re.sub(r"\{[^}]*\}", "*", args.get("filename") or "{epoch}-{step}")
             given = f" {key}.dirpath {args.dirpath}" if args.get("dirpath") else ""
-            files[f"{key}.filename {args.get('filename')}{given}"] = where / f"{name}{ModelCheckpoint.FILE_EXTENSION}"
-            if args.get("save_last"):
-                files[f"{key}.save_last{given}"] = where / f"{ModelCheckpoint.CHECKPOINT_NAME_LAST}.ckpt"
+            name = re.sub(r"\{[^}]*\}", "*", args.get("filename") or "{epoch}-{step}")
+            names = {f"{key}.filename {args.get('filename')}": name}
+            names |= {f"{key}.save_last": cls.CHECKPOINT_NAME_LAST} if args.get("save_last") else {}
+            files |= {f"{what}{given}": where / f"{name}{cls.FILE_EXTENSION}" for what, name in names.items()}
         elif args.get("filename") is not None:
             files[f"{key}.filename {args.filename}"] = folder / args.filename
     return files
@@ -56,16 +57,17 @@ def check_run_files(config, config_filename: str) -> None:
     run = run_dir(args.save_dir, args.name, "version_N" if args.version is None else args.version).resolve()
     files = {}
     for what, path in run_files(config, config_filename, run).items():
-        files[what] = path.resolve()
-        if run not in files[what].parents:
+        if run not in path.resolve().parents:
             raise UsageError(
-                f"{what}: {files[what]} lies outside the run's folder {run}; a run's files go in its own folder"
-                " (drop dirpath, give a plain file name)"
+                f"{what}: {relative(path.resolve())} lies outside the run's folder {relative(run)}; a run's files go in"
+                " its own folder (drop dirpath, give a plain file name)"
             )
-    for (a, path_a), (b, path_b) in itertools.combinations(files.items(), 2):
-        one, other = str(path_a.relative_to(run)), str(path_b.relative_to(run))
+        files[what] = str(path.resolve().relative_to(run))
+    for (a, one), (b, other) in itertools.combinations(files.items(), 2):
+        for folder, file in ((one, other), (other, one)):
+            if any(fnmatchcase(str(parent), folder) for parent in Path(file).parents):
+                raise UsageError(
+                    f"{a} and {b}: {folder} would be a file and the folder of {file}; give each its own name"
+                )
         if one == other or fnmatchcase(one, other) or fnmatchcase(other, one):
             raise UsageError(f"{a} and {b}: both are {one} in the run's folder; give each its own name")
-        if path_a in path_b.parents or path_b in path_a.parents:
-            folder, file = (one, other) if path_a in path_b.parents else (other, one)
-            raise UsageError(f"{a} and {b}: {folder} would be a file and the folder of {file}; give each its own name")
