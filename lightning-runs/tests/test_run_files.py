@@ -90,7 +90,7 @@ def test_a_file_name_option_made_any_other_files_path_or_folder_is_refused_befor
     for args, pair, kind in mine:
         line = refusal(capsys, lambda: run("fit", *SHORT, *args))  # noqa: B023 - called at once
         assert all(names(line, source) for source in pair) and line.endswith("give each its own name"), (args, line)
-        assert ("would be a file and the folder of" in line) == (kind == "folder"), (args, line)
+        assert ("would be a file and a folder" in line) == (kind == "folder"), (args, line)
         assert not Path("runs").exists(), args
     later = list(NAMED)[list(NAMED).index(key) + 1 :]
     assert len(mine) >= 3 * len(later), mine  # each later option: the same path, and either one the other's folder

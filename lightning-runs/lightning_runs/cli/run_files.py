@@ -21,18 +21,15 @@ from lightning_runs.run_folders import CHECKPOINTS, run_dir
 
 # Each logger's files in the run folder (a glob where the name varies); the library's loggers subclass these, and the
 # MLflow and W&B ones keep their service's run id in their `ID_FILE` there too.
-LOGGER_FILES = {
-    TensorBoardLogger: ("hparams.yaml", "events.out.tfevents.*"),
-    CSVLogger: ("hparams.yaml", "metrics.csv"),
-    WandbLogger: ("wandb",),  # W&B's own folder of the run
-}
+LOGGED = {TensorBoardLogger: ("hparams.yaml", "events.out.tfevents.*"), CSVLogger: ("hparams.yaml", "metrics.csv")}
+LOGGED[WandbLogger] = ("wandb",)  # W&B's own folder of the run
 
 
 def run_files(config, config_filename: str, run: Path) -> dict[str, Path]:
     """What names each file (an option, or the logger) -> its path, a glob where Lightning fills in a `{metric}`."""
     logger = imported(config.trainer.logger.class_path)
     folder = run / (config.trainer.logger.init_args.get("sub_dir") or "")  # the logger's log_dir: all but checkpoints
-    logged = [name for base, names in LOGGER_FILES.items() if issubclass(logger, base) for name in names]
+    logged = [name for base, names in LOGGED.items() if issubclass(logger, base) for name in names]
     files = {f"the logger's {name}": folder / name for name in [*logged, getattr(logger, "ID_FILE", None)] if name}
     saved = Path(config_filename)  # and config.<subcommand>[-N].yaml, of each later command in the run
     files |= {f"the saved {name}": folder / name for name in (saved, f"{saved.stem}.*{saved.suffix}")}
@@ -41,12 +38,11 @@ def run_files(config, config_filename: str, run: Path) -> dict[str, Path]:
         cls, args = imported(part.get("class_path")) if part else None, (part or {}).get("init_args") or {}
         if isinstance(cls, type) and issubclass(cls, ModelCheckpoint):  # its own names: Lightning's, or the class's
             where = Path(args.dirpath) if args.get("dirpath") else run / CHECKPOINTS
-            given = f" {key}.dirpath {args.dirpath}" if args.get("dirpath") else ""
             name = re.sub(r"\{[^}]*\}", "*", args.get("filename") or "{epoch}-{step}")
             names = {f"{key}.filename {args.get('filename')}": name}
             names |= {f"{key}.save_last": cls.CHECKPOINT_NAME_LAST} if args.get("save_last") else {}
-            files |= {f"{what}{given}": where / f"{name}{cls.FILE_EXTENSION}" for what, name in names.items()}
-        elif args.get("filename") is not None:
+            files |= {what: where / f"{name}{cls.FILE_EXTENSION}" for what, name in names.items()}
+        elif args.get("filename"):  # none or empty: the part says what it takes
             files[f"{key}.filename {args.filename}"] = folder / args.filename
     return files
 
@@ -58,16 +54,11 @@ def check_run_files(config, config_filename: str) -> None:
     files = {}
     for what, path in run_files(config, config_filename, run).items():
         if run not in path.resolve().parents:
-            raise UsageError(
-                f"{what}: {relative(path.resolve())} lies outside the run's folder {relative(run)}; a run's files go in"
-                " its own folder (drop dirpath, give a plain file name)"
-            )
+            raise UsageError(f"{what}: {relative(path.resolve())} lies outside the run's folder; name a file in it")
         files[what] = str(path.resolve().relative_to(run))
     for (a, one), (b, other) in itertools.combinations(files.items(), 2):
         for folder, file in ((one, other), (other, one)):
             if any(fnmatchcase(str(parent), folder) for parent in Path(file).parents):
-                raise UsageError(
-                    f"{a} and {b}: {folder} would be a file and the folder of {file}; give each its own name"
-                )
+                raise UsageError(f"{a} and {b}: {folder} would be a file and a folder ({file}); give each its own name")
         if one == other or fnmatchcase(one, other) or fnmatchcase(other, one):
             raise UsageError(f"{a} and {b}: both are {one} in the run's folder; give each its own name")

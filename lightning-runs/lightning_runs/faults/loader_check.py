@@ -53,6 +53,6 @@ class LoaderCheck(Callback):
 def _refuse(trainer, pl_module, stage: str, split: str, other: str = "") -> None:
     owner = type(trainer.datamodule or pl_module).__name__
     raise UsageError(
-        f"{stage}: {owner}.{split}_dataloader gives no batch (an empty split or iterable, or fewer samples than a batch with"
-        f" drop_last), so nothing would run; give it samples{other}"
+        f"{stage}: {owner}.{split}_dataloader gives no batch (an empty split or iterable, or fewer samples than a batch"
+        f" with drop_last), so nothing would run; give it samples{other}"
     )
