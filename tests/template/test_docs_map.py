@@ -44,3 +44,14 @@ def test_every_list_of_the_tools_names_each_tool(pattern):
     ]
     for name, found in lists:
         assert sorted(re.split("[|,]", found)) == sorted(TOOLS), f"{name}: {found}"
+
+
+@pytest.mark.slow  # three traced commands: about 100 s on 2 cores
+def test_the_walk_in_the_development_docs_is_the_codes():
+    from benchmarks.walk import END, START, table, walks
+
+    text = (ROOT / "docs/development.md").read_text()
+    assert START in text and END in text, "docs/development.md holds the generated walk between its markers"
+    assert text.split(START)[1].split(END)[0].strip() == table(walks()).strip(), (
+        "run: python -m benchmarks.walk --write"
+    )
