@@ -2,7 +2,7 @@
 found from the parts themselves) is tried against every other, and against the files a real run writes that no option
 names (its config, the logger's), made the same path and made a folder of the other; each is refused in one line,
 exit 2, before any run folder exists. Distinct names are accepted, and every file a run then holds is one the registry
-(cli/run_files.py) knows."""
+(cli/placement.py, `run_files`) knows."""
 
 import inspect
 import itertools
@@ -15,7 +15,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from tiny_runs import refusal, run
 
 from lightning_runs.cli.parts import PARTS
-from lightning_runs.cli.run_files import run_files
+from lightning_runs.cli.placement import run_files
 from lightning_runs.configs import option
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=1", "--trainer.limit_val_batches=1"]
@@ -106,11 +106,8 @@ def test_distinct_names_are_accepted_and_every_file_the_run_holds_is_one_the_reg
     for key, name in names.items():
         path = f"checkpoints/{name}.ckpt" if NAMED[key][1] else name
         assert (run_dir / path).is_file(), path
-    known = {
-        str(p.relative_to(run_dir.resolve()))
-        for cli in (fitted, predicted)
-        for p in (path.resolve() for path in run_files(cli.config[cli.subcommand], "config.yaml", run_dir).values())
-    }
+    registered = [run_files(c.config[c.subcommand], list(NAMED), "config.yaml", run_dir) for c in (fitted, predicted)]
+    known = {str(path.resolve().relative_to(run_dir.resolve())) for files in registered for path in files.values()}
     for file in (str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file()):
         assert any(fnmatchcase(file, k) or Path(k) in Path(file).parents for k in known), (file, known)
 

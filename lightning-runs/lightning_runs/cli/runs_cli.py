@@ -28,7 +28,6 @@ from lightning_runs.cli.declared import check_declared
 from lightning_runs.cli.evaluation import BUILDING, EVALUATIONS, GROUPS, layers, say_evaluated, typed, without_classes
 from lightning_runs.cli.help import RunsArgumentParser, RunsHelpFormatter
 from lightning_runs.cli.parts import TRAINER_DEFAULTS, add_parts
-from lightning_runs.cli.run_files import check_run_files
 from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program, say, set_program, set_quiet
 from lightning_runs.errors import Terminated, UsageError, first_line, said
 from lightning_runs.faults.loader_check import check_limits
@@ -152,7 +151,8 @@ class RunsCLI(LightningCLI):
         self.evaluated = config.get("ckpt_path") if subcommand in EVALUATIONS else None
         if not BUILDING.get():
             check_limits(subcommand, config)  # before the run folder: a command with nothing to run makes none
-            check_run_files(config, self.save_config_kwargs.get("config_filename", "config.yaml"))
+            saved = self.save_config_kwargs.get("config_filename", "config.yaml")  # SaveConfigCallback's default
+            placement.check_run_files(config, self._parser(subcommand).callback_keys, saved)
             with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
                 self.run = placement.claim(subcommand, config)
             if self.evaluated:
