@@ -15,7 +15,6 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from tiny_runs import refusal, run
 
 from lightning_runs.cli.parts import PARTS
-from lightning_runs.cli.placement import run_files
 from lightning_runs.configs import option
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=1", "--trainer.limit_val_batches=1"]
@@ -97,6 +96,8 @@ def test_a_file_name_option_made_any_other_files_path_or_folder_is_refused_befor
 
 
 def test_distinct_names_are_accepted_and_every_file_the_run_holds_is_one_the_registry_knows(capsys):
+    from lightning_runs.cli.placement import run_files
+
     names = {"best_checkpoint": "top", "last_checkpoint": "latest", "run_summary": "notes/run.json"}
     names["prediction_writer"] = "scores.csv"
     assert set(names) == set(NAMED)  # a new file-name option is given a name here too
