@@ -179,7 +179,7 @@ def run_files(config, parts: list[str], config_filename: str, run: Path) -> dict
             names = {f"{key}.filename {args.get('filename')}": name}
             names |= {f"{key}.save_last": cls.CHECKPOINT_NAME_LAST} if args.get("save_last") else {}
             files |= {what: where / f"{name}{cls.FILE_EXTENSION}" for what, name in names.items()}
-        elif args.get("filename"):  # none or empty: the part says what it takes
+        elif args.get("filename") and key[2:] in parts:  # a part's file (none or empty: the part says what it takes)
             files[f"{key}.filename {args.filename}"] = folder / args.filename
     return files
 
