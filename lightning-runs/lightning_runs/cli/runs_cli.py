@@ -156,6 +156,8 @@ class RunsCLI(LightningCLI):
         self.evaluated = config.get("ckpt_path") if subcommand in EVALUATIONS else None
         if not BUILDING.get():
             check_limits(subcommand, config)  # before the run folder: a command with nothing to run makes none
+            saved = self.save_config_kwargs.get("config_filename", "config.yaml")  # SaveConfigCallback's default
+            placement.check_run_files(config, self._parser(subcommand).callback_keys, saved)
             with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
                 self.run = placement.claim(subcommand, config)
             if self.evaluated:
@@ -267,7 +269,6 @@ class RunsCLI(LightningCLI):
         if bar and not any(isinstance(c, ProgressBar) for c in [*callbacks, *listed]):
             callbacks.append(TQDMProgressBar(refresh_rate=PROGRESS_BAR_REFRESH_RATE))
         trainer = self._instantiate_trainer({**config.trainer, **kwargs}, callbacks)
-        placement.check_destinations(trainer, self.run)
         return trainer
 
     def before_test(self) -> None:
