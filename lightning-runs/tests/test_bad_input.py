@@ -88,17 +88,23 @@ def test_a_seed_numpy_cannot_take_is_one_line_at_parse_with_the_range(seed, caps
     assert not Path("runs").exists()
 
 
-CONFIG_FILES = {  # what jsonargparse read as UTF-8 YAML with a traceback, and the line that says what is wrong
+CONFIG_FILES = {  # jsonargparse: a traceback, "Unexpected config:", or a wait; and the line that says what is wrong
     "UTF-16": ("trainer:\n  max_epochs: 1\n".encode("utf-16"), "not UTF-8 text (invalid start byte at byte 0)"),
     "binary": (b"\x8c\xda\x00\xff" * 100, "not UTF-8 text (invalid start byte at byte 0)"),
     "a 5,000-digit integer": (b"trainer:\n  max_epochs: " + b"9" * 5000, "not YAML (Exceeds the limit (4300 digits)"),
+    "empty": (b"", "empty"),
+    "over 10 MB": (b"#" * 10_000_001, "larger than 10,000,000 bytes"),
+    "a FIFO": (None, "not a regular file"),  # jsonargparse waited on it for a writer
 }
 
 
 @pytest.mark.parametrize("kind", CONFIG_FILES)
 def test_a_config_file_that_is_not_utf8_yaml_is_one_line_naming_it(kind, capsys):
     content, problem = CONFIG_FILES[kind]
-    Path("bad.yaml").write_bytes(content)
+    if content is None:
+        os.mkfifo("bad.yaml")
+    else:
+        Path("bad.yaml").write_bytes(content)
     error = refusal(capsys, lambda: run("fit", "--config=bad.yaml"))
     assert error.startswith(f"error: bad.yaml: {problem}") and "a --config file is UTF-8 YAML" in error, error
     assert sorted(Path().iterdir()) == [Path("bad.yaml")], "nothing written"
