@@ -8,6 +8,7 @@ new-project: ## copy this template to DEST as package NAME, in a new git reposit
 
 bench: install ## the fit against a plain PyTorch loop and a plain Lightning script, then each part's cost (~30 min)
 	$(PY) -m benchmarks.compare $(ARGS)
+	$(PY) -m benchmarks.evaluation
 	$(PY) -m benchmarks.parts $(PARTS_ARGS)
 
 bench-scale: install ## samples/s, set-up time and memory on 1x, 10x and 100x the digits (~4 min)

@@ -52,3 +52,11 @@ def test_the_parts_benchmark_times_the_default_and_each_part_switched_off(tmp_pa
     (default,), (switched_off,) = raw["default"], raw["gradient_check (--gradient_check null)"]
     for fit in (default, switched_off):
         assert 0 < fit["fit_seconds"] < fit["wall"] and fit["fit_cpu"] > 0
+
+
+@pytest.mark.slow  # ~60 s: a one-epoch fit, then two pairs of evaluations (a warm-up and one round)
+def test_the_evaluation_benchmark_times_the_projects_test_against_a_plain_trainer_test(tmp_path):
+    out = timed([sys.executable, "-m", "benchmarks.evaluation", "--rounds", "1", "--epochs", "1"], tmp_path)[2]
+    raw = json.loads(out.strip().splitlines()[-1])
+    assert len(raw["ratio"]) == 1 and raw["project"][0] > 0 and raw["plain"][0] > 0
+    assert raw["ratio"][0] == pytest.approx(raw["project"][0] / raw["plain"][0])
