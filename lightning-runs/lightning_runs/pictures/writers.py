@@ -21,10 +21,10 @@ def write_pictures(trainer, pictures: dict, step: int) -> None:
         elif isinstance(logger, MLFlowLogger):
             for tag, picture in pictures.items():  # images with a step: the UI pages through them
                 logger.experiment.log_image(logger.run_id, _pixels(picture), key=tag, step=step)
-        elif isinstance(logger, WandbLogger):
+        elif isinstance(logger, WandbLogger):  # media through log_metrics, as WandbLogger.log_image logs them
             import wandb
 
-            logger.log_metrics({tag: wandb.Image(_pixels(picture)) for tag, picture in pictures.items()}, step)  # ty: ignore[invalid-argument-type]  # W&B logs media through log_metrics, as WandbLogger.log_image does
+            logger.log_metrics({tag: wandb.Image(_pixels(picture)) for tag, picture in pictures.items()}, step)
 
 
 def write_histograms(trainer, values: dict[str, torch.Tensor], step: int) -> None:
@@ -32,10 +32,10 @@ def write_histograms(trainer, values: dict[str, torch.Tensor], step: int) -> Non
         if isinstance(logger, TensorBoardLogger):
             for tag, tensor in values.items():
                 logger.experiment.add_histogram(tag, tensor, step, bins=BINS)
-        elif isinstance(logger, WandbLogger):
+        elif isinstance(logger, WandbLogger):  # media through log_metrics, as WandbLogger.log_image logs them
             import wandb
 
-            logger.log_metrics({tag: wandb.Histogram(tensor.cpu().numpy()) for tag, tensor in values.items()}, step)  # ty: ignore[invalid-argument-type]  # W&B logs media through log_metrics, as WandbLogger.log_image does
+            logger.log_metrics({tag: wandb.Histogram(tensor.cpu().numpy()) for tag, tensor in values.items()}, step)
 
 
 def as_image(picture: Figure | torch.Tensor) -> torch.Tensor:
