@@ -6,12 +6,13 @@ parse error itself: `main` says which file and what to do, once, for every comma
 
 import errno
 import os
+import re
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import NoReturn, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 # A refused launch is said by rank zero only; torchrun stops every rank once one has exited, so the others wait this
@@ -109,6 +110,12 @@ def said(error: BaseException) -> tuple[str, int] | None:
         return f"error: the checkpoint's weights do not fit the model ({first_line(error)})", 2
     if isinstance(error, ValueError) and "num_samples=0" in str(error):  # torch's RandomSampler, as a loader is built
         return f"error: a shuffled DataLoader over no samples, an empty split ({first_line(error)}); give it samples", 2
+    if "Unsupported" in {kind.__name__ for kind in type(error).__mro__} and "torch._dynamo" in type(error).__module__:
+        # torch.compile(fullgraph=True) meeting a graph break, as it first runs the network; named where in user code
+        at = re.findall(r'File "(.+)", line (\d+), in (\w+)', str(error).partition("from user code:")[2])[-1:]
+        where = "".join(f" in {function} ({file}:{line})" for file, line, function in at)
+        fix = "compile without fullgraph (--compile.fullgraph false: the break runs eagerly), or remove the break"
+        return f"error: torch.compile(fullgraph=True) met a graph break{where}: {first_line(error)}; {fix}", 2
     if type(error).__name__ == "CheckpointException":  # torch.distributed.checkpoint's, a BaseException
         return f"error: a sharded checkpoint could not be read whole ({first_line(error)}); give a complete one", 2
     return None
@@ -123,19 +130,18 @@ def main(command: Callable[[], T]) -> T:
         if background.error is not None:  # a writer thread's only trace: the command went on without what it wrote
             raise background.error
         return result
-    except SystemExit as exit:
-        # Said here: a stop, and Lightning's exit after a Ctrl-C it caught; any other exit has said what it had to.
-        if not isinstance(exit, Stopped) and not isinstance(exit.__context__, KeyboardInterrupt):
-            raise
-        _exit(*said(exit))  # ty: ignore[not-iterable]  # said answers every stop
     except BaseException as error:
+        # A SystemExit is said here only as a stop (Stopped, or Lightning's exit after a Ctrl-C it caught): any other
+        # exit has said what it had to.
         answer = said(error)
         if answer is None:
             raise
-        if answer[1] == 2 and _launched_other_rank():
-            time.sleep(OTHER_RANKS_WAIT_S)
-            sys.exit(2)
-        _exit(*answer)
+        message, code = answer
+        if code == 2 and _launched_other_rank():
+            time.sleep(OTHER_RANKS_WAIT_S)  # its line is rank zero's
+        elif message:
+            print(message, file=sys.stderr, flush=True)
+        sys.exit(code)
     finally:
         _Main.depth -= 1
         threading.excepthook = background.previous
@@ -163,9 +169,3 @@ def _launched_other_rank() -> bool:
     rank = os.environ.get("RANK") if "TORCHELASTIC_RUN_ID" in os.environ else os.environ.get("SLURM_PROCID")
     lightnings = os.environ.get("LOCAL_RANK", "0") != "0" or os.environ.get("NODE_RANK", "0") != "0"
     return rank not in (None, "0") or lightnings
-
-
-def _exit(message: str, code: int) -> NoReturn:
-    if message:
-        print(message, file=sys.stderr, flush=True)
-    sys.exit(code)

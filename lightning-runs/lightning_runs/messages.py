@@ -9,7 +9,7 @@ import re
 from jsonargparse import ArgumentParser
 
 from lightning_runs.console import program
-from lightning_runs.private import option_strings, subcommand_parser
+from lightning_runs.private import option_nargs, option_strings, subcommand_parser
 
 _KEY = re.compile(r'Parser key "(?P<key>[\w.]+)":')
 _EXPECTED = re.compile(r"Expected a (?:<class '(?:[\w.]+\.)?(?P<type>\w+)'>|typing\.Literal\[(?P<choices>[^\]]*)\])")
@@ -28,7 +28,7 @@ _NOISE = ("Does not validate against", "Subtypes:", "Errors:", "Given value", "-
 def condensed(error: Exception, parser) -> str:
     message = str(error)
     if unknown := _UNKNOWN.search(message):
-        return _unknown(unknown["argument"].split("=")[0], _options(parser, message), parser)
+        return _unknown(unknown["argument"].split("=")[0], _options(parser), parser)
     keys = [match["key"] for match in _KEY.finditer(message)]
     if denied := _DENIED.search(message):  # jsonargparse's import path denylist, which RunsCLI enforces
         return f"--{'.'.join(keys)}: {denied['path']} may not be imported from a value (it runs code)"
@@ -77,19 +77,25 @@ def class_arguments(class_path: str) -> list[str]:
     return [option[2:] for option in options if option.startswith("--") and option != "--help"]
 
 
-def _options(parser, message: str) -> list[str]:
+def subcommand_options(parser, name: str) -> dict:
+    """A subcommand's options, each with the values it takes (its `nargs`, 0 for a flag), the default model's and
+    data's arguments among them: in subclass mode they are no options until a class path is parsed."""
+    subcommand = subcommand_parser(parser, name)
+    options, defaults = option_nargs(subcommand), subcommand.get_defaults()
+    for group in ("model", "data"):
+        path = getattr(defaults.get(group), "class_path", None)
+        options |= {f"--{group}.{argument}": 1 for argument in class_arguments(path)} if path else {}
+    return options
+
+
+def _options(parser) -> list[str]:
     """The options of the subcommand the error came from, and the default classes' arguments their groups take."""
     if parser is None:
         return []
     found = option_strings(parser)
     for name in ("fit", "validate", "test", "predict"):
         try:
-            subcommand = subcommand_parser(parser, name)
+            found += list(subcommand_options(parser, name))
         except (AttributeError, KeyError):
             break
-        found += option_strings(subcommand)
-        defaults = subcommand.get_defaults()
-        for group in ("model", "data"):  # subclass mode: their arguments are no options until a class is parsed
-            path = getattr(defaults.get(group), "class_path", None)
-            found += [f"--{group}.{argument}" for argument in class_arguments(path)] if path else []
     return [option for option in found if option.startswith("--")]

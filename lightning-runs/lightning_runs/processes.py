@@ -88,10 +88,7 @@ def run_processes(commands: list[list[str]], env: dict[str, str], workers: int =
                     running[i].send_signal(received[0])
             for i, child in list(running.items()):
                 if child.poll() is not None:
-                    codes[i] = child.returncode
-                    del running[i]
-                    if child.stdout:
-                        child.stdout.close()
+                    codes[i] = running.pop(i).returncode  # Popen keeps no log file: `output` closed it
                     if ended:
                         ended(i, codes[i])
             time.sleep(0.05)

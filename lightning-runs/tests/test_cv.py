@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from tiny_runs import command, load, refusal, snapshot, start, wait_for
 
 ROOT = Path("runs/tiny/cv-study")
@@ -110,6 +111,21 @@ def test_options_that_are_not_the_tools_go_to_fit_with_their_values_as_fit_takes
         ["--folds", "5", "--study=s", "-h"],
         ["--model.lr", "0.003", "--trainer.callbacks+=a.B", "--model.x", "-1"],
     )
+
+
+@pytest.mark.parametrize("tool", ["cv", "seeds"])
+def test_print_config_shows_the_options_that_go_to_fit_among_the_args(tool, capsys):
+    """`cv --folds 2 --model.lr 0.003 --print_config` printed `args: []`: fit's options joined them after the parse."""
+    from lightning_runs import main
+    from tiny_tasks import cli_main
+
+    folds = ["--folds=2"] if tool == "cv" else []
+    given = [tool, *folds, "--args=[--quiet]", "--model.lr", "0.003", "--print_config"]
+    with pytest.raises(SystemExit) as exit_:
+        main(cli_main, "tiny_tasks", given)
+    assert exit_.value.code == 0
+    assert yaml.safe_load(capsys.readouterr().out)["args"] == ["--quiet", "--model.lr", "0.003"]
+    assert not Path("runs").exists()
 
 
 def test_more_folds_than_samples_is_one_line_and_the_first_refused_fold_stops_the_cv(capsys):

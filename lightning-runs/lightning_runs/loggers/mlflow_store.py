@@ -19,11 +19,6 @@ DATABASE = "mlflow.db"
 DEFAULT_EXPERIMENT_ID = "0"
 
 
-def local_database(save_dir: str, tracking_uri: str | None) -> Path | None:
-    """The SQLite file of the store the run logs to, or None for a tracking server (it serializes its own writes)."""
-    return None if tracking_uri else Path(save_dir).resolve() / DATABASE
-
-
 @contextlib.contextmanager
 def creation_lock(database: Path | None) -> Generator[None, None, None]:
     """Held while a client opens the store: the first one creates and migrates it, the others then find it whole.

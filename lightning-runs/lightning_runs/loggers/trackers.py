@@ -13,7 +13,7 @@ from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 
 from lightning_runs.console import is_quiet
 from lightning_runs.errors import UsageError
-from lightning_runs.loggers.mlflow_store import creation_lock, local_database, open_client, retire_empty_default
+from lightning_runs.loggers.mlflow_store import DATABASE, creation_lock, open_client, retire_empty_default
 from lightning_runs.loggers.run_folder import INSTALL, FolderLogger, parameters
 from lightning_runs.run_folders import RUNS
 
@@ -41,8 +41,9 @@ class MLFlowRunLogger(FolderLogger, MLFlowLogger):
         if not _MLFLOW_AVAILABLE:
             raise UsageError(f"the MLflow logger needs mlflow: {INSTALL}")
         self._take_folder(save_dir, name, version)
-        store = Path(save_dir).resolve()
-        artifacts = None if tracking_uri else str(store / "mlflow-artifacts" / self.name)  # a server chooses its own
+        # The SQLite file beside the runs, or None for a tracking server (it serializes its own writes).
+        self._database = None if tracking_uri else Path(save_dir).resolve() / DATABASE
+        artifacts = None if tracking_uri else str(Path(save_dir).resolve() / "mlflow-artifacts" / self.name)
         run_id = self._stored_id()
         self._resumed = run_id is not None
         # MlflowClient opens its store as it is built, creating the database on a first run, and MLFlowLogger builds
@@ -56,9 +57,7 @@ class MLFlowRunLogger(FolderLogger, MLFlowLogger):
             artifact_location=artifacts,
             run_id=run_id,
         )
-        self._database = local_database(save_dir, tracking_uri)
         self._tracking_uri = tracking_uri or f"sqlite:///{self._database}"
-        self._own_store = tracking_uri is None  # a server's experiments are its users', not this run's to tidy
         if rank_zero_only.rank == 0:  # ty: ignore[missing-attribute]  # a store that cannot be opened is one line before the run folder holds a file (Lightning sets rank on the function at import)
             with creation_lock(self._database):
                 open_client(self._tracking_uri, self._database)
@@ -91,7 +90,7 @@ class MLFlowRunLogger(FolderLogger, MLFlowLogger):
                 self._run_id, self._resumed = None, False
         if client.get_experiment_by_name(self._experiment_name) is None:  # else MLFlowLogger warns that it is missing
             client.create_experiment(self._experiment_name, artifact_location=self._artifact_location)
-            if self._own_store:
+            if self._database is not None:  # a server's experiments are its users', not this run's to tidy
                 retire_empty_default(client)
 
     @rank_zero_only

@@ -24,10 +24,10 @@ from lightning.fabric.plugins.collectives.torch_collective import default_pg_tim
 from lightning.pytorch.strategies import ModelParallelStrategy
 from lightning.pytorch.utilities import CombinedLoader
 from lightning.pytorch.utilities.model_helpers import is_overridden
-from torch.distributed.tensor import DTensor
 
 from lightning_runs.checkpoints.checkpoint_io import refuse_non_finite
 from lightning_runs.checkpoints.sharded import save_sharded
+from lightning_runs.distributed import this_ranks_part
 from lightning_runs.errors import Diverged, UsageError
 from lightning_runs.speed.compile import networks
 
@@ -73,7 +73,7 @@ class FSDP(ModelParallelStrategy):
             return super().save_checkpoint(checkpoint, filepath, storage_options)
         # As the single-file writer (checkpoints/io.py), no checkpoint of non-finite weights: each rank checks its
         # own shard, and all refuse if one finds any (one rank alone raising would leave the others waiting).
-        local = {k: t.to_local() if isinstance(t, DTensor) else t for k, t in checkpoint["state_dict"].items()}
+        local = {k: this_ranks_part(t) for k, t in checkpoint["state_dict"].items()}
         try:
             refuse_non_finite(local, filepath)
             finite = True

@@ -16,7 +16,7 @@ from jsonargparse.typing import NonNegativeInt
 from lightning.pytorch.callbacks import Callback
 
 from lightning_runs.console import note
-from lightning_runs.pictures.writers import picture_writers
+from lightning_runs.pictures.writers import write_pictures
 
 
 class Figures(Callback):
@@ -50,9 +50,7 @@ class Figures(Callback):
                 )
             return
         drawn = pl_module.figures(stage) or {}
-        step = trainer.global_step
-        for writer in picture_writers(trainer) if drawn else ():
-            writer.pictures({f"{stage}/{name}": picture for name, picture in drawn.items()}, step)
+        write_pictures(trainer, {f"{stage}/{name}": picture for name, picture in drawn.items()}, trainer.global_step)
 
     def _due(self, trainer) -> bool:
         if self.every_n_epochs == 0:

@@ -9,7 +9,7 @@ from jsonargparse.typing import NonNegativeInt
 from lightning.pytorch.callbacks import Callback
 
 from lightning_runs.distributed import this_ranks_part
-from lightning_runs.pictures.writers import picture_writers
+from lightning_runs.pictures.writers import write_histograms
 
 
 class Histograms(Callback):
@@ -42,6 +42,5 @@ class Histograms(Callback):
         tensors |= {f"gradients/{n}": g for n, g in self._gradients.items()}
         # Sharded (FSDP): this rank's shard, the only part rank zero may read without the others.
         histograms = {tag: this_ranks_part(t).float() for tag, t in tensors.items()}
-        for writer in picture_writers(trainer):
-            writer.histograms(histograms, trainer.global_step)
+        write_histograms(trainer, histograms, trainer.global_step)
         self._written_step, self._gradients = trainer.global_step, {}

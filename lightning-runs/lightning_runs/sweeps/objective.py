@@ -25,14 +25,14 @@ class TrialFits:
     fits: Any  # tools.fits.Fits, which runs the trial's fit and shows its command (tools import sweeps, not back)
     fixed: list[str]  # the configs and options of every trial, before the sampled values
     save_dir: str
-    reporting: dict  # ReportToTrial's arguments but the trial's: the storage as the trials open it, metric, pruner
+    reporting: dict  # ReportToTrial's arguments but the trial's: metric, pruner (the storage: fits.env, trial.STORAGE)
     seed: int  # the sampler's, offset by each trial's number
     folds: int | None = None  # cross-validated trials: K fits each, scored by the mean of their bests
     stopped: list[int] = field(default_factory=list)  # the signal that stopped a trial, which then stops the worker
     mine: list[int] = field(default_factory=list)  # the numbers of the trials this worker ran
     refused: str | None = None  # why a trial's fit cannot be scored as the sweep scores, which stops the worker
 
-    def __call__(self, trial: optuna.Trial) -> float | None:
+    def __call__(self, trial: optuna.Trial) -> float:
         self.mine.append(trial.number)
         workers.mark(trial)  # on a journal file, how other workers tell whether this one still runs it
         if trial.user_attrs.get("pruned_at_epoch") is not None:  # a retried trial inherits the user attributes
@@ -43,14 +43,14 @@ class TrialFits:
         bests = []
         for fold in range(self.folds) if self.folds else [None]:
             best = self.fit(trial, fold)
-            if best is None or math.isnan(best):
+            if math.isnan(best):
                 return best
             bests.append(best)
         return statistics.mean(bests)  # one fold's, or the folds' mean
 
-    def fit(self, trial: optuna.Trial, fold: int | None) -> float | None:
+    def fit(self, trial: optuna.Trial, fold: int | None) -> float:
         """One fit of the trial (one fold's, where the sweep cross-validates): its best reported value; NaN (failed)
-        or None (pruned) end the trial."""
+        or TrialPruned (pruned) end the trial."""
         command = self.command(trial) + ([] if fold is None else [f"--data.folds={self.folds}", f"--data.fold={fold}"])
         (code,), signum = self.fits.run([[*command, self.callback(trial, (fold or 0) * trials.FOLD_STEPS)]])
         # What the fit reported, read back from the storage (this worker's cache holds only finished trials).
@@ -83,7 +83,7 @@ class TrialFits:
         if self.stopped:
             raise KeyboardInterrupt
         if self.refused:
-            storage.discard_if_only(study, self.mine, self.reporting["storage"])
+            storage.discard_if_only(study, self.mine, self.fits.env[trials.STORAGE])
             raise UsageError(self.refused)
 
     def stop(self, signum, frame) -> None:
@@ -103,7 +103,6 @@ class TrialFits:
     def callback(self, trial: optuna.Trial, offset: int) -> str:
         """The fit's callback that reports to the trial (trial.py), added as any callback is."""
         # The storage through the environment (trial.STORAGE): a server's URL may hold its password, never in a config.
-        reporting = {k: v for k, v in self.reporting.items() if k != "storage"}
-        reporting |= {"study": self.study.study_name, "trial_id": trial_id(trial), "offset": offset}
+        reporting = {**self.reporting, "study": self.study.study_name, "trial_id": trial_id(trial), "offset": offset}
         callback = {"class_path": "lightning_runs.sweeps.trial.ReportToTrial", "init_args": reporting}
         return f"--trainer.callbacks+={json.dumps(callback)}"

@@ -59,12 +59,9 @@ def open_study(url: str, name: str, direction: str, turn: turns.Turn, interval: 
     schema ("UNIQUE constraint failed: alembic_version.version_num"). An RDB's heartbeat beats every `interval` seconds;
     a trial without one for `grace_period` is failed and queued again (a journal has none: workers.py)."""
     beat = {"heartbeat_interval": interval, "grace_period": grace_period, CALLBACK: retry()} if "://" in url else {}
-    turn.take()
-    try:
+    with turn:
         storage = open_storage(url, **beat)
         return optuna.create_study(storage=storage, study_name=name, direction=direction, load_if_exists=True)  # ty: ignore[invalid-argument-type]  # --direction takes only Optuna's two
-    finally:
-        turn.give()
 
 
 def retry():
@@ -120,8 +117,7 @@ def work(
 
     said_waiting, attempts = False, n_trials - counts(study)[0]
     while attempts > 0:
-        turn.take()
-        try:
+        with turn:
             optuna.storages.fail_stale_trials(study)  # a dead worker's trial: FAIL, and queued again with its values
             if journal_grace is not None:  # a journal's stand-in for the heartbeat
                 workers.fail_trials_of_dead_workers(study, journal_grace, retry())
@@ -139,8 +135,6 @@ def work(
                 continue
             said_waiting = False
             study.optimize(started, n_trials=1, catch=(Exception,), callbacks=[after_trial] if after_trial else None)
-        finally:
-            turn.give()
         attempts -= 1
 
 

@@ -85,9 +85,7 @@ class ReportToTrial(Callback):
     def on_validation_end(self, trainer, pl_module) -> None:
         if trainer.state.fn != "fit":  # `validate` of a trial's run, built from its config: nothing to report
             return
-        if trainer.sanity_checking and self.metric in trainer.callback_metrics:
-            return
-        if self.metric not in trainer.callback_metrics:
+        if self.metric not in trainer.callback_metrics:  # the sanity check's already: refused before training
             refused = (
                 f"the sweep scores {self.metric}, which {type(pl_module).__name__} does not log in validation (it"
                 f" logs: {', '.join(sorted(trainer.callback_metrics)) or 'nothing'}); give --metric <one of them>"

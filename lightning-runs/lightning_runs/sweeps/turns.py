@@ -21,8 +21,8 @@ SERVER_LOCKS = {
 
 
 class Turn:
-    """Taken with `take()`, given back with `give()`; giving back a turn not held does nothing (the objective gives
-    it back as soon as its trial is running, and the worker again once the trial ends, whatever happened)."""
+    """Taken with `take()`, given back with `give()`, or held over a `with` block; giving back a turn not held does
+    nothing (the objective gives it back as soon as its trial is running, and the worker again as the block ends)."""
 
     def __init__(self, url: str, study: str, folder) -> None:
         self.folder = folder
@@ -48,6 +48,12 @@ class Turn:
         connection.execute(sqlalchemy.text(self.lock[0]), self.key)  # ty: ignore[not-subscriptable]  # a server's lock: a folder's turn never connects
         connection.commit()
         self.held = connection
+
+    def __enter__(self) -> None:
+        self.take()
+
+    def __exit__(self, *exception) -> None:
+        self.give()
 
     def give(self) -> None:
         held, self.held = self.held, None

@@ -18,8 +18,7 @@ from jsonargparse import capture_parser
 from lightning_runs import TOOLS
 from lightning_runs.atomic import write_output
 from lightning_runs.console import program
-from lightning_runs.messages import class_arguments
-from lightning_runs.private import option_nargs, subcommand_parser
+from lightning_runs.messages import subcommand_options
 from lightning_runs.tools.function_cli import function_cli
 
 TAKES_A_FILE = ("--config", "--ckpt_path")
@@ -33,14 +32,7 @@ def completion_parser(cli_main: Callable, prog: str) -> argparse.ArgumentParser:
     commands = plain.add_subparsers(dest="command")
     for name in ("fit", "validate", "test", "predict"):
         command = commands.add_parser(name, help=f"{name} a LightningModule")
-        parser = subcommand_parser(main, name)
-        options = option_nargs(parser)
-        # The default model's and data's arguments (`--model.lr`): jsonargparse resolves a class's options only once
-        # its class path is known, so they are not among the parser's own.
-        defaults = parser.get_defaults()
-        for group in ("model", "data"):
-            options |= {f"--{group}.{option}": 1 for option in class_arguments(defaults[group].class_path)}
-        for option, takes in options.items():
+        for option, takes in subcommand_options(main, name).items():
             if option.startswith("--") and option != "--help":
                 # One value each, or none for a flag: shtab's bash script cannot count an optional one ("?").
                 flag: dict = {"action": "store_true"} if takes == 0 else {"nargs": 1}

@@ -16,7 +16,7 @@ from jsonargparse.typing import PositiveInt
 from lightning_runs.configs import recipe as recipe_of
 from lightning_runs.console import say
 from lightning_runs.errors import Failed, Stopped, UsageError
-from lightning_runs.run_folders import read_run_data, write_json
+from lightning_runs.run_folders import get, read_run_data, write_json
 from lightning_runs.tools.fits import Fits, check_study, fit_config, same_recipe, table
 from lightning_runs.tools.function_cli import function_cli
 
@@ -50,18 +50,17 @@ def cv(
     recipe = (*(f"--config={config}" for config in configs), *args)
     resolved = fit_config(cli_main, recipe)
     check_study(study, folds, resolved)
-    best = (resolved.get("best_checkpoint") or {}).get("init_args") or {}
-    if not best.get("monitor"):
+    monitor = get(resolved, "best_checkpoint", "init_args", "monitor")
+    if not monitor:
         raise UsageError("the folds' best checkpoint monitors no metric (--best_checkpoint.monitor): cv scores by it")
     save_dir = Path(resolved["trainer"]["logger"]["init_args"]["save_dir"]) / resolved["name"]
     root = save_dir / f"cv-{study}"
     runs = [root / f"fold_{k}" for k in range(folds)]
-    commands = {k: _command(k, folds, recipe, study, save_dir, runs[k], test) for k in range(folds)}
     record = root / "study.json"  # until a fold has begun: a study whose every fold was refused begins again
     begun = record.exists() and any((run / "summary.json").exists() for run in runs)
     began = read_run_data(record, fix=f"move {root} away to start the study afresh") if begun else None
     kept = same_recipe(began, folds, recipe_of(resolved), root)
-    todo = {k: command for k, command in commands.items() if command is not None}
+    todo = {k: c for k in range(folds) if (c := _command(k, folds, recipe, study, save_dir, runs[k], test)) is not None}
     say(f"cv {study}: {folds} folds of {resolved['name']} in {root}; {folds - len(todo)} finished, {len(todo)} to run")
     root.mkdir(parents=True, exist_ok=True)
     write_json(record, kept)
@@ -79,7 +78,7 @@ def cv(
     codes, signum = fits.run([todo[k] for k in order], workers, logs, ended)
     if signum is not None:
         raise Stopped(signum, "Interrupted: run the same command again; finished folds are kept, a stopped one resumes")
-    result = _table(runs, best["monitor"], test)
+    result = _table(runs, monitor, test)
     write_json(root / "cv.json", result)
     failed = [k for k, code in zip(order, codes, strict=True) if code != 0]
     if failed:

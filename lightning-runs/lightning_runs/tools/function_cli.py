@@ -10,6 +10,7 @@ from lightning_runs.cli.help import RunsHelpFormatter
 from lightning_runs.console import program
 from lightning_runs.errors import UsageError
 from lightning_runs.messages import condensed
+from lightning_runs.private import print_config_deferred, print_config_if_requested
 
 
 def function_cli(function: Callable, args: list[str] | None, **given):
@@ -27,12 +28,15 @@ def function_cli(function: Callable, args: list[str] | None, **given):
     parser.add_argument("--config", action=ActionConfigFile, help="A YAML file of these options.")
     parser.add_function_arguments(function, as_group=False, skip=set(given), sub_configs=True)
     try:
-        config = parser.instantiate_classes(parser.parse_args(args))
+        with print_config_deferred():  # printed once fit's options are among the args
+            config = parser.parse_args(args)
+        if fit:
+            config["args"] = [*config["args"], *fit]
+        print_config_if_requested(parser, config)
+        config = parser.instantiate_classes(config)
     except ArgumentError as error:
         raise UsageError(condensed(error, parser)) from None
     config.pop("config", None)
-    if fit:
-        config["args"] = [*config["args"], *fit]
     return function(**given, **config)
 
 

@@ -38,7 +38,7 @@ def list_runs(name: str | None = None, root: Path = Path(RUNS)) -> list[dict[str
         try:
             found.append(_read(path))
         except Exception as error:  # anything in one file is that file's: it never hides the other runs
-            print(_shown(f"skipped {path}: {_reason(error, path)}"), file=sys.stderr)
+            print(_shown(f"skipped {path}: {_reason(error)}"), file=sys.stderr)
     found.sort(key=lambda run: run[0], reverse=True)
     monitors = {monitor for _, _, monitor, _ in found} - {None}
     shared = monitors.pop() if len(monitors) == 1 else None  # one metric for all: named once, in the header
@@ -117,7 +117,7 @@ def _score(value) -> str:
     return f"{value:.4f}" if isinstance(value, int | float) else value if isinstance(value, str) else "-"
 
 
-def _reason(error: Exception, path: Path) -> str:
+def _reason(error: Exception) -> str:
     if isinstance(error, Unreadable):
         return error.problem
     if isinstance(error, OSError) and error.strerror:

@@ -121,7 +121,7 @@ def sweep(
     optuna_study.set_user_attr(STUDY_RECIPE, same_recipe(began, folds, varied, f"the study in {shown}"))
     print(f"Study {study!r} in {shown}: {finished} of {n_trials} trials finished", flush=True)
     pruner = {"n_startup_trials": pruning_startup_trials, "n_warmup_steps": pruning_warmup_epochs}
-    reporting = {"storage": url, "metric": metric, "pruner": pruner}
+    reporting = {"metric": metric, "pruner": pruner}
     fits = Fits(cli_main, launcher, threads)
     fits.env[STORAGE] = url  # the trials' ReportToTrial opens it
     # The same network every trial: its summary table once per trial is noise (args may turn it back on).

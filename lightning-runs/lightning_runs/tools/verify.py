@@ -27,6 +27,7 @@ import lightning_runs
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.console import program
 from lightning_runs.errors import Failed, first_line
+from lightning_runs.tools.fits import Fits
 
 BATCHES, EPOCHS, WORKERS = 4, 2, 2
 # Each stop: (signal, the fit's batch it comes at as a function of the batches an epoch, accumulate_grad_batches).
@@ -54,11 +55,9 @@ CAUSES = (
 
 
 def verify(cli_main: Callable, args: list[str]) -> list[tuple[str, str]]:
-    package = cli_main.__module__.partition(".")[0]
-    python = [sys.executable, "-m", package] if package != "__main__" else [sys.executable, sys.argv[0]]
     threads = max(1, (os.cpu_count() or 1) // WORKERS)  # one count for every run: the same arithmetic in each
     torch.set_num_threads(threads)
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    fits = Fits(cli_main, threads=threads)
     limits = [f"--trainer.limit_train_batches={BATCHES}", f"--trainer.max_epochs={EPOCHS}", "--trainer.max_steps=-1"]
     limits += ["--trainer.limit_val_batches=2", "--last_checkpoint.every_n_train_steps=1", "--quiet"]
     rows: dict[str, str] = {}
@@ -77,11 +76,11 @@ def verify(cli_main: Callable, args: list[str]) -> list[tuple[str, str]]:
         def stop(name: str, signum: int, batch: int, accumulate: int, whole: Path) -> None:
             place, more = name.replace(" ", "_"), [f"--trainer.accumulate_grad_batches={accumulate}"]
             signal = ["--trainer.callbacks+=lightning_runs.testing.SignalAt", f"--trainer.callbacks.signum={signum}"]
-            stopped = _run([*python, *fit(place, *more, *signal, f"--trainer.callbacks.batch={batch}")], env)
+            stopped = _run(fits, fit(place, *more, *signal, f"--trainer.callbacks.batch={batch}"))
             if stopped.returncode not in (128 + signum, -signum):
                 rows[name] = f"the stop at batch {batch} never came (exit {stopped.returncode}): {_last(stopped)}"
                 return
-            resumed = _run([*python, *fit(place, *more, "--ckpt_path=last")], env)
+            resumed = _run(fits, fit(place, *more, "--ckpt_path=last"))
             if resumed.returncode != 0:
                 rows[name] = f"the resume failed (exit {resumed.returncode}): {_last(resumed)}"
                 return
@@ -93,7 +92,7 @@ def verify(cli_main: Callable, args: list[str]) -> list[tuple[str, str]]:
             said = io.StringIO()
             try:
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(said), argv(command):
-                    lightning_runs.main(cli_main, package, command)
+                    lightning_runs.main(cli_main, cli_main.__module__.partition(".")[0], command)
             except SystemExit as exit:
                 lines = said.getvalue().strip().splitlines()
                 errors = [line for line in lines if line.startswith("error:")]  # beside the module's own warnings
@@ -137,8 +136,8 @@ def last_checkpoint(root: Path) -> Path:
     return next(root.glob("*/version_*/checkpoints/last.ckpt"))
 
 
-def _run(command: list[str], env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(command, env=env, capture_output=True, text=True)
+def _run(fits: Fits, command: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([*fits.python, *command], env=fits.env, capture_output=True, text=True)
 
 
 def _last(done: subprocess.CompletedProcess) -> str:
