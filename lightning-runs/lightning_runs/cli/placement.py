@@ -174,13 +174,13 @@ def run_files(config, parts: list[str], config_filename: str, run: Path) -> dict
     for key, part in named + [(f"--trainer.callbacks[{i}]", c) for i, c in enumerate(config.trainer.callbacks or [])]:
         cls, args = imported(part.get("class_path")) if part else None, (part or {}).get("init_args") or {}
         if isinstance(cls, type) and issubclass(cls, ModelCheckpoint):  # its own names: Lightning's, or the class's
-            where = Path(args.dirpath) if args.get("dirpath") else run / CHECKPOINTS
+            where = Path(dirpath) if (dirpath := args.get("dirpath")) else run / CHECKPOINTS
             name = re.sub(r"\{[^}]*\}", "*", args.get("filename") or "{epoch}-{step}")
             names = {f"{key}.filename {args.get('filename')}": name}
             names |= {f"{key}.save_last": cls.CHECKPOINT_NAME_LAST} if args.get("save_last") else {}
             files |= {what: where / f"{name}{cls.FILE_EXTENSION}" for what, name in names.items()}
-        elif args.get("filename") and key[2:] in parts:  # a part's file (none or empty: the part says what it takes)
-            files[f"{key}.filename {args.filename}"] = folder / args.filename
+        elif (filename := args.get("filename")) and key[2:] in parts:  # none or empty: the part says what it takes
+            files[f"{key}.filename {filename}"] = folder / filename
     return files
 
 
