@@ -97,8 +97,7 @@ def resolve_checkpoint(subcommand: str, config) -> Path | None:
         return None
     path = Path(config.ckpt_path)
     check_whole(path) if is_sharded(path) else read_checkpoint(path)  # a file that is none is one line, here
-    run = run_of_checkpoint(path)
-    if subcommand != "fit" and run is not None:  # a fit is placed once its resume is checked (resume below)
+    if subcommand != "fit" and (run := run_of_checkpoint(path)):  # a fit's, once its resume is checked (resume)
         place(config, run)
     return path
 
@@ -119,11 +118,8 @@ def resume(config, path: Path, current: dict) -> None:
             f"--ckpt_path {path}: the weights alone (save_weights_only); a fit cannot continue it, a test can"
         )
     run = run_of_checkpoint(path)
-    if run is None and config.get("init_from"):  # --init_from's weights over the other checkpoint's training state
-        raise UsageError(
-            f"--init_from with --ckpt_path {path}: a new run starts from --init_from's weights, a resume continues a"
-            " checkpoint's run; give one of them"
-        )
+    if run is None and config.get("init_from"):  # its weights over the other checkpoint's optimizer and loop state
+        raise UsageError(f"--init_from starts a new run, --ckpt_path {path} continues its state: give one of them")
     if run is None:
         return say(f"fit from {path} (a checkpoint outside any run): a new run of its weights and state")
     saved = read_run_data(run / "config.yaml")
