@@ -8,8 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
+from lightning.pytorch.callbacks import Callback
 from tiny_runs import assert_kept, refusal, run, snapshot
 
+from lightning_runs.checkpoints import BestCheckpoint
 from lightning_runs.testing import CrashAt
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
@@ -26,6 +29,23 @@ def test_a_fit_from_a_checkpoint_of_another_name_continues_that_run_in_its_folde
     assert "fit resumes runs/rp/version_0 from last.ckpt (step 2)" in capsys.readouterr().out
     assert folder(resumed) == Path("runs/rp/version_0") and resumed.trainer.global_step == 4
     assert os.listdir("runs") == ["rp"], "nothing of the default name"
+
+
+class BestAtStart(Callback):
+    def on_train_start(self, trainer, pl_module) -> None:
+        best = next(c for c in trainer.checkpoint_callbacks if isinstance(c, BestCheckpoint))
+        self.kept = best.best_model_path, best.best_model_score
+
+
+def test_a_moved_run_resumes_with_its_best_checkpoints_score(stopped):
+    """Lightning restores a ModelCheckpoint's best score only into the folder it saved it in: a moved run's next epoch
+    would replace its best.ckpt whatever it scored."""
+    shutil.copytree(stopped / "tiny/version_0", "runs/moved/version_0")
+    saved = torch.load("runs/moved/version_0/checkpoints/last.ckpt", weights_only=True)["callbacks"]
+    score = next(state for key, state in saved.items() if key.startswith("BestCheckpoint"))["best_model_score"]
+    best = BestAtStart()
+    run("fit", *SHORT, "--ckpt_path=runs/moved/version_0/checkpoints/last.ckpt", callbacks=[best])
+    assert best.kept == ("runs/moved/version_0/checkpoints/best.ckpt", score)
 
 
 @pytest.mark.parametrize("how", ["copied", "moved"])
