@@ -111,6 +111,10 @@ def check_name(name: str, template: Path = TEMPLATE) -> None:
         raise ValueError(f"{name!r} is not a package name: use lower-case letters, digits and _ (my_exp)")
     if name == PACKAGE:
         raise ValueError(f"{name!r} is this template's own name; choose another")
+    ignored = ["git", "check-ignore", "-q", "--no-index", f"{name}/"]  # as the copy's git would (its .gitignore)
+    if subprocess.run(ignored, cwd=template, capture_output=True).returncode == 0:
+        raise ValueError(f"{name!r} is a folder .gitignore ignores (runs/, lightning_logs/): none of the package would"
+                         " be committed; choose another")  # fmt: skip
     if name in shadowed(template):
         raise ValueError(
             f"{name!r} would shadow the package or folder of that name (the copy's `import {name}` would find its own"

@@ -190,7 +190,7 @@ def read_run_data(path: Path, fix: str = DAMAGED) -> dict:
     except yaml.MarkedYAMLError as error:
         raise Unreadable(path, f"not YAML ({error.problem}, line {error.problem_mark.line + 1})", fix) from None  # ty: ignore[missing-union-attribute]  # a parse error has its mark
     except (ValueError, yaml.YAMLError) as error:  # JSONDecodeError, an integer 5,000 characters long
-        raise Unreadable(path, f"not {form} ({str(error).splitlines()[0][:200]})", fix) from None
+        raise Unreadable(path, f"not {form} ({str(error).splitlines()[0].partition(';')[0][:200]})", fix) from None
     if not isinstance(data, dict):
         raise Unreadable(path, f"{_kind(form, data)}, not a mapping", fix)
     for key in SECTIONS.get(path.name, ()):

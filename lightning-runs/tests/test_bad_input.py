@@ -80,6 +80,36 @@ def test_a_bad_config_exits_2_with_one_clear_line_before_creating_anything(args,
     assert not Path("runs").exists() or not any(Path("runs").rglob("*")), "no run directory"
 
 
+@pytest.mark.parametrize("seed", [2**40, -1], ids=["2**40", "negative"])
+def test_a_seed_numpy_cannot_take_is_one_line_at_parse_with_the_range(seed, capsys):
+    """Lightning's seed_everything raised its ValueError past the parse: a traceback."""
+    error = refusal(capsys, lambda: run("fit", f"--seed_everything={seed}"))
+    assert error == f"error: --seed_everything {seed}: a seed is from 0 to 4294967295"
+    assert not Path("runs").exists()
+
+
+CONFIG_FILES = {  # jsonargparse: a traceback, "Unexpected config:", or a wait; and the line that says what is wrong
+    "UTF-16": ("trainer:\n  max_epochs: 1\n".encode("utf-16"), "not UTF-8 text (invalid start byte at byte 0)"),
+    "binary": (b"\x8c\xda\x00\xff" * 100, "not UTF-8 text (invalid start byte at byte 0)"),
+    "a 5,000-digit integer": (b"trainer:\n  max_epochs: " + b"9" * 5000, "not YAML (Exceeds the limit (4300 digits)"),
+    "empty": (b"", "empty"),
+    "over 10 MB": (b"#" * 10_000_001, "larger than 10,000,000 bytes"),
+    "a FIFO": (None, "not a regular file"),  # jsonargparse waited on it for a writer
+}
+
+
+@pytest.mark.parametrize("kind", CONFIG_FILES)
+def test_a_config_file_that_is_not_utf8_yaml_is_one_line_naming_it(kind, capsys):
+    content, problem = CONFIG_FILES[kind]
+    if content is None:
+        os.mkfifo("bad.yaml")
+    else:
+        Path("bad.yaml").write_bytes(content)
+    error = refusal(capsys, lambda: run("fit", "--config=bad.yaml"))
+    assert error.startswith(f"error: bad.yaml: {problem}") and "a --config file is UTF-8 YAML" in error, error
+    assert sorted(Path().iterdir()) == [Path("bad.yaml")], "nothing written"
+
+
 def test_a_resume_contradicting_its_run_is_refused_and_an_evaluation_takes_the_data_it_is_given(capsys):
     run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=3", "--model.lr=0.002", "--data.seed=3")
     error = refusal(capsys, lambda: run("fit", "--trainer.max_epochs=2", f"--ckpt_path={LAST}", "--model.lr=0.05"))

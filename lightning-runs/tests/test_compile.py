@@ -52,6 +52,19 @@ def test_fullgraph_compiles_the_default_tiny_model_after_lightnings_model_summar
     assert compiled.compiled == ["layer"] and cli.trainer.global_step == 9
 
 
+def test_fullgraph_on_a_network_with_a_graph_break_is_one_line_naming_it_and_leaves_no_run_folder(capsys):
+    """torch._dynamo's Unsupported, raised at the first step, was a 100-line traceback, and its run folder stayed."""
+    from tiny_networks import cli_main
+
+    args = [*STEPS, *COMPILED, "--compile.fullgraph=true", "--model.network=tiny_networks.GraphBreak"]
+    error = refusal(capsys, lambda: run("fit", *args, cli=cli_main))
+    assert f"met a graph break in forward ({Path(__file__).with_name('tiny_networks.py')}:" in error, error
+    assert error.endswith(
+        "compile without fullgraph (--compile.fullgraph false: the break runs eagerly), or remove the break"
+    )
+    assert not Path("runs").exists()
+
+
 def fit(home: Path, *args: str, callbacks=()) -> dict:
     home.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as patch:

@@ -97,3 +97,17 @@ def test_a_tools_output_never_replaces_a_file_it_did_not_write_and_replaces_its_
     Path("mine").write_bytes(first + b"\nan earlier version")
     lightning_runs.main(cli_main, "tiny_tasks", [tool, "--output", "mine"])  # its own file: replaced, as make does
     assert Path("mine").read_bytes() == first
+
+
+@pytest.mark.parametrize("tool", ["schema", "completion"])
+def test_a_tools_output_never_replaces_a_checkpoint(tool, capsys):
+    """`schema --output keep.ckpt` and `completion --output keep.ckpt`: the checkpoint is refused and kept as it was."""
+    from tiny_runs import refusal
+
+    import lightning_runs
+
+    torch.save({"state_dict": {"layer.weight": torch.ones(2, 2)}, "global_step": 3}, "keep.ckpt")
+    before = Path("keep.ckpt").read_bytes()
+    error = refusal(capsys, lambda: lightning_runs.main(cli_main, "tiny_tasks", [tool, "--output", "keep.ckpt"]))
+    assert error == f"error: --output keep.ckpt: a file {tool} did not write; give a new file, or move that one away"
+    assert Path("keep.ckpt").read_bytes() == before and sorted(Path().iterdir()) == [Path("keep.ckpt")]

@@ -95,3 +95,20 @@ def test_init_from_alone_in_a_plain_trainer(tmp_path):
 def test_a_missing_origin_is_one_line(capsys, path):
     line = refusal(capsys, lambda: run("fit", f"--init_from={path}"))
     assert path in line
+
+
+def test_freezing_every_parameter_is_one_line_before_training_and_leaves_no_run_folder(capsys):
+    """Backward failed on the first step (`element 0 of tensors does not require grad`), its run folder left."""
+    line = refusal(capsys, lambda: run("fit", "--freeze=[layer]"))
+    assert line == "error: --freeze layer: every parameter frozen, nothing would train"
+    assert not Path("runs").exists()
+
+
+def test_an_origin_holding_no_tensor_where_a_weight_is_is_one_line_naming_the_file_and_the_weight(capsys):
+    """Its shape was read: an AttributeError traceback in InitFrom."""
+    checkpoint = load(f"{fitted()}/checkpoints/best.ckpt")
+    checkpoint["state_dict"]["layer.bias"] = "a string"
+    torch.save(checkpoint, "damaged.ckpt")
+    line = refusal(capsys, lambda: run("fit", "--name=b", "--init_from=damaged.ckpt"))
+    assert line.startswith("error: --init_from damaged.ckpt: its weight layer.bias is a str, not a tensor"), line
+    assert not Path("runs/b").exists()

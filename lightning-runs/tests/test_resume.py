@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from tiny_runs import QUIET, assert_kept, load, refusal, run, scalars, slow_repeats, snapshot
 
 from lightning_runs.checkpoints import LastCheckpoint
@@ -255,3 +256,16 @@ def test_a_plain_loader_resumed_inside_an_epoch_says_so_in_one_line_of_its_own(s
         ]
     else:
         assert said == []
+
+
+def test_a_callback_with_an_enum_default_runs_in_a_fresh_fit_and_is_added_to_a_resume(made):
+    """Timer's `interval` (typed str) defaults to an Enum member, which the config's YAML dump could not represent: a
+    fresh fit was one line naming no option (`error: Given value: [Namespace(...)]`), a resume a RepresenterError
+    traceback. A callback added on a resume watches the run and changes no recipe: it runs."""
+    timer = "--trainer.callbacks+=lightning.pytorch.callbacks.Timer"
+    copy(made, "stopped")
+    cli = run("fit", *SHORT, "--ckpt_path=last", timer)
+    assert cli.trainer.global_step == 4 and any(type(c).__name__ == "Timer" for c in cli.trainer.callbacks)
+    run("fit", *SHORT, "--name=timed", timer, "--trainer.callbacks.duration=00:01:00:00")
+    saved = yaml.safe_load(Path("runs/timed/version_0/config.yaml").read_text())["trainer"]["callbacks"]
+    assert saved[-1]["init_args"] == {"duration": "00:01:00:00", "interval": "step", "verbose": True}

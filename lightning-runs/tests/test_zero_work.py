@@ -9,10 +9,11 @@ import torch
 from lightning import Trainer
 from lightning.pytorch.demos.boring_classes import BoringModel
 from tiny_runs import load, refusal, run
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
 from lightning_runs.errors import UsageError
 from lightning_runs.faults import LoaderCheck
+from tiny_tasks import TinyDataModule
 
 SETTINGS = [
     ("fit", ["--trainer.limit_train_batches=0"], "--trainer.limit_train_batches 0: fit would run no batch"),
@@ -87,3 +88,32 @@ def test_loader_check_refuses_every_stage_of_a_plain_trainer():
     trainer = Trainer(callbacks=[LoaderCheck()], limit_val_batches=0, **quiet)
     with pytest.raises(UsageError, match=r"fit: BoringModel\.train_dataloader gives no batch"):
         trainer.fit(BoringModel(), train_dataloaders=empty)
+
+
+class Nothing(IterableDataset):
+    """A stream without a length that yields nothing: Lightning counts its batches as endless."""
+
+    def __iter__(self):
+        return iter(())
+
+
+class EmptyStream(TinyDataModule):
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(Nothing(), batch_size=self.hparams.batch_size)
+
+
+def test_a_fit_on_a_stream_that_yields_nothing_is_refused_and_its_run_folder_removed(capsys):
+    line = refusal(capsys, lambda: run("fit", "--trainer.max_epochs=3", f"--data={__name__}.EmptyStream"))
+    assert "fit: EmptyStream.train_dataloader gives no batch" in line, line
+    assert not Path("runs").exists()
+
+
+def test_loader_check_refuses_a_stream_that_yields_nothing_in_every_stage_of_a_plain_trainer():
+    quiet = {"logger": False, "enable_checkpointing": False, "enable_progress_bar": False, "max_epochs": 3}
+    for stage in ("validate", "test", "predict"):
+        with pytest.raises(UsageError, match=rf"{stage}: BoringModel\.\w+_dataloader gives no batch"):
+            getattr(Trainer(callbacks=[LoaderCheck()], **quiet), stage)(BoringModel(), DataLoader(Nothing()))
+    trainer = Trainer(callbacks=[LoaderCheck()], limit_val_batches=0, **quiet)
+    with pytest.raises(UsageError, match=r"fit: BoringModel\.train_dataloader gives no batch"):
+        trainer.fit(BoringModel(), train_dataloaders=DataLoader(Nothing()))
+    assert trainer.current_epoch == 0  # at the end of the first epoch, not after max_epochs of none

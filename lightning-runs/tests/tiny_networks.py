@@ -37,6 +37,14 @@ class Hidden(OneLayer):
         return self.layer(self.hidden(x))
 
 
+class GraphBreak(OneLayer):
+    """A network torch.compile cannot take whole: a graph break in its forward."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        torch._dynamo.graph_break()
+        return super().forward(x)
+
+
 class WithNetwork(TinyClassifier):
     """The tiny classifier around a network it is given as a factory of (class count, sample shape), OneLayer unless
     told otherwise."""

@@ -29,9 +29,10 @@ def test_the_package_is_renamed_where_it_is_code_and_nowhere_else():
     assert rename(prose, NAME) == prose
 
 
-# Not identifiers; the template's own; names the copy's imports or folders would find instead of the package.
+# Not identifiers; the template's own; names the copy's imports or folders would find instead of the package; folders
+# the copy's .gitignore ignores (runs/: none of the package was committed).
 @pytest.mark.parametrize("name", ["My-Exp", "1exp", "class", PACKAGE, "torch", "numpy", "lightning_runs", "configs",
-                                  "tests", "json"])  # fmt: skip
+                                  "tests", "json", "runs", "lightning_logs"])  # fmt: skip
 def test_a_name_that_is_not_a_new_package_name_is_refused(name):
     with pytest.raises(ValueError):
         check_name(name)

@@ -8,6 +8,7 @@ optimizer, schedule, step count and run folder are the new run's own. Named part
 from pathlib import Path
 
 from lightning.pytorch.callbacks import BaseFinetuning, Callback
+from torch import Tensor
 
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.console import say
@@ -37,6 +38,12 @@ class InitFrom(Callback):
             return
         saved = read_checkpoint(self.path)["state_dict"]
         own = pl_module.state_dict()
+        wrong = [k for k, v in own.items() if isinstance(v, Tensor) and not isinstance(saved.get(k, v), Tensor)]
+        if wrong:  # its shape was read: an AttributeError traceback
+            raise UsageError(
+                f"--init_from {self.path}: its weight {wrong[0]} is a {type(saved[wrong[0]]).__name__}, not a tensor"
+                " (a damaged checkpoint?); start from a checkpoint a fit saved"
+            )
         fits = {k: v for k, v in saved.items() if k in own and tuple(v.shape) == tuple(own[k].shape)}
         if not fits:
             raise UsageError(
@@ -61,6 +68,8 @@ class InitFrom(Callback):
             raise UsageError(f"--freeze {unknown[0]}: {type(pl_module).__name__} has no such part (a submodule's name)")
         # Lightning's own freeze: parameters untrained, and batch norms' running statistics kept as loaded.
         BaseFinetuning.freeze([modules[name] for name in self.freeze], train_bn=False)
+        if self.freeze and not any(p.requires_grad for p in pl_module.parameters()):  # backward would fail on them all
+            raise UsageError(f"--freeze {','.join(self.freeze)}: every parameter frozen, nothing would train")
         return sum(p.numel() for name in self.freeze for p in modules[name].parameters())
 
     def state_dict(self) -> dict:

@@ -1,14 +1,20 @@
-"""The parser RunsCLI builds: a dump (config.yaml, a resume's comparison) that keeps a link's target given by hand, and
+"""The parser RunsCLI builds: a dump (config.yaml, a resume's comparison) that keeps a link's target given by hand and
+writes an Enum as its value, a `--config` file read by the reader of run files before jsonargparse parses it, and
 `--help` a person reads: a type with more known subclasses than a screen holds (a network's `nn.Module`: every module
 torch, torchmetrics and Lightning import) says how many rather than listing them. jsonargparse has no setting for it
 (4.53: `ActionTypeHint.extra_help` lists every imported subclass, Lightning #20591): argparse's formatter method
 `_get_help_string` is overridden (private.py)."""
 
+import enum
 import json
 import re
+from pathlib import Path
 
+import yaml
 from jsonargparse import DefaultHelpFormatter
 from lightning.pytorch.cli import LightningArgumentParser
+
+from lightning_runs.run_folders import read_run_data
 
 MAX_LISTED = 20  # known subclasses listed in a type's help up to this many (the optimizers are 16)
 _KNOWN = re.compile(r", known subclasses: (?P<paths>[^()]*)\)$")
@@ -35,6 +41,13 @@ class RunsArgumentParser(LightningArgumentParser):
         super().link_arguments(source, target, compute_fn, apply_on)
         self.links.append((source, target, apply_on))
 
+    def parse_path(self, path, *args, **kwargs):
+        # jsonargparse reads a --config file whole as UTF-8: a binary, UTF-16 or FIFO file, or a 5,000-digit integer,
+        # was a traceback. The library's reader of its own files says what is wrong in one line first.
+        if Path(path).exists():  # else jsonargparse names what is missing
+            read_run_data(Path(path), fix="a --config file is UTF-8 YAML of the command's options")
+        return super().parse_path(path, *args, **kwargs)
+
     def dump(self, cfg, *args, **kwargs) -> str:
         if kwargs.get("format", "parser_mode") not in ("parser_mode", "yaml") or "skip_link_targets" in kwargs:
             return super().dump(cfg, *args, **kwargs)
@@ -48,3 +61,16 @@ class RunsArgumentParser(LightningArgumentParser):
         """Whether a link's target was given by hand (typed, or in a config file): it is not the class's default."""
         default = self.get_defaults().get(target)
         return target in cfg and json.dumps(cfg.get(target), default=str) != json.dumps(default, default=str)
+
+
+class _Dumper(yaml.SafeDumper):
+    """A value of an Enum as its value: a callback whose argument is typed `str` defaults to a str Enum (Timer's
+    `interval=Interval.step`), which jsonargparse dumps as it is and PyYAML's safe dumper cannot represent."""
+
+
+_Dumper.add_multi_representer(enum.Enum, lambda dumper, member: dumper.represent_data(member.value))
+
+
+def yaml_dump(data) -> str:
+    """jsonargparse's YAML dumper (the same settings), set for every dump by RunsCLI (`jsonargparse.set_dumper`)."""
+    return yaml.dump(data, Dumper=_Dumper, default_flow_style=False, allow_unicode=True, sort_keys=False)

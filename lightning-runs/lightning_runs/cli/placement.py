@@ -6,6 +6,9 @@
   by its path.
 - A fit from a checkpoint of a run resumes that run, in its folder, and only as the same recipe: the run's config.yaml
   against this command's, a difference refused in one line naming the options (configs.py).
+- Every file a run writes in its folder is known here (`run_files`: each part's `filename`, a ModelCheckpoint's
+  `dirpath`/`filename`/`save_last`, the saved config, the logger's files); options that make two of them one path, one
+  a folder of another, or lead one out of the folder, are one line before the folder is claimed.
 - An evaluation of a run's checkpoint writes into that run (the caller re-parses with its config.yaml as the first
   config: see RunsCLI.parse_arguments); of a loose checkpoint, into a new run of the name.
 - A run is the folder its checkpoint lies in, for a resume and an evaluation alike (place), whatever its config.yaml's
@@ -13,15 +16,19 @@
 """
 
 import contextlib
+import itertools
 import os
+import re
 import sys
+from fnmatch import fnmatchcase
 from pathlib import Path
 
-from lightning.pytorch.loggers import TensorBoardLogger
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger, WandbLogger
 
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.checkpoints.sharded import check_whole, is_checkpoint, is_sharded
-from lightning_runs.configs import differences, option
+from lightning_runs.configs import differences
 from lightning_runs.console import say
 from lightning_runs.distributed import launched_as_rank_zero
 from lightning_runs.errors import UsageError
@@ -162,19 +169,52 @@ def claim(subcommand: str, config) -> RunFolder | None:
     return run
 
 
-def check_destinations(trainer, run: RunFolder | None) -> None:
-    """Every checkpoint the run writes lands in its folder: a `dirpath` or a `filename` leading elsewhere would write
-    over another run's files, or outside runs/."""
-    if run is None:
-        return
-    for callback in trainer.checkpoint_callbacks:
-        dirpath = Path(callback.dirpath or run.path / CHECKPOINTS)
-        target = (dirpath / f"{callback.filename or 'x'}.ckpt").resolve()
-        if not target.is_relative_to(run.path.resolve()):
-            raise UsageError(
-                f"--{option(type(callback).__name__)}.dirpath/filename: {target} lies outside the run's folder"
-                f" {run.path}; a run's checkpoints go in its own checkpoints/ (drop dirpath, give a plain filename)"
-            )
+# Each logger's files in the run folder (a glob where the name varies); the library's loggers subclass these, and the
+# MLflow and W&B ones keep their service's run id in their `ID_FILE` there too.
+LOGGED = {TensorBoardLogger: ("hparams.yaml", "events.out.tfevents.*"), CSVLogger: ("hparams.yaml", "metrics.csv")}
+LOGGED[WandbLogger] = ("wandb",)  # W&B's own folder of the run
+
+
+def run_files(config, parts: list[str], config_filename: str, run: Path) -> dict[str, Path]:
+    """What names each file (an option, or the logger) -> its path in `run`, a glob where Lightning fills in a
+    `{metric}`. `parts`: the config's keys of the Trainer's callbacks (the parser's `callback_keys`)."""
+    logger = imported(config.trainer.logger.class_path)
+    folder = run / (config.trainer.logger.init_args.get("sub_dir") or "")  # the logger's log_dir: all but checkpoints
+    logged = [name for base, names in LOGGED.items() if issubclass(logger, base) for name in names]
+    files = {f"the logger's {name}": folder / name for name in [*logged, getattr(logger, "ID_FILE", None)] if name}
+    saved = Path(config_filename)  # and config.<subcommand>[-N].yaml, of each later command in the run
+    files |= {f"the saved {name}": folder / name for name in (saved, f"{saved.stem}.*{saved.suffix}")}
+    named = [(f"--{key}", config.get(key)) for key in parts]
+    for key, part in named + [(f"--trainer.callbacks[{i}]", c) for i, c in enumerate(config.trainer.callbacks or [])]:
+        cls, args = imported(part.get("class_path")) if part else None, (part or {}).get("init_args") or {}
+        if isinstance(cls, type) and issubclass(cls, ModelCheckpoint):  # its own names: Lightning's, or the class's
+            where = Path(args.dirpath) if args.get("dirpath") else run / CHECKPOINTS
+            name = re.sub(r"\{[^}]*\}", "*", args.get("filename") or "{epoch}-{step}")
+            names = {f"{key}.filename {args.get('filename')}": name}
+            names |= {f"{key}.save_last": cls.CHECKPOINT_NAME_LAST} if args.get("save_last") else {}
+            files |= {what: where / f"{name}{cls.FILE_EXTENSION}" for what, name in names.items()}
+        elif args.get("filename") and key[2:] in parts:  # a part's file (none or empty: the part says what it takes)
+            files[f"{key}.filename {args.filename}"] = folder / args.filename
+    return files
+
+
+def check_run_files(config, parts: list[str], config_filename: str) -> None:
+    """Before the run folder is claimed: no two of its files one path, or one a folder of another, none outside it
+    (a summary named `checkpoints/last.ckpt` wrote its JSON over the last checkpoint; `last` and `best` given one name
+    kept one file for both). `config`: a command's parsed config, its run named (name_run)."""
+    args = config.trainer.logger.init_args
+    run = run_dir(args.save_dir, args.name, "version_N" if args.version is None else args.version).resolve()
+    files = {}
+    for what, path in run_files(config, parts, config_filename, run).items():
+        if run not in path.resolve().parents:
+            raise UsageError(f"{what}: {relative(path.resolve())} lies outside the run's folder; name a file in it")
+        files[what] = str(path.resolve().relative_to(run))
+    for (a, one), (b, other) in itertools.combinations(files.items(), 2):
+        for folder, file in ((one, other), (other, one)):
+            if any(fnmatchcase(str(parent), folder) for parent in Path(file).parents):
+                raise UsageError(f"{a} and {b}: {folder} would be a file and a folder ({file}); give each its own name")
+        if one == other or fnmatchcase(one, other) or fnmatchcase(other, one):
+            raise UsageError(f"{a} and {b}: both are {one} in the run's folder; give each its own name")
 
 
 def relative(path: Path) -> str:

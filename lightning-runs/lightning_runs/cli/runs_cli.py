@@ -15,7 +15,8 @@ from pathlib import Path
 
 import lightning as L
 import yaml
-from jsonargparse import ArgumentError, set_parsing_settings
+from jsonargparse import ArgumentError, set_dumper, set_parsing_settings
+from lightning.fabric.utilities.seed import max_seed_value, min_seed_value
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint, ProgressBar, TQDMProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.utilities.model_helpers import is_overridden
@@ -26,7 +27,7 @@ from lightning_runs.checkpoints.checkpoint_io import forget_read, read_checkpoin
 from lightning_runs.cli import placement
 from lightning_runs.cli.declared import check_declared
 from lightning_runs.cli.evaluation import BUILDING, EVALUATIONS, GROUPS, layers, say_evaluated, typed, without_classes
-from lightning_runs.cli.help import RunsArgumentParser, RunsHelpFormatter
+from lightning_runs.cli.help import RunsArgumentParser, RunsHelpFormatter, yaml_dump
 from lightning_runs.cli.parts import TRAINER_DEFAULTS, add_parts
 from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program, say, set_program, set_quiet
 from lightning_runs.errors import Terminated, UsageError, first_line, said
@@ -82,6 +83,7 @@ class RunsCLI(LightningCLI):
         # jsonargparse's own denylist (os, subprocess, eval, ...) enforced: a class_path or callable that a config, a
         # command line or a checkpoint's hyperparameters name never runs a command (only warned by default, 4.53).
         set_parsing_settings(import_path_denylist=[])
+        set_dumper("yaml", yaml_dump)  # a callback's str Enum default (Timer's) dumped, for config.yaml and a resume
         common = {"exit_on_error": False, "allow_abbrev": False, "formatter_class": RunsHelpFormatter}
         epilog = "tools, each with its --help: " + ", ".join(f"{program()} {tool}" for tool in TOOLS)
         parser_kwargs: dict = {**common, "prog": program(), "epilog": epilog, **kwargs.pop("parser_kwargs", {})}
@@ -146,11 +148,16 @@ class RunsCLI(LightningCLI):
         print_config_if_requested(parser, self.config)
         subcommand = self.config.get("subcommand")
         config = self.config[subcommand]
+        seed = config.get("seed_everything")  # Lightning checks numpy's bounds after the parse, with a traceback
+        if type(seed) is int and not min_seed_value <= seed <= max_seed_value:
+            raise UsageError(f"--seed_everything {seed}: a seed is from {min_seed_value} to {max_seed_value}")
         # The checkpoint's hyperparameters were a layer of the parse, under what was typed: Lightning's own merge, over
         # it (LightningCLI reads ckpt_path right after this hook), is skipped by holding the path until the build.
         self.evaluated = config.get("ckpt_path") if subcommand in EVALUATIONS else None
         if not BUILDING.get():
             check_limits(subcommand, config)  # before the run folder: a command with nothing to run makes none
+            saved = self.save_config_kwargs.get("config_filename", "config.yaml")  # SaveConfigCallback's default
+            placement.check_run_files(config, self._parser(subcommand).callback_keys, saved)
             with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
                 self.run = placement.claim(subcommand, config)
             if self.evaluated:
@@ -264,7 +271,6 @@ class RunsCLI(LightningCLI):
         if bar and not any(isinstance(c, ProgressBar) for c in [*callbacks, *listed]):
             callbacks.append(TQDMProgressBar(refresh_rate=PROGRESS_BAR_REFRESH_RATE))
         trainer = self._instantiate_trainer({**config.trainer, **kwargs}, callbacks)
-        placement.check_destinations(trainer, self.run)
         return trainer
 
     def before_test(self) -> None:

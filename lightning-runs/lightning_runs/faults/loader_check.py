@@ -2,8 +2,9 @@
 stage and the run "completes" having done nothing. A loader of no batches (an empty split) is refused once Lightning has
 counted its batches: a fit's validation at the sanity check or the training start (before MonitorCheck would blame the
 metric), an empty training loader or an evaluation's right after Lightning skipped it (nothing ran; RunsCLI removes the
-run folder it made). Settings that leave nothing to run are refused as the command is parsed, before any run folder
-(`check_limits`): counting an empty split before then would build the loaders twice.
+run folder it made); an IterableDataset without a length, which Lightning counts as endless, that yields nothing: at the
+end of the first epoch (or evaluation) it ran no batch in. Settings that leave nothing to run are refused as the command
+is parsed, before any run folder (`check_limits`): counting an empty split before then would build the loaders twice.
 
     Trainer(callbacks=[LoaderCheck()])
 """
@@ -36,16 +37,22 @@ class LoaderCheck(Callback):
 
     on_train_start = on_sanity_check_end  # where no sanity check ran (a resume): validation is counted by now
 
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        # An IterableDataset without a length is counted as endless: one that yields nothing shows only here.
+        if not trainer.fit_loop.epoch_loop.batch_progress.current.ready:
+            _refuse(trainer, pl_module, "fit", "train")
+
     def teardown(self, trainer, pl_module, stage: str) -> None:
         stage = str(getattr(stage, "value", stage))  # a TrainerFn
-        counts = [trainer.num_training_batches] if stage == "fit" else getattr(trainer, f"num_{LIMITS[stage]}_batches")
-        if not any(counts):
+        # An evaluation's batches as it ran them, not as counted: a loader counted as endless may have given none.
+        loop = None if stage == "fit" else getattr(trainer, f"{stage}_loop")
+        if not (loop.batch_progress.current.ready if loop else trainer.num_training_batches):
             _refuse(trainer, pl_module, stage, LIMITS[stage])
 
 
 def _refuse(trainer, pl_module, stage: str, split: str, other: str = "") -> None:
     owner = type(trainer.datamodule or pl_module).__name__
     raise UsageError(
-        f"{stage}: {owner}.{split}_dataloader gives no batch (an empty split, or fewer samples than a batch with"
-        f" drop_last), so nothing would run; give it samples{other}"
+        f"{stage}: {owner}.{split}_dataloader gives no batch (an empty split or iterable, or fewer samples than a batch"
+        f" with drop_last), so nothing would run; give it samples{other}"
     )
