@@ -11,6 +11,8 @@
   a folder of another, or lead one out of the folder, are one line before the folder is claimed.
 - An evaluation of a run's checkpoint writes into that run (the caller re-parses with its config.yaml as the first
   config: see RunsCLI.parse_arguments); of a loose checkpoint, into a new run of the name.
+- A run is the folder its checkpoint lies in, for a resume and an evaluation alike (place), whatever its config.yaml's
+  logger settings say.
 """
 
 import contextlib
@@ -72,7 +74,8 @@ def name_run(config, default: str) -> str:
     if config.trainer.get("default_root_dir") and args.get("save_dir") == RUNS:  # Lightning's root for everything
         args.save_dir = str(config.trainer.default_root_dir)
     files = [file for file in config.get("config") or [] if file is not None]  # None: a config given as text
-    args.name = config.get("name") or args.get("name") or (Path(str(files[0])).stem if files else default)
+    given = config.get("name")  # '' is a name given, refused below, never the default
+    args.name = given if given is not None else args.get("name") or (Path(str(files[0])).stem if files else default)
     config.name = args.name
     for key in ("name", "version", "sub_dir"):  # each one folder of runs/<name>/version_N, never a way out of it
         value = args.get(key)
@@ -101,7 +104,17 @@ def resolve_checkpoint(subcommand: str, config) -> Path | None:
         return None
     path = Path(config.ckpt_path)
     check_whole(path) if is_sharded(path) else read_checkpoint(path)  # a file that is none is one line, here
+    if subcommand != "fit" and (run := run_of_checkpoint(path)):  # a fit's, once its resume is checked (resume)
+        place(config, run)
     return path
+
+
+def place(config, run: Path) -> None:
+    """The command writes into `run`, the folder its checkpoint lies in, not where the run's config.yaml says it was
+    started: a run copied, moved or found by another name keeps its files together, and no ghost folder is made."""
+    args = config.trainer.logger.init_args
+    args.save_dir, args.name, args.version = relative(run.parent.parent), run.parent.name, _version(run)
+    config.name = args.name
 
 
 def resume(config, path: Path, current: dict) -> None:
@@ -112,6 +125,8 @@ def resume(config, path: Path, current: dict) -> None:
             f"--ckpt_path {path}: the weights alone (save_weights_only); a fit cannot continue it, a test can"
         )
     run = run_of_checkpoint(path)
+    if run is None and config.get("init_from"):  # its weights over the other checkpoint's optimizer and loop state
+        raise UsageError(f"--init_from starts a new run, --ckpt_path {path} continues its state: give one of them")
     if run is None:
         return say(f"fit from {path} (a checkpoint outside any run): a new run of its weights and state")
     saved = read_run_data(run / "config.yaml")
@@ -132,8 +147,7 @@ def resume(config, path: Path, current: dict) -> None:
             f"--ckpt_path {path}: its run went on to step {read_checkpoint(last)['global_step']}; a fit resumes a run"
             " where it stopped (--ckpt_path last), or drop --ckpt_path for a new run"
         )
-    args = config.trainer.logger.init_args
-    args.save_dir, args.version = relative(run.parent.parent), _version(run)
+    place(config, run)
     say(f"fit resumes {relative(run)} from {path.name} (step {step})")
 
 
