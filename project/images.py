@@ -36,10 +36,6 @@ from project.image_files import (
     stratified_split,
 )
 
-# Workers decode while the model trains. Measured on 2 cores (docs/performance.md, "Images on disk"):
-# 2 workers beat 0; more than 4 rarely pays for small images, and each is a process of its own.
-DEFAULT_WORKERS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-
 
 class ImageFolderDataModule(L.LightningDataModule):
     """`root/<class>/<image>` (class names sorted give the labels 0..K-1, as torchvision's ImageFolder), or a CSV
@@ -64,7 +60,10 @@ class ImageFolderDataModule(L.LightningDataModule):
         # mirror image half the time (off for digits, text or anything with a handedness).
         min_crop: float = 0.8,
         flip: bool = True,
-        num_workers: int = DEFAULT_WORKERS,
+        # Workers decode while the model trains: 2 beat 0 (docs/performance.md, "Images on disk"). A number, not the
+        # machine's core count: torchdata resumes a loader mid-epoch only with as many workers as it was saved with,
+        # so a resume compares it with its run's, and a default that followed the machine would refuse on another.
+        num_workers: int = 2,
         pin_memory: bool = True,  # only where the model trains on a CUDA device
         persistent_workers: bool = True,  # workers live across epochs instead of starting again each one
         predict_path: str | None = None,  # a folder of images (sorted by name) or one image, for `predict`

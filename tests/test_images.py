@@ -2,7 +2,10 @@
 augmentation on the training split only, predict from a folder, bad input, and the exact mid-epoch resume with and
 without workers. Folders of generated PNGs, written in each test's own directory: nothing is downloaded."""
 
+import os
 import shutil
+import subprocess
+import sys
 from functools import partial
 from pathlib import Path
 
@@ -217,6 +220,16 @@ def test_a_fit_stopped_and_resumed_ends_with_the_uninterrupted_fits_weights(fold
     assert state.keys() == theirs.keys()
     different = [name for name in state if not torch.equal(state[name], theirs[name])]
     assert not different, f"differ after the resume: {different}"
+
+
+@pytest.mark.skipif(shutil.which("taskset") is None or len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
+def test_the_default_worker_count_is_the_same_on_one_cpu_as_on_several(folder):
+    """A run stopped on a machine of one CPU resumes on one of several: the recipe a resume compares (the DataModule's
+    arguments as parsed) does not follow the machine."""
+    show = "from project.images import ImageFolderDataModule as D; print(D('x').hparams.num_workers)"
+    one = subprocess.run(["taskset", "-c", str(min(os.sched_getaffinity(0))), sys.executable, "-c", show],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    assert int(one.stdout) == ImageFolderDataModule(str(folder)).hparams.num_workers
 
 
 # A file in a class folder that decode_image cannot read as one still image, made from a good one: each is named with

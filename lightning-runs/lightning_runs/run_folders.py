@@ -60,12 +60,13 @@ def versions(experiment: Path) -> list[tuple[int, Path]]:
 
 
 def checkpoint_in(where: Path | str, filename: str) -> Path | None:
-    """`<run>/checkpoints/<filename>` (a file, or a sharded folder) of the run folder `where`, or of the newest
-    `version_N` of the experiment `where` that has one; None where none has."""
+    """`<run>/checkpoints/<filename>` of the run folder `where`, or of the newest `version_N` of the experiment `where`
+    that has one; None where none has. Whatever lies there: one that is no checkpoint (a folder, a FIFO) is refused
+    where it is read, never passed over for an older run or a fresh start."""
     where = Path(where)
     runs = [where] if (where / CHECKPOINTS).is_dir() else [folder for _, folder in versions(where)]
     files = (run / CHECKPOINTS / filename for run in runs)
-    return next((path for path in files if path.is_file() or (path / ".metadata").is_file()), None)
+    return next((path for path in files if os.path.lexists(path)), None)
 
 
 def run_of_checkpoint(path: Path) -> Path | None:

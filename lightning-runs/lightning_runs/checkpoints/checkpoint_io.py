@@ -8,6 +8,7 @@ place a checkpoint's path is known when its reading fails.
 import functools
 import io
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 import torch
@@ -24,9 +25,10 @@ def read_checkpoint(path: str | Path) -> dict:
     path = Path(path)
     if is_sharded(path):
         return consolidated(path)
-    if path.is_dir():
-        raise UsageError(f"{path}: a folder that is not a whole sharded checkpoint; give a checkpoint file")
     stat = path.stat()
+    if not S_ISREG(stat.st_mode):  # a FIFO would block the read for good
+        what = "a folder that is not a whole sharded checkpoint" if path.is_dir() else "not a regular file"
+        raise UsageError(f"{path}: {what}; give a checkpoint file")
     return dict(_read(path, (stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size)))
 
 

@@ -1,5 +1,6 @@
 """LastCheckpoint and BestCheckpoint: Lightning's ModelCheckpoint, keeping its state across resumes however the run's
-folder is spelled, saving step checkpoints only where a resume is exact, and giving ties to the later epoch.
+folder is spelled (or wherever it was moved), saving step checkpoints only where a resume is exact, and giving ties to
+the later epoch.
 
     Trainer(callbacks=[LastCheckpoint(filename="last"), BestCheckpoint(monitor="val_loss", filename="best")])
 """
@@ -19,9 +20,9 @@ class LastCheckpoint(ModelCheckpoint):
     epoch's last training batch at the epoch's end instead, after that epoch's validation.
 
     Lightning restores the saved state (best score, best path) only if the saved `dirpath` equals the current one as a
-    string: a run resumed from another working directory lost it, and its next epoch replaced best.ckpt whatever it
-    scored. A step checkpoint taken before an epoch's validation resumed past it (no best.ckpt for that epoch, early
-    stopping without its metric).
+    string: a run resumed from another working directory, or moved, lost it, and its next epoch replaced best.ckpt
+    whatever it scored. A step checkpoint taken before an epoch's validation resumed past it (no best.ckpt for that
+    epoch, early stopping without its metric).
     """
 
     PATHS = ("best_model_path", "kth_best_model_path", "last_model_path")
@@ -40,12 +41,17 @@ class LastCheckpoint(ModelCheckpoint):
             continue_version(logger, int(found.parent.parent.name.removeprefix("version_")))
         return super()._find_last_checkpoints(trainer)
 
+    def on_load_checkpoint(self, trainer, pl_module, checkpoint: dict[str, Any]) -> None:
+        self.loaded = trainer.ckpt_path  # read by load_state_dict, which Lightning calls next
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        saved, current = state_dict.get("dirpath"), self.dirpath
-        if saved and current and saved != current and Path(saved).resolve() == Path(current).resolve():
+        saved, current, loaded = state_dict.get("dirpath"), self.dirpath, getattr(self, "loaded", None)
+        # The run's folder spelled otherwise, or moved or copied (the checkpoint loaded lies in this one): its files.
+        ours = [Path(path).resolve() for path in (saved, loaded and Path(loaded).parent) if path]
+        if saved and current and saved != current and Path(current).resolve() in ours:
 
             def respell(path: str) -> str:
-                inside = path and Path(path).resolve().parent == Path(current).resolve()
+                inside = path and Path(path).resolve().parent == Path(saved).resolve()
                 return str(Path(current) / Path(path).name) if inside else path
 
             state_dict = {**state_dict, "dirpath": current, **{k: respell(state_dict.get(k, "")) for k in self.PATHS}}

@@ -11,6 +11,8 @@
   a folder of another, or lead one out of the folder, are one line before the folder is claimed.
 - An evaluation of a run's checkpoint writes into that run (the caller re-parses with its config.yaml as the first
   config: see RunsCLI.parse_arguments); of a loose checkpoint, into a new run of the name.
+- A run is the folder its checkpoint lies in, for a resume and an evaluation alike (place), whatever its config.yaml's
+  logger settings say.
 """
 
 import contextlib
@@ -74,7 +76,8 @@ def name_run(config, default: str) -> str:
     if config.trainer.get("default_root_dir") and args.get("save_dir") == RUNS:  # Lightning's root for everything
         args.save_dir = str(config.trainer.default_root_dir)
     files = [file for file in config.get("config") or [] if file is not None]  # None: a config given as text
-    args.name = config.get("name") or args.get("name") or (Path(str(files[0])).stem if files else default)
+    given = config.get("name")  # '' is a name given, refused below, never the default
+    args.name = given if given is not None else args.get("name") or (Path(str(files[0])).stem if files else default)
     config.name = args.name
     for key in ("name", "version", "sub_dir"):  # each one folder of runs/<name>/version_N, never a way out of it
         value = args.get(key)
@@ -103,7 +106,17 @@ def resolve_checkpoint(subcommand: str, config) -> Path | None:
         return None
     path = Path(config.ckpt_path)
     check_whole(path) if is_sharded(path) else read_checkpoint(path)  # a file that is none is one line, here
+    if subcommand != "fit" and (run := run_of_checkpoint(path)):  # a fit's, once its resume is checked (resume)
+        place(config, run)
     return path
+
+
+def place(config, run: Path) -> None:
+    """The command writes into `run`, the folder its checkpoint lies in, not where the run's config.yaml says it was
+    started: a run copied, moved or found by another name keeps its files together, and no ghost folder is made."""
+    args = config.trainer.logger.init_args
+    args.save_dir, args.name, args.version = relative(run.parent.parent), run.parent.name, _version(run)
+    config.name = args.name
 
 
 def resume(config, path: Path, current: dict) -> None:
@@ -115,6 +128,8 @@ def resume(config, path: Path, current: dict) -> None:
             f"--ckpt_path {path}: the weights alone (save_weights_only); a fit cannot continue it, a test can"
         )
     run = run_of_checkpoint(path)
+    if run is None and config.get("init_from"):  # its weights over the other checkpoint's optimizer and loop state
+        raise UsageError(f"--init_from starts a new run, --ckpt_path {path} continues its state: give one of them")
     if run is None:
         return say(f"fit from {path} (a checkpoint outside any run): a new run of its weights and state")
     saved = read_run_data(run / "config.yaml")
@@ -135,8 +150,7 @@ def resume(config, path: Path, current: dict) -> None:
             f"--ckpt_path {path}: its run went on to step {read_checkpoint(last)['global_step']}; a fit resumes a run"
             " where it stopped (--ckpt_path last), or drop --ckpt_path for a new run"
         )
-    args = config.trainer.logger.init_args
-    args.save_dir, args.version = relative(run.parent.parent), _version(run)
+    place(config, run)
     say(f"fit resumes {relative(run)} from {path.name} (step {step})")
 
 
@@ -181,13 +195,13 @@ def run_files(config, parts: list[str], config_filename: str, run: Path) -> dict
     for key, part in named + [(f"--trainer.callbacks[{i}]", c) for i, c in enumerate(config.trainer.callbacks or [])]:
         cls, args = imported(part.get("class_path")) if part else None, (part or {}).get("init_args") or {}
         if isinstance(cls, type) and issubclass(cls, ModelCheckpoint):  # its own names: Lightning's, or the class's
-            where = Path(args.dirpath) if args.get("dirpath") else run / CHECKPOINTS
+            where = Path(dirpath) if (dirpath := args.get("dirpath")) else run / CHECKPOINTS
             name = re.sub(r"\{[^}]*\}", "*", args.get("filename") or "{epoch}-{step}")
             names = {f"{key}.filename {args.get('filename')}": name}
             names |= {f"{key}.save_last": cls.CHECKPOINT_NAME_LAST} if args.get("save_last") else {}
             files |= {what: where / f"{name}{cls.FILE_EXTENSION}" for what, name in names.items()}
-        elif args.get("filename") and key[2:] in parts:  # a part's file (none or empty: the part says what it takes)
-            files[f"{key}.filename {args.filename}"] = folder / args.filename
+        elif (filename := args.get("filename")) and key[2:] in parts:  # none or empty: the part says what it takes
+            files[f"{key}.filename {filename}"] = folder / filename
     return files
 
 

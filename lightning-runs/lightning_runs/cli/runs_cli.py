@@ -175,6 +175,8 @@ class RunsCLI(LightningCLI):
             configs, classes, self.from_checkpoint = layers(Path(given)) if given else ([], {}, [])
             at = self.args.index(subcommand) + 1
             args = [*self.args[:at], *[arg for text in configs for arg in ("--config", text)], *self.args[at:]]
+            if named and given:  # found: looked for again, the version its run's config.yaml gives could be another
+                args.append(f"--ckpt_path={given}")
         self._parsed(parser, args, subcommand, classes)
         extra = self.config[subcommand].model.get("dict_kwargs") or {}  # ty: ignore[invalid-argument-type]  # parsed: a subcommand was given
         for key in self.from_checkpoint:  # what a link gave a class that does not take it (a GAN given num_classes)
