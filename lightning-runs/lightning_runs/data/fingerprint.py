@@ -22,7 +22,7 @@ def fingerprint(count: int, *parts, unit: str = "samples") -> str:
     return f"{count} {unit} #{digest.hexdigest()}"
 
 
-def check_same_data(datamodule, saved: str | None, now: str, what: str) -> None:
+def check_same_data(datamodule, saved: str | None, now: str | None, what: str) -> None:
     """On a fit's resume, the data `what` is what the checkpoint's run read (`saved`: its fingerprint, None in a
     checkpoint older than it); an evaluation may read other data."""
     if saved not in (None, now) and datamodule.trainer is not None and datamodule.trainer.state.fn == "fit":
