@@ -1,8 +1,8 @@
 """Class paths read from data (a checkpoint's hyperparameters, a run's config.yaml) name no code dropped in a folder of
 the working directory: `runs.<x>.payload.Evil` with a payload.py put in the runs tree ran on export, test and from a
 run's config, before Lightning's own guard (`python -m` puts the working directory on sys.path). Installed packages,
-modules already imported, and the project's own top-level modules and packages (`my_models.py`, docs/making-it-yours.md)
-are imported; a module reached through a folder without `__init__.py` is not.
+modules already imported, and the project's own top-level modules and packages (`my_models.py`) are imported; a
+module reached through a folder without `__init__.py` is not.
 """
 
 import importlib.machinery

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import yaml
+from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.checkpoints.sharded import is_sharded
@@ -19,6 +20,7 @@ from lightning_runs.cli.class_paths import refuse_local_code
 from lightning_runs.cli.placement import relative
 from lightning_runs.configs import WHERE
 from lightning_runs.console import say
+from lightning_runs.errors import UsageError, first_line
 from lightning_runs.private import saved_class_path
 from lightning_runs.run_folders import read_run_data, run_of_checkpoint
 
@@ -77,3 +79,25 @@ def say_evaluated(subcommand: str, path: Path, folder: Path | None) -> None:
     where = f"of the run {relative(run)}" if run is not None else "outside any run"
     writes = f"; its results go in {relative(folder)}" if folder is not None and run is None else ""
     say(f"{subcommand}: {path}{f' ({at})' if at else ''}, {where}{writes}".replace("global_step", "step"))
+
+
+def check_step(model, stage: str) -> None:
+    """A test needs the module's test_step; a predict without a predict_step gets Lightning's default, forward(batch),
+    whose failure on a batch is said as what to define."""
+    if is_overridden(f"{stage}_step", model):
+        return
+    name = type(model).__name__
+    if stage == "test":
+        raise UsageError(f"{name} has no test_step: there is nothing to test")
+    default = model.predict_step
+
+    def predict_step(*args, **kwargs):
+        try:
+            return default(*args, **kwargs)
+        except (AttributeError, TypeError, ValueError, RuntimeError) as error:
+            raise UsageError(
+                f"{name} has no predict_step, and Lightning's default, forward(batch), failed on a batch"
+                f" ({type(error).__name__}: {first_line(error)}): define predict_step"
+            ) from None
+
+    model.predict_step = predict_step

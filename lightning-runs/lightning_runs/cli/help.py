@@ -1,9 +1,9 @@
-"""The parser RunsCLI builds: a dump (config.yaml, a resume's comparison) that keeps a link's target given by hand and
-writes an Enum as its value, a `--config` file read by the reader of run files before jsonargparse parses it, and
-`--help` a person reads: a type with more known subclasses than a screen holds (a network's `nn.Module`: every module
-torch, torchmetrics and Lightning import) says how many rather than listing them. jsonargparse has no setting for it
-(4.53: `ActionTypeHint.extra_help` lists every imported subclass, Lightning #20591): argparse's formatter method
-`_get_help_string` is overridden (private.py)."""
+"""The parser RunsCLI builds: the default class of `--model` and `--data` set (set_classes), a dump (config.yaml, a
+resume's comparison) that keeps a link's target given by hand and writes an Enum as its value, a `--config` file read by
+the reader of run files before jsonargparse parses it, and `--help` a person reads: a type with more known subclasses
+than a screen holds (a network's `nn.Module`: every module torch, torchmetrics and Lightning import) says how many
+rather than listing them. jsonargparse has no setting for it (4.53: `ActionTypeHint.extra_help` lists every imported
+subclass, Lightning #20591): argparse's formatter method `_get_help_string` is overridden (private.py)."""
 
 import enum
 import json
@@ -14,6 +14,8 @@ import yaml
 from jsonargparse import DefaultHelpFormatter
 from lightning.pytorch.cli import LightningArgumentParser
 
+from lightning_runs.errors import UsageError, first_line
+from lightning_runs.private import subcommand_parser
 from lightning_runs.run_folders import read_run_data
 
 MAX_LISTED = 20  # known subclasses listed in a type's help up to this many (the optimizers are 16)
@@ -74,3 +76,13 @@ _Dumper.add_multi_representer(enum.Enum, lambda dumper, member: dumper.represent
 def yaml_dump(data) -> str:
     """jsonargparse's YAML dumper (the same settings), set for every dump by RunsCLI (`jsonargparse.set_dumper`)."""
     return yaml.dump(data, Dumper=_Dumper, default_flow_style=False, allow_unicode=True, sort_keys=False)
+
+
+def set_classes(parser, subcommand: str, classes: dict) -> None:
+    """The default class of each group (None: none); a class a run's config or a checkpoint names that cannot be
+    imported here is one line."""
+    for group, path in classes.items():
+        try:
+            subcommand_parser(parser, subcommand).set_defaults({group: {"class_path": path} if path else None})
+        except (ImportError, ValueError) as error:  # jsonargparse's ImportDenied is both
+            raise UsageError(f"--{group} {path}: cannot be imported here ({first_line(error)})") from None

@@ -24,13 +24,12 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 from lightning_runs import TOOLS, private
 from lightning_runs.checkpoints import InitFrom
 from lightning_runs.checkpoints.checkpoint_io import forget_read, read_checkpoint
-from lightning_runs.cli import placement
+from lightning_runs.cli import evaluation, placement
 from lightning_runs.cli.declared import check_declared
-from lightning_runs.cli.evaluation import BUILDING, EVALUATIONS, GROUPS, layers, say_evaluated, typed, without_classes
-from lightning_runs.cli.help import RunsArgumentParser, RunsHelpFormatter, yaml_dump
+from lightning_runs.cli.help import RunsArgumentParser, RunsHelpFormatter, set_classes, yaml_dump
 from lightning_runs.cli.parts import TRAINER_DEFAULTS, add_parts
 from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program, say, set_program, set_quiet
-from lightning_runs.errors import Terminated, UsageError, first_line, said
+from lightning_runs.errors import Terminated, UsageError, said
 from lightning_runs.faults.loader_check import check_limits
 from lightning_runs.messages import condensed
 from lightning_runs.private import print_config_deferred, print_config_if_requested, subcommand_parser
@@ -44,16 +43,6 @@ SUBCOMMANDS = tuple(LightningCLI.subcommands())
 
 def class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _set_classes(parser, subcommand: str, classes: dict) -> None:
-    """The default class of each group (None: none); a class a run's config or a checkpoint names that cannot be
-    imported here is one line."""
-    for group, path in classes.items():
-        try:
-            subcommand_parser(parser, subcommand).set_defaults({group: {"class_path": path} if path else None})
-        except (ImportError, ValueError) as error:  # jsonargparse's ImportDenied is both
-            raise UsageError(f"--{group} {path}: cannot be imported here ({first_line(error)})") from None
 
 
 class RunsCLI(LightningCLI):
@@ -153,26 +142,26 @@ class RunsCLI(LightningCLI):
             raise UsageError(f"--seed_everything {seed}: a seed is from {min_seed_value} to {max_seed_value}")
         # The checkpoint's hyperparameters were a layer of the parse, under what was typed: Lightning's own merge, over
         # it (LightningCLI reads ckpt_path right after this hook), is skipped by holding the path until the build.
-        self.evaluated = config.get("ckpt_path") if subcommand in EVALUATIONS else None
-        if not BUILDING.get():
+        self.evaluated = config.get("ckpt_path") if subcommand in evaluation.EVALUATIONS else None
+        if not evaluation.BUILDING.get():
             check_limits(subcommand, config)  # before the run folder: a command with nothing to run makes none
             saved = self.save_config_kwargs.get("config_filename", "config.yaml")  # SaveConfigCallback's default
             placement.check_run_files(config, self._parser(subcommand).callback_keys, saved)
             with sigterm_held():  # a SIGTERM comes once the folder is recorded, for __init__ to remove it if empty
                 self.run = placement.claim(subcommand, config)
             if self.evaluated:
-                say_evaluated(subcommand, Path(self.evaluated), self.run.path if self.run else None)
+                evaluation.say_evaluated(subcommand, Path(self.evaluated), self.run.path if self.run else None)
         config.ckpt_path = None if self.evaluated else config.get("ckpt_path")
 
     def _parse(self, parser) -> None:
         subcommand = next((arg for arg in self.args if arg in SUBCOMMANDS), None)
         args, classes, self.from_checkpoint = self.args, None, []
-        if subcommand in EVALUATIONS:
-            given = typed(self.args, "--ckpt_path")
+        if subcommand in evaluation.EVALUATIONS:
+            given = evaluation.typed(self.args, "--ckpt_path")
             named = given in ("last", "best") or (given is None and any(a.startswith("--config") for a in self.args))
             if named:  # the run is found by its name (or a config names the checkpoint): what names it, parsed first
-                given = self._parsed(parser, without_classes(self.args), subcommand)
-            configs, classes, self.from_checkpoint = layers(Path(given)) if given else ([], {}, [])
+                given = self._parsed(parser, evaluation.without_classes(self.args), subcommand)
+            configs, classes, self.from_checkpoint = evaluation.layers(Path(given)) if given else ([], {}, [])
             at = self.args.index(subcommand) + 1
             args = [*self.args[:at], *[arg for text in configs for arg in ("--config", text)], *self.args[at:]]
             if named and given:  # found: looked for again, the version its run's config.yaml gives could be another
@@ -197,17 +186,17 @@ class RunsCLI(LightningCLI):
         if subcommand is None:  # jsonargparse says what is missing
             return parser.parse_args(args)
         defaults = {**self.defaults, **(classes or {})}
-        _set_classes(parser, subcommand, {"model": defaults["model"]})  # imported by jsonargparse here
+        set_classes(parser, subcommand, {"model": defaults["model"]})  # imported by jsonargparse here
         if "data" not in (classes or {}) and not self._default_data_for(defaults["model"]):
             defaults["data"] = None
-        _set_classes(parser, subcommand, {"data": defaults.get("data")})
+        set_classes(parser, subcommand, {"data": defaults.get("data")})
         config = parser.parse_args(args)
-        chosen = {group: (config[subcommand].get(group) or {}).get("class_path") for group in GROUPS}
+        chosen = {group: (config[subcommand].get(group) or {}).get("class_path") for group in evaluation.GROUPS}
         named = any(arg.startswith("--data") for arg in args)  # --data.batch_size 8: the default data, asked for
         if chosen["data"] == self.defaults.get("data") and not named and not self._default_data_for(chosen["model"]):
             chosen["data"] = None
-        if chosen != {group: defaults.get(group) for group in GROUPS}:
-            _set_classes(parser, subcommand, chosen)
+        if chosen != {group: defaults.get(group) for group in evaluation.GROUPS}:
+            set_classes(parser, subcommand, chosen)
             config = parser.parse_args(args)
         return config
 
@@ -253,11 +242,12 @@ class RunsCLI(LightningCLI):
             check_declared(self.model, self.datamodule, self.config.fit, self._parser("fit") if paired else None)
 
     def after_instantiate_classes(self) -> None:
-        if BUILDING.get():  # export: the module and data are what it needs; LightningCLI runs no subcommand then
+        # export: the module and data are what it needs; LightningCLI runs no subcommand then
+        if evaluation.BUILDING.get():
             self.subcommand = None
 
     def instantiate_trainer(self, **kwargs) -> L.Trainer | None:  # ty: ignore[incompatible-method-override]  # None: export builds no Trainer
-        if BUILDING.get():
+        if evaluation.BUILDING.get():
             return None
         config = self.config_init[self.subcommand]
         parts = [config[key] for key in self._parser(self.subcommand).callback_keys if config.get(key) is not None]
@@ -274,23 +264,10 @@ class RunsCLI(LightningCLI):
         return trainer
 
     def before_test(self) -> None:
-        if not is_overridden("test_step", self.model):
-            raise UsageError(f"{type(self.model).__name__} has no test_step: there is nothing to test")
+        evaluation.check_step(self.model, "test")
 
     def before_predict(self) -> None:
-        if not is_overridden("predict_step", self.model):  # Lightning's default calls forward(batch), whatever it takes
-            default, name = self.model.predict_step, type(self.model).__name__
-
-            def predict_step(*args, **kwargs):
-                try:
-                    return default(*args, **kwargs)
-                except (AttributeError, TypeError, ValueError, RuntimeError) as error:
-                    raise UsageError(
-                        f"{name} has no predict_step, and Lightning's default, forward(batch), failed on a batch"
-                        f" ({type(error).__name__}: {first_line(error)}): define predict_step"
-                    ) from None
-
-            self.model.predict_step = predict_step
+        evaluation.check_step(self.model, "predict")
 
     def after_fit(self) -> None:
         best = self.trainer.checkpoint_callback
