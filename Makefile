@@ -54,10 +54,11 @@ endef
 
 # The editable sources' bytecode, as uv compiles site-packages' (pyproject.toml, compile-bytecode): where .pyc files
 # are not written (PYTHONDONTWRITEBYTECODE), every command compiled them again, 40 ms of `fit --help`'s CPU.
+EDITABLE = $(wildcard project/ lightning-runs/lightning_runs/)
 install: $(UV_NEEDED) ## create .venv and install exactly what uv.lock pins (uv sync --locked)
 	@$(CHECK_LOCK)
 	$(UV) sync --locked --quiet
-	@$(PY) -m compileall -q project $(wildcard lightning-runs/lightning_runs)
+	@$(if $(EDITABLE),$(PY) -m compileall -q $(EDITABLE))
 
 lock: $(UV_NEEDED) ## write uv.lock anew from pyproject.toml, keeping every pin still allowed
 	$(UV) lock
