@@ -189,7 +189,8 @@ class ArrayDataModule(L.LightningDataModule, ABC):
 
     def load_state_dict(self, state_dict: dict) -> None:
         # Other samples (a file rewritten at the same path) would resume into another split and another epoch length.
-        check_same_data(self, state_dict.get("data"), self.read, self.hparams.get("path") or type(self).__name__)
+        what = self.hparams.get("path") or type(self).__name__
+        check_same_data(self, state_dict.get("data"), lambda: self.read, what)
         self._resume_state = state_dict.get("train_batches")
 
     def val_dataloader(self) -> TensorBatches:

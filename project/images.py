@@ -220,7 +220,7 @@ class ImageFolderDataModule(L.LightningDataModule):
         return {"epoch": epoch, "loader": loader.state_dict(), "data": self.read}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        check_same_data(self, state_dict.get("data"), self.read, self.hparams.root)
+        check_same_data(self, state_dict.get("data"), lambda: self.read, self.hparams.root)
         self._resume_state = {key: value for key, value in state_dict.items() if key != "data"} or None
 
     def val_dataloader(self) -> DataLoader:

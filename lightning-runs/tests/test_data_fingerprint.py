@@ -35,7 +35,7 @@ class PointsFile(L.LightningDataModule):
         return {"data": self.read}
 
     def load_state_dict(self, state: dict) -> None:
-        check_same_data(self, state.get("data"), self.read, self.path)
+        check_same_data(self, state.get("data"), lambda: self.read, self.path)
 
 
 def write_points(path, seed: int, n: int = 32) -> None:
