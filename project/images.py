@@ -60,9 +60,10 @@ class ImageFolderDataModule(L.LightningDataModule):
         # mirror image half the time (off for digits, text or anything with a handedness).
         min_crop: float = 0.8,
         flip: bool = True,
-        # Workers decode while the model trains: 2 beat 0 (docs/performance.md, "Images on disk"). A number, not the
-        # machine's core count: torchdata resumes a loader mid-epoch only with as many workers as it was saved with,
-        # so a resume compares it with its run's, and a default that followed the machine would refuse on another.
+        # Workers decode while the model trains: 2 beat 0 (docs/performance.md, "Images on disk").
+        # A number, not the machine's core count: torchdata resumes a loader mid-epoch only with as many workers as
+        # it was saved with, so a resume compares it with its run's, and a default that followed the machine would
+        # refuse on another.
         num_workers: int = 2,
         pin_memory: bool = True,  # only where the model trains on a CUDA device
         persistent_workers: bool = True,  # workers live across epochs instead of starting again each one
