@@ -33,6 +33,7 @@ FIELDS |= dict.fromkeys(
 )
 FIELDS |= {"wall_time_s": NUMBER, "environment.differs": (list, type(None)), "best_checkpoint.score": (*NUMBER, str)}
 DAMAGED = "a run's own file, damaged: restore it, or move its run folder away"
+MAX_VALUES = 100_000  # a config of every option of the Trainer, a module and a DataModule is ~300
 
 
 def run_dir(save_dir, name: str, version: int | str) -> Path:
@@ -188,9 +189,10 @@ class Unreadable(UsageError):
         self.problem = problem
 
 
-def read_run_data(path: Path, fix: str = DAMAGED) -> dict:
+def read_run_data(path: Path, fix: str = DAMAGED, sections: tuple[str, ...] | None = None) -> dict:
     """The mapping a run's config.yaml or summary.json holds (a .json file as JSON, any other as YAML); Unreadable
-    where it is not a regular file, is over MAX_RUN_FILE_BYTES, not UTF-8, empty, does not parse or holds no mapping."""
+    where it is not a regular file, is over MAX_RUN_FILE_BYTES, not UTF-8, empty, does not parse, gives a key twice,
+    expands past MAX_VALUES values (an alias bomb) or holds no mapping (`sections`: keys whose value must be one)."""
     import yaml
 
     if not stat.S_ISREG(path.stat().st_mode):  # a folder, a FIFO, /dev/zero: never opened
@@ -206,8 +208,8 @@ def read_run_data(path: Path, fix: str = DAMAGED) -> dict:
     if not text.strip():
         raise Unreadable(path, "empty", fix)
     form = "JSON" if path.suffix == ".json" else "YAML"
-    try:  # libyaml's parser where PyYAML has it: ten times faster, the same values
-        data = json.loads(text) if form == "JSON" else yaml.load(text, getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    try:
+        data = json.loads(text) if form == "JSON" else yaml.load(text, _strict_loader())
     except RecursionError:
         raise Unreadable(path, "nested too deeply to read", fix) from None
     except yaml.MarkedYAMLError as error:
@@ -216,10 +218,36 @@ def read_run_data(path: Path, fix: str = DAMAGED) -> dict:
         raise Unreadable(path, f"not {form} ({str(error).splitlines()[0].partition(';')[0][:200]})", fix) from None
     if not isinstance(data, dict):
         raise Unreadable(path, f"{_kind(form, data)}, not a mapping", fix)
-    for key in SECTIONS.get(path.name, ()):
+    if _values(data) > MAX_VALUES:  # aliases are shared, not copied: cheap to load, endless for whoever walks it
+        raise Unreadable(path, f"expands to more than {MAX_VALUES:,} values (YAML aliases repeated)", fix)
+    for key in SECTIONS.get(path.name, ()) if sections is None else sections:
         if not isinstance(data.get(key), dict | None):
             raise Unreadable(path, f"its {key} is {_kind(form, data[key])}, not a mapping", fix)
     return data
+
+
+def _strict_loader():
+    import yaml
+
+    class Strict(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser where PyYAML has it: 10x faster
+        def construct_mapping(self, node, deep=False):
+            keys = [key.value for key, _ in node.value if isinstance(key, yaml.ScalarNode) and key.value != "<<"]
+            twice = next((key for key in keys if keys.count(key) > 1), None)  # PyYAML keeps the last, silently
+            if twice is not None:
+                raise yaml.MarkedYAMLError(problem=f"the key {twice!r} given twice", problem_mark=node.start_mark)
+            return super().construct_mapping(node, deep)
+
+    return Strict
+
+
+def _values(data, budget: int = MAX_VALUES) -> int:
+    """How many values `data` holds as a reader walks it (a shared list once per place), counted up to past `budget`."""
+    count, stack = 0, [data]
+    while stack and count <= budget:
+        value = stack.pop()
+        count += 1
+        stack.extend(value.values() if isinstance(value, dict) else value if isinstance(value, list) else ())
+    return count
 
 
 def read_summary(path: Path) -> dict:

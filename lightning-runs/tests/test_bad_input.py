@@ -95,6 +95,19 @@ CONFIG_FILES = {  # jsonargparse: a traceback, "Unexpected config:", or a wait; 
     "empty": (b"", "empty"),
     "over 10 MB": (b"#" * 10_000_001, "larger than 10,000,000 bytes"),
     "a FIFO": (None, "not a regular file"),  # jsonargparse waited on it for a writer
+    # PyYAML kept the last of a key given twice, silently; jsonargparse walked an alias bomb's 9**8 lists for minutes.
+    "a key given twice": (
+        b"trainer:\n  max_epochs: 1\ntrainer:\n  max_epochs: 2\n",
+        "not YAML (the key 'trainer' given",
+    ),
+    "an alias bomb": (
+        "\n".join(
+            ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+            + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
+        ).encode(),
+        "expands to more than 100,000 values",
+    ),
+    "a trainer that is no mapping": (b"trainer: 3\n", "its trainer is a YAML int, not a mapping"),  # an AttributeError
 }
 
 

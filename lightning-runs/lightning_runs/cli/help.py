@@ -47,7 +47,7 @@ class RunsArgumentParser(LightningArgumentParser):
         # jsonargparse reads a --config file whole as UTF-8: a binary, UTF-16 or FIFO file, or a huge integer (5,000
         # figures) was a traceback. The library's reader of its own files says what is wrong in one line first.
         if Path(path).exists():  # else jsonargparse names what is missing
-            read_run_data(Path(path), fix="a --config file is UTF-8 YAML of the command's options")
+            read_run_data(Path(path), "a --config file is UTF-8 YAML of the command's options", sections=("trainer",))
         return super().parse_path(path, *args, **kwargs)
 
     def dump(self, cfg, *args, **kwargs) -> str:
