@@ -163,12 +163,12 @@ def claim(subcommand: str, config) -> RunFolder | None:
     folder, checkpoint = run_dir(args.save_dir, args.name, args.version), config.get("ckpt_path")
     own = checkpoint is not None and (run_of_checkpoint(Path(checkpoint)) or Path()).resolve() == folder.resolve()
     # Only the run's own checkpoint writes into it; a pinned run killed before its first checkpoint is anyone's.
-    if args.version is not None and folder.exists() and not own and not abandoned(folder):
+    again = args.version is not None and folder.exists() and not own
+    if again and not abandoned(folder):
         raise UsageError(
             f"{folder} already exists and belongs to another run; resume it with --ckpt_path"
             f" {folder / CHECKPOINTS / 'last.ckpt'}, or drop --trainer.logger.init_args.version for a new folder"
         )
-    again = args.version is not None and folder.exists() and not own
     run = RunFolder.claim(Path(args.save_dir) / args.name, args.version)  # refused while a command holds it
     args.version = _version(run.path)
     if again:
