@@ -185,20 +185,35 @@ class RunsCLI(LightningCLI):
         subcommand = next((arg for arg in args if arg in SUBCOMMANDS), None)
         if subcommand is None:  # jsonargparse says what is missing
             return parser.parse_args(args)
-        defaults = {**self.defaults, **(classes or {})}
+        defaults, typed = {**self.defaults, **(classes or {})}, self._typed_classes(parser, subcommand, args)
+        named = any(arg.startswith("--data") for arg in args)  # --data.batch_size 8: the default data, asked for
+        if "data" not in (classes or {}) and not self._default_data_for(typed.get("model", defaults["model"])):
+            defaults["data"] = defaults["data"] if named else None
+        defaults |= typed  # a class typed by its path is the first parse's default: one parse, not two
         set_classes(parser, subcommand, {"model": defaults["model"]})  # imported by jsonargparse here
-        if "data" not in (classes or {}) and not self._default_data_for(defaults["model"]):
-            defaults["data"] = None
         set_classes(parser, subcommand, {"data": defaults.get("data")})
         config = parser.parse_args(args)
         chosen = {group: (config[subcommand].get(group) or {}).get("class_path") for group in evaluation.GROUPS}
-        named = any(arg.startswith("--data") for arg in args)  # --data.batch_size 8: the default data, asked for
         if chosen["data"] == self.defaults.get("data") and not named and not self._default_data_for(chosen["model"]):
             chosen["data"] = None
         if chosen != {group: defaults.get(group) for group in evaluation.GROUPS}:
             set_classes(parser, subcommand, chosen)
             config = parser.parse_args(args)
         return config
+
+    @staticmethod
+    def _typed_classes(parser, subcommand: str, args: list[str]) -> dict:
+        """`--model <class path>` and `--data <class path>` as typed, where they import (else jsonargparse words it)."""
+        typed = {group: evaluation.typed(args, f"--{group}") for group in evaluation.GROUPS}
+        found = {}
+        for group, path in typed.items():
+            try:
+                if path and "." in path:
+                    set_classes(parser, subcommand, {group: path})
+                    found[group] = path
+            except UsageError:
+                pass
+        return found
 
     def _default_data_for(self, model: str | None) -> bool:
         found = placement.imported(model)
