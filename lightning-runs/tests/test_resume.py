@@ -26,19 +26,14 @@ LAST = RUN / "checkpoints/last.ckpt"
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory) -> dict[str, Path]:
-    """runs/ folders of a run stopped after the first of its 2 epochs, one that finished them, and one that
-    early stopping ended."""
-    homes = {name: tmp_path_factory.mktemp(name) for name in ("stopped", "finished", "early")}
+def made(tmp_path_factory, stopped, finished_two_epochs) -> dict[str, Path]:
+    """runs/ folders of a run stopped after the first of its 2 epochs (conftest's: SHORT, CRASH), one that finished
+    them (conftest's: SHORT), and one that early stopping ended."""
+    home = tmp_path_factory.mktemp("early")
     with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(homes["stopped"])
-        with pytest.raises(RuntimeError, match="crash"):
-            run("fit", *SHORT, callbacks=CRASH)
-        patch.chdir(homes["finished"])
-        run("fit", *SHORT)
-        patch.chdir(homes["early"])
+        patch.chdir(home)
         run("fit", *EARLY)
-    return {name: home / "runs" for name, home in homes.items()}
+    return {"stopped": stopped, "finished": finished_two_epochs, "early": home / "runs"}
 
 
 def copy(made, name: str) -> None:
