@@ -14,20 +14,10 @@ from lightning_runs.checkpoints import InitFrom
 from lightning_runs.testing import SignalAt
 
 
-@pytest.fixture(scope="module")
-def fitted(tmp_path_factory) -> Path:
-    """runs/ of a fit of two epochs, made once a module."""
-    home = tmp_path_factory.mktemp("fitted")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(home)
-        run("fit", "--trainer.max_epochs=2")
-    return home / "runs"
-
-
 @pytest.fixture
-def origin(fitted) -> str:
-    """That fit's run, copied into this test's runs/: the run a new one starts from."""
-    shutil.copytree(fitted, "runs")
+def origin(finished_two_epochs) -> str:
+    """A fit of two epochs (conftest's), copied into this test's runs/: the run a new one starts from."""
+    shutil.copytree(finished_two_epochs, "runs")
     return "runs/tiny/version_0"
 
 
