@@ -33,20 +33,31 @@ def in_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
-# Runs the tests of a module start from (each test copies one into its own folder), made once a module.
-@pytest.fixture(scope="module")
+# Runs the tests start from, made once a session (a test worker's): each test copies one into its own folder or only
+# reads it, never writes into it.
+@pytest.fixture(scope="session")
 def finished(tmp_path_factory):
     """runs/ of a short fit that finished: one epoch of two batches."""
+    return _fit(tmp_path_factory, "finished", "--trainer.max_epochs=1")
+
+
+@pytest.fixture(scope="session")
+def finished_two_epochs(tmp_path_factory):
+    """runs/ of a fit of two epochs of two batches that finished."""
+    return _fit(tmp_path_factory, "finished_two_epochs", "--trainer.max_epochs=2")
+
+
+def _fit(tmp_path_factory, name: str, *args: str):
     from tiny_runs import run
 
-    home = tmp_path_factory.mktemp("finished")
+    home = tmp_path_factory.mktemp(name)
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(home)
-        run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
+        run("fit", *args, "--trainer.limit_train_batches=2")
     return home / "runs"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def stopped(tmp_path_factory):
     """runs/ of a run of two epochs of two batches stopped as its second epoch began (a crash at step 2): a fit
     resumes its last.ckpt."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from tiny_runs import command, load, refusal, snapshot, start, wait_for
+from tiny_runs import command, load, process_environment, refusal, snapshot, start, wait_for
 
 ROOT = Path("runs/tiny/cv-study")
 
@@ -128,19 +128,27 @@ def test_print_config_shows_the_options_that_go_to_fit_among_the_args(tool, caps
     assert not Path("runs").exists()
 
 
-def test_more_folds_than_samples_is_one_line_and_the_first_refused_fold_stops_the_cv(capsys):
+def test_more_folds_than_samples_is_one_line_and_the_first_refused_fold_stops_the_cv(capfd, monkeypatch):
     """Each fold was a ValueError traceback, and the cv went on to the next of 30 folds."""
-    done = command("cv", "--folds=30", "--study=many", "--data.n", "20")
-    assert done.returncode == 2, done.stderr[-2000:]
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    from lightning_runs import main
+    from tiny_tasks import cli_main
+
+    # The cv in this process (one interpreter start less); its fold is a process of its own, writing to fd 2.
+    for name in ("PYTHONPATH", "OMP_NUM_THREADS"):
+        monkeypatch.setenv(name, process_environment()[name])
+    with pytest.raises(SystemExit) as exit_:
+        main(cli_main, "tiny_tasks", ["cv", "--folds=30", "--study=many", "--data.n", "20"])
+    stderr = capfd.readouterr().err
+    assert exit_.value.code == 2, stderr[-2000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert (
         errors
         == [
             "error: --data.folds 30 (fold 0): folds must be 2 to the 18 samples, fold 0 to folds - 1",
             "error: fold 0 was refused (its error is above); fix that and run the same command",
         ]
-        and "Traceback" not in done.stderr
-    ), done.stderr[-2000:]
+        and "Traceback" not in stderr
+    ), stderr[-2000:]
     assert not Path("runs/tiny/cv-many/fold_1").exists(), "no other fold started"
 
 

@@ -5,6 +5,7 @@ hyperparameters, then what was typed), parsed once, the checkpoint read once; a 
 chosen by class path. On the tiny tasks and Lightning's own demo classes (the transformer's WikiText2, a download,
 replaced by random tokens)."""
 
+import shutil
 from pathlib import Path
 
 import jsonargparse
@@ -79,11 +80,11 @@ def counted(monkeypatch) -> dict:
 
 
 @pytest.mark.parametrize("subcommand", ["test", "validate", "predict", "export"])
-def test_an_evaluation_parses_its_command_once_and_reads_its_checkpoint_once(subcommand, monkeypatch, capsys):
+def test_an_evaluation_parses_its_command_once_and_reads_its_checkpoint_once(finished, subcommand, monkeypatch, capsys):
     """Before: the command parsed twice (without, then with the run's config), then Lightning's merge of the
     checkpoint's hyperparameters over it, and the checkpoint read five times; export read it twice. Export parses its
     own options (--format, --output, --batch_size) apart: two parses."""
-    run("fit", *SHORT)
+    shutil.copytree(finished, "runs")  # a short fit (conftest's), one epoch
     counts = counted(monkeypatch)
     if subcommand == "export":
         exports(f"--ckpt_path={best()}", "--format=pt2")
@@ -92,17 +93,17 @@ def test_an_evaluation_parses_its_command_once_and_reads_its_checkpoint_once(sub
     assert counts == {"parses": 2 if subcommand == "export" else 1, "reads": 1}
 
 
-def test_what_is_typed_wins_over_the_checkpoints_hyperparameters_which_win_over_the_runs_config(capsys):
+def test_what_is_typed_wins_over_the_checkpoints_hyperparameters_which_win_over_the_runs_config(finished, capsys):
     """Lightning's own merge put a checkpoint's hyperparameters over what was typed (TRAPS): `--model.lr` was lost for
     a checkpoint outside any run."""
-    run("fit", *SHORT)
+    shutil.copytree(finished, "runs")  # a short fit (conftest's), one epoch
     Path("loose.ckpt").write_bytes(Path(best()).read_bytes())
     assert run("test", "--ckpt_path=loose.ckpt", "--model.lr=0.3").model.hparams.lr == 0.3
     assert run("test", "--ckpt_path=loose.ckpt").model.hparams.lr == 0.05
 
 
-def test_every_evaluation_names_its_checkpoint_and_run_in_one_line_under_quiet(capsys):
-    run("fit", *SHORT, "--quiet")
+def test_every_evaluation_names_its_checkpoint_and_run_in_one_line_under_quiet(finished, capsys):
+    shutil.copytree(finished, "runs")  # a short fit (conftest's), one epoch
     step = torch.load(best(), weights_only=True)["global_step"]
     for subcommand in ("test", "validate", "predict"):
         capsys.readouterr()

@@ -64,6 +64,23 @@ def regression(tmp_path_factory) -> Path:
     return fitted(tmp_path_factory.mktemp("regression"), "Regressor", *network)
 
 
+@pytest.fixture(scope="module")
+def fitted_once(tmp_path_factory):
+    """`fitted`, once a module for each model and its options: the cases of several formats export one checkpoint
+    (each format's file beside it has a suffix of its own)."""
+    checkpoints: dict[tuple[str, ...], Path] = {}
+
+    def fit(*model_and_args: str) -> Path:
+        if model_and_args not in checkpoints:
+            home = tmp_path_factory.mktemp(model_and_args[0])
+            with pytest.MonkeyPatch.context() as patch:
+                patch.chdir(home)
+                checkpoints[model_and_args] = fitted(home, *model_and_args)
+        return checkpoints[model_and_args]
+
+    return fit
+
+
 # The module is rebuilt before any format is chosen: onnx every day; the other formats' exports of a module's plain
 # tensor input run every day in test_a_tuple_example_is_two_positional_inputs_in_every_format.
 TUPLE_INPUTS = "lightning-runs/tests/test_export_any_module.py::test_a_tuple_example_is_two_positional_inputs_in_every"
@@ -87,10 +104,10 @@ def test_a_module_rebuilt_from_its_class_path_exports_to_each_format_and_runs_at
 
 
 @pytest.mark.parametrize("format", ["onnx", "torchscript", "pt2"])
-def test_a_tuple_example_is_two_positional_inputs_in_every_format(tmp_path, format, capsys):
+def test_a_tuple_example_is_two_positional_inputs_in_every_format(fitted_once, format, capsys):
     """export once cut a tuple example_input_array to its first element: `forward() missing 1 required positional
     argument`."""
-    ckpt = fitted(tmp_path, "TwoInputs")
+    ckpt = fitted_once("TwoInputs")
     path = exports("--ckpt_path", str(ckpt), "--format", format)
     assert "inputs input_0 (3,) float32, input_1 (2,) float32 -> outputs output ()" in capsys.readouterr().out
     model = TwoInputs.load_from_checkpoint(ckpt, weights_only=True).eval()
@@ -99,8 +116,8 @@ def test_a_tuple_example_is_two_positional_inputs_in_every_format(tmp_path, form
 
 
 @pytest.mark.parametrize("format", ["onnx", "pt2"])  # each exporter is handed keyword inputs its own way
-def test_a_dict_example_is_keyword_inputs_named_as_its_keys(tmp_path, format, capsys):
-    ckpt = fitted(tmp_path, "KeywordInputs")
+def test_a_dict_example_is_keyword_inputs_named_as_its_keys(fitted_once, format, capsys):
+    ckpt = fitted_once("KeywordInputs")
     path = exports("--ckpt_path", str(ckpt), "--format", format)
     assert "inputs x (3,) float32, scale (1,) float32 -> outputs output ()" in capsys.readouterr().out
     model = KeywordInputs.load_from_checkpoint(ckpt, weights_only=True).eval()
@@ -149,8 +166,8 @@ def test_a_forward_reshaping_with_len_x_is_refused_naming_its_line_and_one_with_
 
 
 @pytest.mark.parametrize("format", ["onnx", "torchscript", "pt2"])  # each names (or keeps) a dict's keys its own way
-def test_a_dict_of_outputs_keeps_its_keys_as_the_output_names(tmp_path, format, capsys):
-    ckpt = fitted(tmp_path, "TwoHeads")
+def test_a_dict_of_outputs_keeps_its_keys_as_the_output_names(fitted_once, format, capsys):
+    ckpt = fitted_once("TwoHeads")
     path = exports("--ckpt_path", str(ckpt), "--format", format)
     assert "-> outputs value (), logits (2,); any batch size" in capsys.readouterr().out
     model = TwoHeads.load_from_checkpoint(ckpt, weights_only=True).eval()

@@ -2,6 +2,7 @@
 stays as initialized and is said, --freeze leaves parts untrained, and the new run's optimizer, steps and folder are
 its own; a resume of the new run continues it, not its origin."""
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,13 +14,14 @@ from lightning_runs.checkpoints import InitFrom
 from lightning_runs.testing import SignalAt
 
 
-def fitted(*args: str) -> str:
-    run("fit", "--trainer.max_epochs=2", *args)
+@pytest.fixture
+def origin(finished_two_epochs) -> str:
+    """A fit of two epochs (conftest's), copied into this test's runs/: the run a new one starts from."""
+    shutil.copytree(finished_two_epochs, "runs")
     return "runs/tiny/version_0"
 
 
-def test_matching_weights_load_and_are_said(capsys):
-    origin = fitted()
+def test_matching_weights_load_and_are_said(origin, capsys):
     best = load(f"{origin}/checkpoints/best.ckpt")["state_dict"]
     # One step at lr 0 (a fit of no step is refused): the weights as loaded.
     cli = run("fit", "--name=again", f"--init_from={origin}", "--trainer.limit_train_batches=1", "--model.lr=0")
@@ -51,8 +53,7 @@ def test_a_network_body_loads_and_frozen_parts_do_not_move(capsys):
     assert after["hyper_parameters"]["num_classes"] == 5
 
 
-def test_a_resume_continues_the_new_run(capsys):
-    origin = fitted()
+def test_a_resume_continues_the_new_run(origin, capsys):
     with pytest.raises(SystemExit):  # stopped by SIGTERM in its second epoch (8 steps an epoch)
         run("fit", "--name=again", f"--init_from={origin}", callbacks=[SignalAt(step=10)])
     run("fit", "--name=again", f"--init_from={origin}", "--ckpt_path=last")
@@ -61,10 +62,9 @@ def test_a_resume_continues_the_new_run(capsys):
     assert load("runs/again/version_0/checkpoints/last.ckpt")["global_step"] == 3 * 6
 
 
-def test_nothing_in_common_and_unknown_parts_are_refused(capsys):
+def test_nothing_in_common_and_unknown_parts_are_refused(origin, capsys):
     from tiny_networks import cli_main
 
-    origin = fitted()
     line = refusal(capsys, lambda: run("fit", "--name=b", "--model.network=tiny_networks.Hidden",
                                        f"--init_from={origin}", cli=cli_main))  # fmt: skip
     assert "none of its weights fits" in line and "start from a checkpoint of a module with the same parts" in line
@@ -104,9 +104,9 @@ def test_freezing_every_parameter_is_one_line_before_training_and_leaves_no_run_
     assert not Path("runs").exists()
 
 
-def test_an_origin_holding_no_tensor_where_a_weight_is_is_one_line_naming_the_file_and_the_weight(capsys):
+def test_an_origin_holding_no_tensor_where_a_weight_is_is_one_line_naming_the_file_and_the_weight(origin, capsys):
     """Its shape was read: an AttributeError traceback in InitFrom."""
-    checkpoint = load(f"{fitted()}/checkpoints/best.ckpt")
+    checkpoint = load(f"{origin}/checkpoints/best.ckpt")
     checkpoint["state_dict"]["layer.bias"] = "a string"
     torch.save(checkpoint, "damaged.ckpt")
     line = refusal(capsys, lambda: run("fit", "--name=b", "--init_from=damaged.ckpt"))

@@ -5,6 +5,7 @@ module of its own on the tiny task, in this process, and reads the files back ag
 
 import csv
 import os
+import shutil
 import signal
 from pathlib import Path
 
@@ -268,14 +269,27 @@ def test_a_module_without_predict_step_whose_forward_cannot_take_a_batch_is_one_
     assert not list(Path().rglob("predictions*")), "no predictions file"
 
 
-def fitted(model: str) -> Path:
-    """A run of `model` trained on one batch: predicts of its checkpoint write into its folder, runs/tiny/version_0."""
-    run("fit", f"--model={HERE}.{model}", *BATCHES, *ONE_BATCH)
-    return Path("runs/tiny/version_0")
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """A run of a model trained on one batch, fitted once a module for each model and copied into the test's runs/:
+    predicts of its checkpoint write into its folder, runs/tiny/version_0."""
+    made: dict[str, Path] = {}
+
+    def copy(model: str) -> Path:
+        if model not in made:
+            home = tmp_path_factory.mktemp(model)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.chdir(home)
+                run("fit", f"--model={HERE}.{model}", *BATCHES, *ONE_BATCH)
+            made[model] = home / "runs"
+        shutil.copytree(made[model], "runs")
+        return Path("runs/tiny/version_0")
+
+    return copy
 
 
 @pytest.mark.parametrize("model", ["Masks", "LargeAndSmall", "Regression"])  # .csv and .npy, .csv and .npz, .csv
-def test_a_second_predict_into_the_same_run_writes_a_pair_of_its_own_and_keeps_the_first(model):
+def test_a_second_predict_into_the_same_run_writes_a_pair_of_its_own_and_keeps_the_first(fitted, model):
     run_dir = fitted(model)
     run("predict", *LAST)
     before = snapshot()
@@ -286,7 +300,7 @@ def test_a_second_predict_into_the_same_run_writes_a_pair_of_its_own_and_keeps_t
     assert (run_dir / "predictions-1.csv").is_file(), "into the run of the checkpoint"
 
 
-def test_an_array_left_without_its_csv_is_not_paired_with_a_new_csv():
+def test_an_array_left_without_its_csv_is_not_paired_with_a_new_csv(fitted):
     run_dir = fitted("Masks")
     (run_dir / "predictions.npz").write_bytes(b"an earlier predict's arrays, its CSV deleted")
     run("predict", *LAST)  # a CSV and an .npy: predictions.csv would look like the .npz's pair

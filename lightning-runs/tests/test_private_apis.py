@@ -11,7 +11,6 @@ import sys
 
 import lightning as L
 import pytest
-import tiny_runs
 import torch
 from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser, DefaultHelpFormatter, Namespace
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
@@ -52,13 +51,9 @@ from tiny_tasks import TinyDataModule
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory) -> dict:
-    """The last checkpoint of a 2-epoch fit of the tiny task, as the library reads one."""
-    home = tmp_path_factory.mktemp("saved")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(home)
-        fit = tiny_runs.run("fit", "--trainer.max_epochs=2", "--trainer.limit_train_batches=2")
-    return torch.load(home / fit.trainer.logger.log_dir / "checkpoints/last.ckpt", weights_only=True)
+def saved(finished_two_epochs) -> dict:
+    """The last checkpoint of a 2-epoch fit of the tiny task (conftest's), as the library reads one."""
+    return torch.load(finished_two_epochs / "tiny/version_0/checkpoints/last.ckpt", weights_only=True)
 
 
 def test_lightningcli_records_the_class_of_each_module_it_built(saved):

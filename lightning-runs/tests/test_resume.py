@@ -26,19 +26,14 @@ LAST = RUN / "checkpoints/last.ckpt"
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory) -> dict[str, Path]:
-    """runs/ folders of a run stopped after the first of its 2 epochs, one that finished them, and one that
-    early stopping ended."""
-    homes = {name: tmp_path_factory.mktemp(name) for name in ("stopped", "finished", "early")}
+def made(tmp_path_factory, stopped, finished_two_epochs) -> dict[str, Path]:
+    """runs/ folders of a run stopped after the first of its 2 epochs (conftest's: SHORT, CRASH), one that finished
+    them (conftest's: SHORT), and one that early stopping ended."""
+    home = tmp_path_factory.mktemp("early")
     with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(homes["stopped"])
-        with pytest.raises(RuntimeError, match="crash"):
-            run("fit", *SHORT, callbacks=CRASH)
-        patch.chdir(homes["finished"])
-        run("fit", *SHORT)
-        patch.chdir(homes["early"])
+        patch.chdir(home)
         run("fit", *EARLY)
-    return {name: home / "runs" for name, home in homes.items()}
+    return {"stopped": stopped, "finished": finished_two_epochs, "early": home / "runs"}
 
 
 def copy(made, name: str) -> None:
@@ -139,26 +134,38 @@ class Stepped(TinyClassifier):
         return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)]
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The last.ckpt of an uninterrupted `fit <args>`, fitted once a module for each args: both stops compare to it."""
+    made: dict[tuple[str, ...], Path] = {}
+
+    def last(*args: str) -> Path:
+        if args not in made:
+            home = tmp_path_factory.mktemp("reference")
+            with pytest.MonkeyPatch.context() as patch:
+                patch.chdir(home)
+                run("fit", *args)
+            made[args] = home / LAST
+        return made[args]
+
+    return last
+
+
 @pytest.mark.parametrize("model", ["Plateau", "Stepped"])
 @pytest.mark.parametrize("stop", ["sigterm", "crash"])
-def test_an_epoch_interval_scheduler_resumes_bit_for_bit_from_an_epochs_end(model, stop, tmp_path, capsys):
+def test_an_epoch_interval_scheduler_resumes_bit_for_bit_from_an_epochs_end(model, stop, uninterrupted, capsys):
     """The checkpoint holds the scheduler as it is after its epoch's step (Lightning steps it after the hooks that
     save, and does not step it again on resume): lr 0.5 -> 0.25 -> 0.125 as in the uninterrupted run."""
     args = [f"--model={__name__}.{model}", "--trainer.max_epochs=4", "--trainer.limit_train_batches=3"]
-    for folder in ("reference", "stopped"):
-        (tmp_path / folder).mkdir()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(tmp_path / "reference")
-        run("fit", *args)
-        patch.chdir(tmp_path / "stopped")
-        if stop == "sigterm":  # during the second epoch's last batch: saved at that epoch's end
-            with pytest.raises(SystemExit):
-                run("fit", *args, callbacks=[SignalAt(step=5)])
-        else:  # as the third epoch begins: last.ckpt of the second epoch's end
-            with pytest.raises(RuntimeError, match="crash"):
-                run("fit", *args, callbacks=[CrashAt(step=6)])
-        run("fit", *args, "--ckpt_path=last")
-    reference, resumed = (load(tmp_path / folder / LAST) for folder in ("reference", "stopped"))
+    reference = load(uninterrupted(*args))
+    if stop == "sigterm":  # during the second epoch's last batch: saved at that epoch's end
+        with pytest.raises(SystemExit):
+            run("fit", *args, callbacks=[SignalAt(step=5)])
+    else:  # as the third epoch begins: last.ckpt of the second epoch's end
+        with pytest.raises(RuntimeError, match="crash"):
+            run("fit", *args, callbacks=[CrashAt(step=6)])
+    run("fit", *args, "--ckpt_path=last")
+    resumed = load(LAST)
     assert resumed["lr_schedulers"] == reference["lr_schedulers"]
     assert resumed["optimizer_states"][0]["param_groups"] == reference["optimizer_states"][0]["param_groups"]
     for name, tensor in reference["state_dict"].items():

@@ -36,16 +36,6 @@ def stopped(capsys, command, signum: int) -> str:
     return err.strip().splitlines()[-1]
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> Path:
-    """runs/ of a 2-epoch fit that ran to its end."""
-    home = tmp_path_factory.mktemp("finished")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(home)
-        run("fit", *SHORT)
-    return home / "runs"
-
-
 @SIGNALS
 def test_a_stop_in_the_final_epochs_validation_lets_it_end_saves_the_run_and_exits_143_or_130(signum, capsys):
     said = stopped(capsys, lambda: run("fit", *SHORT, callbacks=signal_in("validation", signum, step=4)), signum)
@@ -91,9 +81,9 @@ def test_a_stop_during_the_test_after_a_fit_keeps_the_fit_and_says_how_to_test_i
 @SIGNALS
 @pytest.mark.parametrize("subcommand", ["test", "predict"])
 def test_a_stop_during_test_or_predict_changes_no_file_of_the_run_and_exits_143_or_130(
-    finished, subcommand, signum, capsys
+    finished_two_epochs, subcommand, signum, capsys
 ):
-    shutil.copytree(finished, "runs")
+    shutil.copytree(finished_two_epochs, "runs")  # a fit of SHORT
     before = snapshot()
     in_it = signal_in(subcommand, signum)
     said = stopped(capsys, lambda: run(subcommand, f"--ckpt_path={BEST}", callbacks=in_it), signum)
