@@ -2,10 +2,9 @@
 augmentation on the training split only, predict from a folder, bad input, and the exact mid-epoch resume with and
 without workers. Folders of generated PNGs, written in each test's own directory: nothing is downloaded."""
 
+import importlib.util
 import os
 import shutil
-import subprocess
-import sys
 from functools import partial
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from torchvision.io import write_png
 
 from lightning_runs.testing import CrashAt
 
+from project import images
 from project.images import ImageFolderDataModule
 from project.model import DigitsClassifier
 from project.networks import DigitsCNN
@@ -222,14 +222,21 @@ def test_a_fit_stopped_and_resumed_ends_with_the_uninterrupted_fits_weights(fold
     assert not different, f"differ after the resume: {different}"
 
 
-@pytest.mark.skipif(shutil.which("taskset") is None or len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
 def test_the_default_worker_count_is_the_same_on_one_cpu_as_on_several(folder):
     """A run stopped on a machine of one CPU resumes on one of several: the recipe a resume compares (the DataModule's
-    arguments as parsed) does not follow the machine."""
-    show = "from project.images import ImageFolderDataModule as D; print(D('x').hparams.num_workers)"
-    one = subprocess.run(["taskset", "-c", str(min(os.sched_getaffinity(0))), sys.executable, "-c", show],
-                         capture_output=True, text=True, check=True)  # fmt: skip
-    assert int(one.stdout) == ImageFolderDataModule(str(folder)).hparams.num_workers
+    arguments as parsed) does not follow the machine. project/images.py is run afresh on one CPU (what `taskset -c 0
+    python` does to a new process, without paying its imports), so a default computed at import follows it too."""
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cpus)})
+    try:
+        spec = importlib.util.spec_from_file_location("images_on_one_cpu", images.__file__)
+        on_one_cpu = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(on_one_cpu)
+        one = on_one_cpu.ImageFolderDataModule("x").hparams.num_workers
+    finally:
+        os.sched_setaffinity(0, cpus)
+    assert one == ImageFolderDataModule(str(folder)).hparams.num_workers
 
 
 # A file in a class folder that decode_image cannot read as one still image, made from a good one: each is named with
