@@ -14,7 +14,7 @@ import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from torchvision.io import write_png
 
-from lightning_runs.testing import CrashAt
+from lightning_runs.testing import CrashAt, refusal
 
 from project import images
 from project.images import ImageFolderDataModule
@@ -279,9 +279,23 @@ IMAGES = ["--data=project.images.ImageFolderDataModule", "--data.image_size=[8, 
 
 
 @pytest.mark.parametrize("damage,suffix,said", UNREADABLE.values(), ids=UNREADABLE.keys())
-def test_an_unreadable_image_is_one_line_naming_it_before_training(tmp_path, monkeypatch, capsys, damage, suffix, said):
+def test_an_unreadable_image_is_one_line_naming_it_before_training(tmp_path, capsys, damage, suffix, said):
+    """The DataModule as `fit` sets it up, under the command's error handling: each kind of file's line. The whole
+    command, and that nothing started: the test below."""
+    from lightning_runs.errors import main
+
+    root = write_folder(tmp_path / "images", counts=(10, 10), size=12)
+    damage(root / "class_1" / "005.png")
+    error = refusal(capsys, lambda: main(lambda: prepared(root, image_size=(8, 8), batch_size=4)))
+    bad = root / "class_1" / f"005{suffix}"
+    assert error.startswith(f"error: {bad}: not an image decode_image reads (") and said in error, error
+    assert error.endswith("; remove or replace it"), error
+
+
+def test_fit_on_an_unreadable_image_says_one_line_and_starts_nothing(tmp_path, monkeypatch, capsys):
     from helpers import refusal, run
 
+    damage, suffix, said = UNREADABLE["corrupt PNG"]
     root = write_folder(tmp_path / "images", counts=(10, 10), size=12)
     damage(root / "class_1" / "005.png")
     monkeypatch.chdir(tmp_path)
