@@ -225,8 +225,8 @@ def test_a_fit_stopped_and_resumed_ends_with_the_uninterrupted_fits_weights(fold
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
 def test_the_default_worker_count_is_the_same_on_one_cpu_as_on_several(folder):
     """A run stopped on a machine of one CPU resumes on one of several: the recipe a resume compares (the DataModule's
-    arguments as parsed) does not follow the machine. project/images.py is run afresh on one CPU (what `taskset -c 0
-    python` does to a new process, without paying its imports), so a default computed at import follows it too."""
+    arguments as parsed) does not follow the machine. The images module is run afresh on one CPU (as `taskset -c 0`
+    starts a new process, without paying its imports), so a default computed at import follows it too."""
     cpus = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(cpus)})
     try:
