@@ -350,21 +350,44 @@ CHANGES = {"12 images added": add_twelve_images, "one image replaced": replace_o
 STOP = ["--trainer.callbacks+=lightning_runs.testing.SignalAt", "--trainer.callbacks.step=5"]
 
 
-@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
-def test_a_fit_resumed_on_other_images_is_refused_in_one_line_and_resumes_once_they_are_back(tmp_path, capsys, change):
-    from helpers import refusal, run
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory) -> tuple[Path, Path, list[str]]:
+    """A fit of a folder of images stopped (SIGTERM, exit 143) at step 5 of 8, made once for the tests below: `work`
+    holds it (images/ and runs/), `pristine` a copy of both; and the fit's command."""
+    from helpers import run
 
-    root = write_folder(tmp_path / "images", counts=(20, 20), size=12)  # 32 training images: 4 steps an epoch
+    base = tmp_path_factory.mktemp("stopped")
+    root = write_folder(base / "work" / "images", counts=(20, 20), size=12)  # 32 training images: 4 steps an epoch
     fit = ["fit", *IMAGES, f"--data.root={root}", "--data.batch_size=8", "--trainer.max_epochs=2", *STOP]
-    with pytest.raises(SystemExit) as stopped:
-        run(*fit)
+    previous = Path.cwd()
+    os.chdir(base / "work")
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            run(*fit)
+    finally:
+        os.chdir(previous)
     assert stopped.value.code == 143
-    shutil.copytree(root, tmp_path / "kept")
+    shutil.copytree(base / "work", base / "pristine", symlinks=True)
+    return base / "work", base / "pristine", fit
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
+def test_a_fit_resumed_on_other_images_is_refused_in_one_line_and_resumes_once_they_are_back(
+    stopped, monkeypatch, capsys, change
+):
+    from helpers import run
+
+    work, pristine, fit = stopped
+    shutil.rmtree(work)  # the stopped fit as it was left, at the paths its run recorded
+    shutil.copytree(pristine, work, symlinks=True)
+    monkeypatch.chdir(work)
+    root = work / "images"
+    shutil.copytree(root, work / "kept")
     change(root)
     error = refusal(capsys, lambda: run(*fit, "--ckpt_path=last"))
     assert error.startswith(f"error: {root}: not the data the checkpoint's run read (40 files #"), error
     assert error.endswith("put the data back as it was, or start a new run (drop --ckpt_path)"), error
     shutil.rmtree(root)
-    (tmp_path / "kept").rename(root)  # back as it was: the run resumes and finishes
+    (work / "kept").rename(root)  # back as it was: the run resumes and finishes
     run(*fit, "--ckpt_path=last")
-    assert torch.load(tmp_path / "runs/digits/version_0/checkpoints/last.ckpt", weights_only=True)["global_step"] == 8
+    assert torch.load(work / "runs/digits/version_0/checkpoints/last.ckpt", weights_only=True)["global_step"] == 8
