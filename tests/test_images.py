@@ -2,10 +2,9 @@
 augmentation on the training split only, predict from a folder, bad input, and the exact mid-epoch resume with and
 without workers. Folders of generated PNGs, written in each test's own directory: nothing is downloaded."""
 
+import importlib.util
 import os
 import shutil
-import subprocess
-import sys
 from functools import partial
 from pathlib import Path
 
@@ -15,8 +14,9 @@ import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from torchvision.io import write_png
 
-from lightning_runs.testing import CrashAt
+from lightning_runs.testing import CrashAt, refusal
 
+from project import images
 from project.images import ImageFolderDataModule
 from project.model import DigitsClassifier
 from project.networks import DigitsCNN
@@ -222,14 +222,21 @@ def test_a_fit_stopped_and_resumed_ends_with_the_uninterrupted_fits_weights(fold
     assert not different, f"differ after the resume: {different}"
 
 
-@pytest.mark.skipif(shutil.which("taskset") is None or len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
 def test_the_default_worker_count_is_the_same_on_one_cpu_as_on_several(folder):
     """A run stopped on a machine of one CPU resumes on one of several: the recipe a resume compares (the DataModule's
-    arguments as parsed) does not follow the machine."""
-    show = "from project.images import ImageFolderDataModule as D; print(D('x').hparams.num_workers)"
-    one = subprocess.run(["taskset", "-c", str(min(os.sched_getaffinity(0))), sys.executable, "-c", show],
-                         capture_output=True, text=True, check=True)  # fmt: skip
-    assert int(one.stdout) == ImageFolderDataModule(str(folder)).hparams.num_workers
+    arguments as parsed) does not follow the machine. The images module is run afresh on one CPU (as `taskset -c 0`
+    starts a new process, without paying its imports), so a default computed at import follows it too."""
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cpus)})
+    try:
+        spec = importlib.util.spec_from_file_location("images_on_one_cpu", images.__file__)
+        on_one_cpu = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(on_one_cpu)
+        one = on_one_cpu.ImageFolderDataModule("x").hparams.num_workers
+    finally:
+        os.sched_setaffinity(0, cpus)
+    assert one == ImageFolderDataModule(str(folder)).hparams.num_workers
 
 
 # A file in a class folder that decode_image cannot read as one still image, made from a good one: each is named with
@@ -272,9 +279,23 @@ IMAGES = ["--data=project.images.ImageFolderDataModule", "--data.image_size=[8, 
 
 
 @pytest.mark.parametrize("damage,suffix,said", UNREADABLE.values(), ids=UNREADABLE.keys())
-def test_an_unreadable_image_is_one_line_naming_it_before_training(tmp_path, monkeypatch, capsys, damage, suffix, said):
+def test_an_unreadable_image_is_one_line_naming_it_before_training(tmp_path, capsys, damage, suffix, said):
+    """The DataModule as `fit` sets it up, under the command's error handling: each kind of file's line. The whole
+    command, and that nothing started: the test below."""
+    from lightning_runs.errors import main
+
+    root = write_folder(tmp_path / "images", counts=(10, 10), size=12)
+    damage(root / "class_1" / "005.png")
+    error = refusal(capsys, lambda: main(lambda: prepared(root, image_size=(8, 8), batch_size=4)))
+    bad = root / "class_1" / f"005{suffix}"
+    assert error.startswith(f"error: {bad}: not an image decode_image reads (") and said in error, error
+    assert error.endswith("; remove or replace it"), error
+
+
+def test_fit_on_an_unreadable_image_says_one_line_and_starts_nothing(tmp_path, monkeypatch, capsys):
     from helpers import refusal, run
 
+    damage, suffix, said = UNREADABLE["corrupt PNG"]
     root = write_folder(tmp_path / "images", counts=(10, 10), size=12)
     damage(root / "class_1" / "005.png")
     monkeypatch.chdir(tmp_path)
@@ -329,21 +350,44 @@ CHANGES = {"12 images added": add_twelve_images, "one image replaced": replace_o
 STOP = ["--trainer.callbacks+=lightning_runs.testing.SignalAt", "--trainer.callbacks.step=5"]
 
 
-@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
-def test_a_fit_resumed_on_other_images_is_refused_in_one_line_and_resumes_once_they_are_back(tmp_path, capsys, change):
-    from helpers import refusal, run
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory) -> tuple[Path, Path, list[str]]:
+    """A fit of a folder of images stopped (SIGTERM, exit 143) at step 5 of 8, made once for the tests below: `work`
+    holds it (images/ and runs/), `pristine` a copy of both; and the fit's command."""
+    from helpers import run
 
-    root = write_folder(tmp_path / "images", counts=(20, 20), size=12)  # 32 training images: 4 steps an epoch
+    base = tmp_path_factory.mktemp("stopped")
+    root = write_folder(base / "work" / "images", counts=(20, 20), size=12)  # 32 training images: 4 steps an epoch
     fit = ["fit", *IMAGES, f"--data.root={root}", "--data.batch_size=8", "--trainer.max_epochs=2", *STOP]
-    with pytest.raises(SystemExit) as stopped:
-        run(*fit)
+    previous = Path.cwd()
+    os.chdir(base / "work")
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            run(*fit)
+    finally:
+        os.chdir(previous)
     assert stopped.value.code == 143
-    shutil.copytree(root, tmp_path / "kept")
+    shutil.copytree(base / "work", base / "pristine", symlinks=True)
+    return base / "work", base / "pristine", fit
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
+def test_a_fit_resumed_on_other_images_is_refused_in_one_line_and_resumes_once_they_are_back(
+    stopped, monkeypatch, capsys, change
+):
+    from helpers import run
+
+    work, pristine, fit = stopped
+    shutil.rmtree(work)  # the stopped fit as it was left, at the paths its run recorded
+    shutil.copytree(pristine, work, symlinks=True)
+    monkeypatch.chdir(work)
+    root = work / "images"
+    shutil.copytree(root, work / "kept")
     change(root)
     error = refusal(capsys, lambda: run(*fit, "--ckpt_path=last"))
     assert error.startswith(f"error: {root}: not the data the checkpoint's run read (40 files #"), error
     assert error.endswith("put the data back as it was, or start a new run (drop --ckpt_path)"), error
     shutil.rmtree(root)
-    (tmp_path / "kept").rename(root)  # back as it was: the run resumes and finishes
+    (work / "kept").rename(root)  # back as it was: the run resumes and finishes
     run(*fit, "--ckpt_path=last")
-    assert torch.load(tmp_path / "runs/digits/version_0/checkpoints/last.ckpt", weights_only=True)["global_step"] == 8
+    assert torch.load(work / "runs/digits/version_0/checkpoints/last.ckpt", weights_only=True)["global_step"] == 8

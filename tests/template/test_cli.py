@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from support import DEFAULT, QUIET, ROOT, refusal, run, run_subprocess, slow_repeats
+from support import DEFAULT, QUIET, ROOT, refusal, run, run_subprocess, slow_repeats, working_directory
 
 CONFIGS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs").rglob("*.yaml"))
 # Overrides that let a config written for GPUs run on this CPU-only machine (SyncBatchNorm needs CUDA).
@@ -61,8 +61,19 @@ def test_gpu_config_runs_ddp_in_mixed_precision_on_cpu_with_overrides(config):
     assert "MEMBER: 2/2" in output or config == "configs/fsdp.yaml", "DDP's line; ModelParallelStrategy prints none"
 
 
-def test_default_callbacks_monitor_keys_the_model_logs():
-    cli = run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory) -> tuple[Path, object]:
+    """Two short fits in one folder, the first with another learning rate: the folder, and the second (the default
+    command) fit's LightningCLI."""
+    home = tmp_path_factory.mktemp("two_runs")
+    with working_directory(home):
+        run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2", "--model.lr=0.002")
+        default = run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
+    return home, default
+
+
+def test_default_callbacks_monitor_keys_the_model_logs(two_runs):
+    _, cli = two_runs
     monitors = {c.monitor for c in cli.trainer.callbacks if getattr(c, "monitor", None)}
     assert monitors == {"val/loss", "val/acc"}
     assert monitors <= set(cli.trainer.callback_metrics)
@@ -82,10 +93,9 @@ def test_an_unknown_config_key_exits_2_with_one_clear_line(capsys):
     assert not Path("runs").exists()
 
 
-def test_each_run_saves_its_resolved_config_in_its_own_directory():
-    run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2", "--model.lr=0.002")
-    run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
-    first, second = Path("runs/digits/version_0/config.yaml"), Path("runs/digits/version_1/config.yaml")
+def test_each_run_saves_its_resolved_config_in_its_own_directory(two_runs):
+    home, _ = two_runs
+    first, second = home / "runs/digits/version_0/config.yaml", home / "runs/digits/version_1/config.yaml"
     assert "lr: 0.002" in first.read_text() and "lr: 0.002" not in second.read_text()
     assert "seed_everything: 0" in first.read_text()
 

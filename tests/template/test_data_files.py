@@ -11,7 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from project.data import DigitsDataModule
+from lightning_runs.errors import main
+
+from project.data import DigitsDataModule, FileDataModule
 
 from support import assert_kept, refusal, run, slow_repeats, snapshot, working_directory
 
@@ -113,9 +115,11 @@ PREDICT_REPEATS = {
 @pytest.mark.parametrize(
     "name,content,expected", slow_repeats(PREDICT_FILES, [c[0] for c in PREDICT_FILES], PREDICT_REPEATS)
 )
-def test_predicting_a_bad_file_is_refused_in_one_line_naming_it(runs, name, content, expected, capsys):
+def test_predicting_a_bad_file_is_refused_in_one_line_naming_it(name, content, expected, capsys):
+    """The DataModule's predict setup, which `predict` runs, under the command's error handling: each check's line.
+    The whole command on a digits run, the shape it takes read from the checkpoint: the test below."""
     path = name if content is None else write(name, content)
-    error = refusal(capsys, lambda: run("predict", "--ckpt_path=best", f"--data.predict_path={path}"))
+    error = refusal(capsys, lambda: main(lambda: DigitsDataModule(predict_path=path).setup("predict")))
     assert error.startswith(f"error: {name}: ") and expected in error
 
 
@@ -124,7 +128,8 @@ def test_predicting_a_bad_file_is_refused_in_one_line_naming_it(runs, name, cont
 def test_predicting_a_bad_file_writes_nothing_into_the_run(runs, capsys):
     write("mnist.npy", PREDICT_FILES[0][1])
     before = snapshot()
-    refusal(capsys, lambda: run("predict", "--ckpt_path=best", "--data.predict_path=mnist.npy"))
+    error = refusal(capsys, lambda: run("predict", "--ckpt_path=best", "--data.predict_path=mnist.npy"))
+    assert error.startswith("error: mnist.npy: ") and PREDICT_FILES[0][2] in error
     assert not assert_kept(before, snapshot()), "no config, events or predictions in the run"
 
 
@@ -173,6 +178,15 @@ TRAIN_FILES = [
     "name,content,expected", slow_repeats(TRAIN_FILES, [c[0] for c in TRAIN_FILES], {"fraction.npz": "negative.npz"})
 )
 def test_training_on_a_bad_file_of_your_own_is_refused_before_any_run_folder_exists(name, content, expected, capsys):
+    """FileDataModule built as `fit` builds it, before its Trainer, under the command's error handling: each check's
+    line. The whole command, and that it leaves no run folder: the test below."""
+    write(name, content)
+    error = refusal(capsys, lambda: main(lambda: FileDataModule(path=name)))
+    assert error.startswith(f"error: {name}: ") and expected in error
+
+
+def test_fit_on_a_bad_file_of_your_own_says_one_line_and_leaves_no_run_folder(capsys):
+    name, content, expected = TRAIN_FILES[0]
     write(name, content)
     before = snapshot()
     error = refusal(capsys, lambda: run("fit", *SHORT, "--data=project.data.FileDataModule", f"--data.path={name}"))

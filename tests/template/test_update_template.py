@@ -52,16 +52,32 @@ def refused_update(copy: Path, *args: str) -> subprocess.CompletedProcess:
     return done
 
 
+@pytest.fixture(scope="module")
+def made_once(tmp_path_factory) -> tuple[Path, Path]:
+    """A repository of the template as it is here (uncommitted changes included) and a copy made from it by `make
+    new-project`, made once for this file: `work` holds them, `pristine` a byte-for-byte snapshot of both."""
+    base = tmp_path_factory.mktemp("update")
+    template = template_repository(base / "work" / "template")
+    made = make(template, "new-project", f"DEST={template.parent / 'my-exp'}", f"NAME={NAME}")
+    assert made.returncode == 0, made.stderr
+    for repository in (template, template.parent / "my-exp"):  # objects in one pack: fewer files to copy per test
+        git(repository, "repack", "-a", "-d", "-q")
+    shutil.copytree(base / "work", base / "pristine", symlinks=True)
+    return base / "work", base / "pristine"
+
+
 @pytest.fixture
-def template(tmp_path) -> Path:
-    """A repository of the template as it is here, uncommitted changes included, that a test can commit to."""
-    return template_repository(tmp_path / "template")
+def template(made_once) -> Path:
+    """The template repository, which a test can commit to: each test gets it and its copy as `make new-project`
+    left them, at the same paths (the copy's record and pyproject.toml name the template by its absolute path)."""
+    work, pristine = made_once
+    shutil.rmtree(work)
+    shutil.copytree(pristine, work, symlinks=True)
+    return work / "template"
 
 
 @pytest.fixture
 def copy(template) -> Path:
-    made = make(template, "new-project", f"DEST={template.parent / 'my-exp'}", f"NAME={NAME}")
-    assert made.returncode == 0, made.stderr
     return template.parent / "my-exp"
 
 
