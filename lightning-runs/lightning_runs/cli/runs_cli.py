@@ -185,12 +185,12 @@ class RunsCLI(LightningCLI):
         subcommand = next((arg for arg in args if arg in SUBCOMMANDS), None)
         if subcommand is None:  # jsonargparse says what is missing
             return parser.parse_args(args)
-        defaults, typed = {**self.defaults, **(classes or {})}, self._typed_classes(parser, subcommand, args)
-        named = any(arg.startswith("--data") for arg in args)  # --data.batch_size 8: the default data, asked for
-        if "data" not in (classes or {}) and not self._default_data_for(typed.get("model", defaults["model"])):
-            defaults["data"] = defaults["data"] if named else None
-        defaults |= typed  # a class typed by its path is the first parse's default: one parse, not two
+        # A class typed by its path is the first parse's default: one parse, not two.
+        defaults = {**self.defaults, **(classes or {}), **self._typed_classes(parser, subcommand, args)}
         set_classes(parser, subcommand, {"model": defaults["model"]})  # imported by jsonargparse here
+        named = any(arg.startswith("--data") for arg in args)  # --data.batch_size 8: the default data, asked for
+        if "data" not in (classes or {}) and not named and not self._default_data_for(defaults["model"]):
+            defaults["data"] = None
         set_classes(parser, subcommand, {"data": defaults.get("data")})
         config = parser.parse_args(args)
         chosen = {group: (config[subcommand].get(group) or {}).get("class_path") for group in evaluation.GROUPS}
