@@ -8,6 +8,7 @@ DataModule chosen by class path (`--model my.Module`, `--data my.Data`), and pla
 `add_arguments_to_parser`, as LightningCLI's documentation does.
 """
 
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -204,15 +205,13 @@ class RunsCLI(LightningCLI):
     @staticmethod
     def _typed_classes(parser, subcommand: str, args: list[str]) -> dict:
         """`--model <class path>` and `--data <class path>` as typed, where they import (else jsonargparse words it)."""
-        typed = {group: evaluation.typed(args, f"--{group}") for group in evaluation.GROUPS}
         found = {}
-        for group, path in typed.items():
-            try:
+        for group in evaluation.GROUPS:
+            path = evaluation.typed(args, f"--{group}")
+            with contextlib.suppress(UsageError):
                 if path and "." in path:
                     set_classes(parser, subcommand, {group: path})
                     found[group] = path
-            except UsageError:
-                pass
         return found
 
     def _default_data_for(self, model: str | None) -> bool:
