@@ -317,21 +317,33 @@ def test_files_are_listed_without_following_links_out_of_their_class_folder_nor_
     assert listed._listing[1].tolist() == [0] * 24 + [1] * 24 + [2] * 24, "each image once, under its own class"
 
 
-@pytest.mark.parametrize(
-    "args,said",
-    [
-        (["--data.image_size=[1, 1]"], "DigitsCNN takes images of at least 2 x 2 pixels, not (1, 1)"),
-        (["--data.batch_size=64"], "60 training and 6 validation images; fit needs a full batch (64)"),
-        (["--data.val_fraction=0.01"], "66 training and 0 validation images; fit needs a full batch (4) and one to"),
-    ],
-    ids=["image size too small for the network", "a batch larger than the split", "an empty validation split"],
-)
-def test_a_fit_its_images_cannot_feed_is_one_line_before_training(folder, tmp_path, monkeypatch, capsys, args, said):
+def test_a_fit_its_images_cannot_feed_is_one_line_before_training(folder, tmp_path, monkeypatch, capsys):
+    """An image size the network cannot take, refused as the command builds the model. The splits' own checks, in the
+    DataModule's fit setup: the test below."""
     from helpers import refusal, run
 
     monkeypatch.chdir(tmp_path)
-    error = refusal(capsys, lambda: run("fit", *IMAGES, f"--data.root={folder}", "--data.batch_size=4", *args))
-    assert said in error and not (tmp_path / "runs").exists(), error
+    tiny = ["--data.image_size=[1, 1]", "--data.batch_size=4"]
+    error = refusal(capsys, lambda: run("fit", *IMAGES, f"--data.root={folder}", *tiny))
+    assert "DigitsCNN takes images of at least 2 x 2 pixels, not (1, 1)" in error
+    assert not (tmp_path / "runs").exists(), error
+
+
+@pytest.mark.parametrize(
+    "options,said",
+    [
+        ({"batch_size": 64}, "60 training and 6 validation images; fit needs a full batch (64)"),
+        ({"val_fraction": 0.01}, "66 training and 0 validation images; fit needs a full batch (4) and one to"),
+    ],
+    ids=["a batch larger than the split", "an empty validation split"],
+)
+def test_splits_a_fit_cannot_train_on_are_one_line_before_training(folder, capsys, options, said):
+    """The DataModule's fit setup under the command's error handling; that a refusal there starts nothing: the
+    unreadable image's test above, refused at the same setup."""
+    from lightning_runs.errors import main
+
+    error = refusal(capsys, lambda: main(lambda: prepared(folder, image_size=(8, 8), **{"batch_size": 4, **options})))
+    assert error.startswith(f"error: {folder}: ") and said in error, error
 
 
 def add_twelve_images(root: Path) -> None:

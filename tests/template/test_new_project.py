@@ -182,9 +182,9 @@ def test_the_copys_lock_holds_the_templates_pins_and_uv_takes_it_as_it_is(made, 
     assert checked.returncode == 0, checked.stderr
 
 
-def test_a_pyproject_changed_without_relocking_is_refused_in_one_line(made, tmp_path):
-    copy = tmp_path / "stale"  # the module's copy, copied: what make install reads is the copy's own files
-    shutil.copytree(made[0], copy, symlinks=True)
+def test_a_pyproject_changed_without_relocking_is_refused_in_one_line(template, tmp_path):
+    copy = tmp_path / "stale"
+    new_project(template, copy)
     pyproject = copy / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace("dependencies = [\n", 'dependencies = [\n    "rich>=13",\n', 1))
     refused = subprocess.run(["make", "--no-print-directory", "install"], cwd=copy, env=GIT_ENV, capture_output=True,
@@ -257,37 +257,19 @@ def test_the_copy_is_mit_licensed_by_default_and_takes_the_license_and_holder_as
     assert not (tmp_path / "gpl").exists(), "refused before anything is written"
 
 
-@pytest.fixture(scope="module")
-def own_checks(made) -> list[str]:
-    """The copy's own tests/test_shipped_files.py and tests/test_types.py, run there in one pytest: each test's
-    outcome line (-rA), `PASSED tests/<file>::<test>`, or another word for any test that did not pass."""
-    copy, _ = made
-    files = ["tests/test_shipped_files.py", "tests/test_types.py"]
-    tests = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *files]
-    tested = subprocess.run(
-        tests, cwd=copy, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(copy)}
-    )
-    assert tested.returncode == 0, tested.stdout[-3000:]
-    return [line for line in tested.stdout.splitlines() if line.split(" ", 1)[0].isupper() and " tests/" in line]
-
-
-def passed_alone(outcomes: list[str], file: str) -> int:
-    """How many of `file`'s tests passed, none of them skipped or failed."""
-    mine = [line for line in outcomes if f" {file}:" in line]
-    assert all(line.startswith(f"PASSED {file}::") for line in mine), mine
-    return len(mine)
-
-
-def test_the_copys_workflow_dockerfile_and_devcontainer_pass_their_checks_in_the_copy(made, own_checks):
+def test_the_copys_workflow_dockerfile_and_devcontainer_pass_their_checks_in_the_copy(made):
     """The copy's own tests/test_shipped_files.py, run there: its workflow, image and devcontainer name only the
     copy's make targets (none of template.mk's) and are clean under zizmor, actionlint, hadolint and their schemas."""
     copy, _ = made
     assert f'"name": "{NAME}"' in (copy / ".devcontainer/devcontainer.json").read_text()
     assert f'ENTRYPOINT ["python", "-m", "{NAME}"]' in (copy / "Dockerfile").read_text()
-    assert passed_alone(own_checks, "tests/test_shipped_files.py") == 6  # none skipped
+    tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_shipped_files.py"]
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    tested = subprocess.run(tests, cwd=copy, capture_output=True, text=True, env=env)
+    assert tested.returncode == 0 and re.search(r"\b6 passed", tested.stdout), tested.stdout[-3000:]  # none skipped
 
 
-def test_the_copy_is_clean_under_its_lint_and_type_check(made, own_checks):
+def test_the_copy_is_clean_under_its_lint_and_type_check(made):
     """ruff as the copy's make lint runs it (the renames lengthen no line past the limit), and the copy's own
     tests/test_types.py, run there: its [tool.ty] names the renamed package, which ty finds clean, and leaves out the
     template's lightning-runs/ folder (a copy's library is installed)."""
@@ -297,7 +279,10 @@ def test_the_copy_is_clean_under_its_lint_and_type_check(made, own_checks):
         linted = subprocess.run(check, cwd=copy, capture_output=True, text=True)
         assert linted.returncode == 0, linted.stdout[-3000:]
     assert "extra-paths" not in (copy / "pyproject.toml").read_text()
-    assert passed_alone(own_checks, "tests/test_types.py") == 3
+    tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_types.py"]
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    tested = subprocess.run(tests, cwd=copy, capture_output=True, text=True, env=env)
+    assert tested.returncode == 0 and re.search(r"\b3 passed", tested.stdout), tested.stdout[-3000:]
 
 
 @pytest.mark.slow
