@@ -1,10 +1,22 @@
 """The library's tests run on tasks of their own (tiny_tasks.py), never on the template's example."""
 
+import gc
 import signal
 
 import pytest
 
 from lightning_runs import console
+
+# Collection imports torch, Lightning and the code under test: objects that live as long as the session, which the
+# garbage collector walked again and again as they came (40% of the imports' CPU). It waits, then they are frozen, as
+# `lightning_runs.main` does for a command.
+gc.disable()
+
+
+def pytest_collection_finish(session):
+    gc.freeze()
+    gc.enable()
+
 
 # A shell starts a background job (nohup, some CI runners) with SIGINT ignored, and Python then keeps it ignored: every
 # Ctrl-C test would wait for a stop that never comes. The tests stand for a user at a terminal.
