@@ -3,6 +3,7 @@ a user types the commands: run folders and their checkpoints, the summary of the
 predictions, the export, a bad option in one line, the progress bar's rate and the commands it tells a user to type."""
 
 import csv
+import gc
 import json
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import yaml
 from lightning.pytorch.callbacks import ProgressBar
 from tiny_runs import run
 
+import lightning_runs
 from lightning_runs.errors import main
 from lightning_runs.testing import CrashAt
 from lightning_runs.tools.export import export
@@ -102,18 +104,30 @@ def test_a_fit_stopped_after_its_first_epoch_resumes_to_the_same_weights(tmp_pat
 
 def test_the_runs_table_answers_from_a_projects_main_without_importing_torch_or_the_project(fitted):
     main_py = (  # a project's __main__.py: the reader tool first, its CLI only for any other command
-        "import atexit, sys, lightning_runs\n"
+        "import atexit, gc, sys, lightning_runs\n"
         "atexit.register(lambda: print(sorted({'torch', 'lightning', 'my_exp'} & set(sys.modules))))\n"
-        "print(lightning_runs.reader_tool('my_exp', sys.argv[1:]))\n"
+        "print(lightning_runs.reader_tool('my_exp', sys.argv[1:]), gc.isenabled())\n"
     )
     table = subprocess.run([sys.executable, "-c", main_py, "runs"], cwd=fitted.folder.parents[2], **CAPTURE)
-    assert table.returncode == 0 and table.stdout.splitlines()[-2:] == ["True", "[]"], table.stderr[-2000:]
+    assert table.returncode == 0 and table.stdout.splitlines()[-2:] == ["True True", "[]"], table.stderr[-2000:]
     assert f"{fitted.folder.relative_to(fitted.folder.parents[2])}  completed" in table.stdout
     other = subprocess.run([sys.executable, "-c", main_py, "fit"], **CAPTURE)
-    assert other.stdout.split() == ["False", "[]"], "any other command is the CLI's, which imports torch"
+    # Any other command is the CLI's, which imports torch: with the garbage collector waiting until `main`.
+    assert other.stdout.split() == ["False", "False", "[]"], other.stdout
     refused = subprocess.run([sys.executable, "-c", main_py, "runs", "--nme=x"], **CAPTURE)
     assert refused.returncode == 2 and "python -m my_exp runs" in refused.stderr
     assert refused.stdout.split() == ["[]"], "a refusal imports neither (it imported Lightning: a 5 s start-up)"
+
+
+def test_a_command_runs_with_the_garbage_collector_on_and_what_was_imported_frozen():
+    gc.disable()  # as reader_tool leaves it for the project's imports
+    try:
+        with pytest.raises(SystemExit):
+            lightning_runs.main(cli_main, "tiny_tasks", ["fit", "--help"])
+        assert gc.isenabled(), "a run without its collector would keep every cycle it makes"
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("sanity", ["--trainer.num_sanity_val_steps=2", "--trainer.num_sanity_val_steps=0"])
