@@ -12,6 +12,13 @@ Beside it: the regression (tiny_regression.py), typed arguments (tiny_typed.py),
 networks chosen by class path (tiny_networks.py), points from a file (tiny_files.py), shards by rank (tiny_shards.py).
 """
 
+import lightning_runs
+
+# `python -m tiny_tasks ...` starts as a project's __main__.py does: the reader tool answers `runs` before torch is
+# imported; any other command imports with the garbage collector waiting (lightning_runs.reader_tool), then main.
+if __name__ == "__main__" and lightning_runs.reader_tool("tiny_tasks"):
+    raise SystemExit
+
 import math
 from collections.abc import Sequence
 
@@ -278,7 +285,6 @@ class NaNAfter(TinyClassifier):
 
 
 if __name__ == "__main__":  # `python -m tiny_tasks fit|sweep|...`, as a project's __main__.py: a sweep's trials
-    import lightning_runs
     import tiny_tasks  # this file again under its own name: class paths and messages say tiny_tasks, not __main__
 
     lightning_runs.main(tiny_tasks.cli_main, "tiny_tasks")
