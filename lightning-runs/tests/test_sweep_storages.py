@@ -6,9 +6,6 @@ killed worker left with a partial last line is repaired, its finished trials kep
 `python -m tiny_tasks sweep` as a process of its own, with tiny trials (test_sweep_tool.py's)."""
 
 import collections
-import contextlib
-import functools
-import io
 import itertools
 import json
 import os
@@ -32,11 +29,10 @@ from test_sweep_tool import (
     wait_for,
 )
 from test_turns import assert_taken_in_turn
-from tiny_runs import refusal
+from tiny_runs import printed_once, refusal
 
 from lightning_runs.sweeps.turns import Turn
 from lightning_runs.tools import sweep as sweep_tool
-from tiny_tasks import cli_main
 
 HEARTBEAT = ["--heartbeat_interval=1", "--grace_period=3"]  # a dead worker is noticed 3 s on, not 30
 
@@ -75,31 +71,6 @@ def opened(*args: str) -> optuna.Study:
     """A sweep that opens its study and runs no trial (it holds its trials, or is refused): a space of one value, so
     that the trials' config is parsed once before the storage is opened, not at each end of a range."""
     return sweep_tool.main(printed_once, ["--space", json.dumps({"model.lr": {"choices": [0.05]}}), *args])
-
-
-PRINTED: dict[tuple[str, ...], tuple[str, object]] = {}
-
-
-@functools.wraps(cli_main)  # its module too: a trial is `python -m <that package> fit`
-def printed_once(args: list[str], callbacks=()):
-    """tiny_tasks' cli_main, whose `fit ... --print_config` (the sweep's parse of its trials' config, the same options
-    for nearly every study here, ~0.5 s each) prints again what it printed for the same options; a refusal is never
-    kept, and every other command runs."""
-    if args[-1:] != ["--print_config"]:
-        return cli_main(args, callbacks=callbacks)
-    if tuple(args) not in PRINTED:
-        out, code = io.StringIO(), None
-        with contextlib.redirect_stdout(out):
-            try:
-                cli_main(args, callbacks=callbacks)
-            except SystemExit as exit:
-                if exit.code not in (0, None):
-                    raise
-                code = exit.code
-        PRINTED[tuple(args)] = out.getvalue(), code
-    text, code = PRINTED[tuple(args)]
-    print(text, end="")
-    raise SystemExit(code)
 
 
 def load(name: str, storage: list[str]) -> optuna.Study:
