@@ -84,6 +84,31 @@ def stopped(tmp_path_factory):
     return home / "runs"
 
 
+# What a fresh interpreter holds after importing the CLI, then the data parts too: one process (~4 s, most of it
+# Lightning's import) for the tests of what each start-up leaves out. The garbage collector off (what is imported is the
+# same): it walked the imports' millions of objects again and again, ~1 s of 5.
+MODULES_IMPORTED = """
+import gc; gc.disable()
+import json, sys
+import lightning_runs, lightning_runs.cli.runs_cli
+cli = sorted(sys.modules)
+import lightning_runs.data
+print(json.dumps({"cli": cli, "cli and data": sorted(sys.modules)}))
+"""
+
+
+@pytest.fixture(scope="session")
+def modules_imported() -> dict[str, set[str]]:
+    """The modules of a fresh process that imported lightning_runs.cli.runs_cli ("cli"), then lightning_runs.data."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", MODULES_IMPORTED], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {stage: set(names) for stage, names in json.loads(done.stdout.splitlines()[-1]).items()}
+
+
 @pytest.fixture(scope="session")
 def postgres_server():
     """A real PostgreSQL server on this machine for the whole session (postgres_server.py); the tests that need it

@@ -2,8 +2,13 @@
 found from the parts themselves) is tried against every other, and against the files a real run writes that no option
 names (its config, the logger's), made the same path and made a folder of the other; each is refused in one line,
 exit 2, before any run folder exists. Distinct names are accepted, and every file a run then holds is one the registry
-(cli/placement.py, `run_files`) knows."""
+(cli/placement.py, `run_files`) knows.
 
+A command line of each kind a part's pairs come in goes through the whole CLI; every other case, through the check that
+CLI runs before its run folder (placement.check_run_files), on the config the CLI gave it with the case's names put in:
+one parse each would be ~0.2 s apiece."""
+
+import copy
 import inspect
 import itertools
 import os
@@ -14,8 +19,10 @@ import pytest
 from lightning.pytorch.callbacks import ModelCheckpoint
 from tiny_runs import refusal, run
 
+from lightning_runs.cli import placement
 from lightning_runs.cli.parts import PARTS
 from lightning_runs.configs import option
+from lightning_runs.errors import UsageError, said
 
 SHORT = ["--trainer.max_epochs=1", "--trainer.limit_train_batches=1", "--trainer.limit_val_batches=1"]
 # Every part that takes a file's name, by its option, with its default name and whether it is a checkpoint (the path
@@ -82,15 +89,54 @@ def names(line: str, source: str) -> bool:
     return f"--{source}.filename" in line if source in NAMED else any(fnmatchcase(source, w) for w in line.split())
 
 
+def checked_by_cli(monkeypatch) -> list:
+    """The arguments the CLI gives the real check before its run folder, as of its last call."""
+    seen, check = [], placement.check_run_files
+
+    def check_seen(config, parts, config_filename):
+        seen[:] = [copy.deepcopy(config), parts, config_filename]
+        check(config, parts, config_filename)
+
+    monkeypatch.setattr(placement, "check_run_files", check_seen)
+    return seen
+
+
+def given(args: list[str]) -> dict[str, str]:
+    """`--<key>.filename=<name>` as the config's key -> name."""
+    pairs = (arg.removeprefix("--").partition("=") for arg in args)
+    return {key.replace(".filename", ".init_args.filename"): name for key, _, name in pairs}
+
+
+def refused_by_check(seen: list, args: list[str]) -> str:
+    """The line the check's refusal is said in (exit 2), given the CLI's config with `args` for the names."""
+    config, parts, config_filename = copy.deepcopy(seen[0]), *seen[1:]
+    for key, name in {**given([f"--{k}.filename={v[0]}" for k, v in NAMED.items()]), **given(args)}.items():
+        config[key] = name
+    with pytest.raises(UsageError) as refused:
+        placement.check_run_files(config, parts, config_filename)
+    line, code = said(refused.value)
+    assert code == 2, line
+    return line
+
+
 @pytest.mark.parametrize("key", NAMED)
-def test_a_file_name_option_made_any_other_files_path_or_folder_is_refused_before_any_folder(key, collisions, capsys):
-    """Each case of a pair goes with the pair's first option in NAMED's order."""
+def test_a_file_name_option_made_any_other_files_path_or_folder_is_refused_before_any_folder(
+    key, collisions, capsys, monkeypatch
+):
+    """Each case of a pair goes with the pair's first option in NAMED's order; its first case of each kind (the same
+    path, a folder) is a whole command."""
     mine = [case for case in collisions if next(s for s in NAMED if s in case[1]) == key]
-    for args, pair, kind in mine:
-        line = refusal(capsys, lambda: run("fit", *SHORT, *args))  # noqa: B023 - called at once
+    whole = [next(case for case in mine if case[2] == kind) for kind in ("same", "folder")]
+    seen = checked_by_cli(monkeypatch)
+    for args, pair, kind in whole + [case for case in mine if case not in whole]:
+        if (args, pair, kind) in whole:
+            line = refusal(capsys, lambda: run("fit", *SHORT, *args))  # noqa: B023 - called at once
+            assert not Path("runs").exists(), args
+            assert all(seen[0][key] == name for key, name in given(args).items()), args  # what the check was given
+        else:
+            line = refused_by_check(seen, args)
         assert all(names(line, source) for source in pair) and line.endswith("give each its own name"), (args, line)
         assert ("would be a file and a folder" in line) == (kind == "folder"), (args, line)
-        assert not Path("runs").exists(), args
     later = list(NAMED)[list(NAMED).index(key) + 1 :]
     assert len(mine) >= 3 * len(later), mine  # each later option: the same path, and either one the other's folder
 

@@ -1,7 +1,8 @@
 """What a sweep scores its trials by: `--metric` and `--direction` given, or else the monitor and mode of the trials'
 best checkpoint in their resolved config; never a direction guessed for another metric, never a study scored one way
 and then another, and a model that does not log what the sweep scores stops the worker after its first trial's sanity
-check, not every trial trained to its end. (Each trial's own check: test_trial.py.)"""
+check, not every trial trained to its end. (Each trial's own check: test_trial.py.) The refusals' sweeps parse their
+trials' config once for the same options (tiny_runs.printed_once): what they refuse comes after it."""
 
 import json
 from pathlib import Path
@@ -17,7 +18,7 @@ from test_sweep_tool import (
     sweep,
     trials_see_this_checkout,  # noqa: F401 - an autouse fixture: the trials import this checkout and tiny_tasks
 )
-from tiny_runs import refusal
+from tiny_runs import printed_once, refusal
 
 from lightning_runs.tools import sweep as sweep_tool
 from lightning_runs.tools.fits import fit_config
@@ -35,13 +36,15 @@ def test_without_a_metric_a_sweep_scores_the_best_checkpoints_and_without_a_dire
 
 
 def test_without_a_best_checkpoint_a_sweep_needs_its_metric_before_any_trial(capsys):
-    error = refusal(capsys, lambda: sweep("--study=unwatched", "--args", json.dumps(["--best_checkpoint=null"])))
+    error = refusal(
+        capsys, lambda: sweep("--study=unwatched", "--args", json.dumps(["--best_checkpoint=null"]), cli=printed_once)
+    )
     assert error == "error: the trials' best checkpoint monitors no metric (--best_checkpoint.monitor): give --metric"
     assert not Path("runs/sweeps").exists(), "nothing opened, nothing run"
 
 
 def test_a_metric_other_than_the_best_checkpoints_needs_its_direction_before_any_trial(capsys):
-    error = refusal(capsys, lambda: sweep("--study=guess", "--metric=val/acc"))
+    error = refusal(capsys, lambda: sweep("--study=guess", "--metric=val/acc", cli=printed_once))
     assert error == (
         "error: --metric val/acc: give --direction maximize or minimize; a direction is taken only for the metric the"
         " trials' best checkpoint monitors, and that is val/loss (min)"
@@ -65,7 +68,7 @@ def test_an_existing_study_asked_to_score_otherwise_is_refused_before_any_trial(
     study = optuna.create_study(storage=journal("kept"), study_name="kept", direction=direction)
     if metric:
         study.set_user_attr("metric", metric)
-    error = refusal(capsys, lambda: sweep("--study=kept", *asked))
+    error = refusal(capsys, lambda: sweep("--study=kept", *asked, cli=printed_once))
     where = Path("runs/sweeps/kept.journal").resolve()
     assert error == f"error: --study kept: the study in {where} {said}; start a new --study for that, or give the" \
         " study's --metric and --direction"  # fmt: skip

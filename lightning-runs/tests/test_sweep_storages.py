@@ -29,11 +29,10 @@ from test_sweep_tool import (
     wait_for,
 )
 from test_turns import assert_taken_in_turn
-from tiny_runs import refusal
+from tiny_runs import printed_once, refusal
 
 from lightning_runs.sweeps.turns import Turn
 from lightning_runs.tools import sweep as sweep_tool
-from tiny_tasks import cli_main
 
 HEARTBEAT = ["--heartbeat_interval=1", "--grace_period=3"]  # a dead worker is noticed 3 s on, not 30
 
@@ -71,7 +70,7 @@ def storage(request) -> list[str]:
 def opened(*args: str) -> optuna.Study:
     """A sweep that opens its study and runs no trial (it holds its trials, or is refused): a space of one value, so
     that the trials' config is parsed once before the storage is opened, not at each end of a range."""
-    return sweep_tool.main(cli_main, ["--space", json.dumps({"model.lr": {"choices": [0.05]}}), *args])
+    return sweep_tool.main(printed_once, ["--space", json.dumps({"model.lr": {"choices": [0.05]}}), *args])
 
 
 def load(name: str, storage: list[str]) -> optuna.Study:

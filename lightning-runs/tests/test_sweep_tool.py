@@ -42,9 +42,10 @@ def study_config() -> str:
     return "space.yaml"
 
 
-def sweep(*args: str) -> optuna.Study:
-    """`python -m tiny_tasks sweep --config space.yaml <args>` with tiny trials, in this process."""
-    return sweep_tool.main(cli_main, ["--config", study_config(), *TINY, *args])
+def sweep(*args: str, cli=cli_main) -> optuna.Study:
+    """`python -m tiny_tasks sweep --config space.yaml <args>` with tiny trials, in this process (`cli`: tiny_tasks'
+    cli_main, or tiny_runs.printed_once)."""
+    return sweep_tool.main(cli, ["--config", study_config(), *TINY, *args])
 
 
 def start_worker(*args: str):

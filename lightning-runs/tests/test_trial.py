@@ -3,8 +3,7 @@ validation, and a stop at the end of the epoch its pruner prunes it; a fit whose
 metric is refused after its sanity check, before any epoch; any other fit imports no Optuna."""
 
 import json
-import subprocess
-import sys
+import shutil
 from pathlib import Path
 
 import optuna
@@ -36,17 +35,30 @@ def study() -> optuna.Study:
     return optuna.create_study(storage=STORAGE, study_name="s", direction="minimize")
 
 
-def test_a_trial_reports_its_run_folder_and_every_epochs_metric(study):
-    trial = fit_as_trial(study, NEVER_PRUNE)
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory) -> tuple[Path, optuna.trial.FrozenTrial]:
+    """A folder holding a study and the run of its one trial, fitted to its end unpruned (the tests read it or copy it):
+    the folder and the trial."""
+    home = tmp_path_factory.mktemp("reported")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(home)
+        study = optuna.create_study(storage=STORAGE, study_name="s", direction="minimize")
+        return home, fit_as_trial(study, NEVER_PRUNE)
+
+
+def test_a_trial_reports_its_run_folder_and_every_epochs_metric(reported):
+    _, trial = reported
     assert trial.user_attrs["run"] == "runs/tiny/version_0"
     assert sorted(trial.intermediate_values) == [0, 1, 2], "one report per epoch, none for the sanity check"
     assert "pruned_at_epoch" not in trial.user_attrs
 
 
-def test_a_trials_run_validates_later_as_any_run_reporting_nothing_more(study):
-    trial = fit_as_trial(study, NEVER_PRUNE)
+def test_a_trials_run_validates_later_as_any_run_reporting_nothing_more(reported):
+    home, trial = reported
+    shutil.copytree(home, ".", dirs_exist_ok=True)  # the study and the run: the run's config names the study's file
     assert "ReportToTrial" in Path(trial.user_attrs["run"], "config.yaml").read_text(), "on its command line"
     main(lambda: cli_main(["validate", *QUIET, f"--ckpt_path={trial.user_attrs['run']}/checkpoints/best.ckpt"]))
+    study = optuna.load_study(storage=STORAGE, study_name="s")
     assert study.get_trials()[0].intermediate_values == trial.intermediate_values
 
 
@@ -97,6 +109,6 @@ def test_a_trial_may_be_scored_on_any_metric_its_validation_logs_not_only_a_moni
 
 
 @pytest.mark.slow
-def test_a_fit_outside_a_sweep_imports_no_optuna():
-    code = "import sys, lightning_runs, lightning_runs.cli.runs_cli; sys.exit('optuna' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+def test_a_fit_outside_a_sweep_imports_no_optuna(modules_imported):
+    assert "lightning_runs.cli.runs_cli" in modules_imported["cli"]
+    assert "optuna" not in modules_imported["cli"]

@@ -1,10 +1,11 @@
 """Running the library's tiny tasks (tiny_tasks.py) as a user types them, and reading what a run did: in this process
 (`run`), as a process of its own (`command`, `start`: `python -m tiny_tasks`, and `wait_for` what it does), a refusal's
-one line, the files a command kept, a checkpoint's data and a run's TensorBoard scalars; and which cases of a matrix
-run every day (`slow_repeats`).
+one line, the files a command kept, a checkpoint's data and a run's TensorBoard scalars; which cases of a matrix run
+every day (`slow_repeats`); and a sweep's parse of its trials' config made once for the same options (`printed_once`).
 """
 
 import contextlib
+import functools
 import subprocess
 from collections.abc import Sequence
 
@@ -26,6 +27,33 @@ def run(subcommand: str, *args: str, callbacks: Sequence[Callback] = (), cli=cli
     from lightning_runs.errors import main
 
     return main(lambda: cli([subcommand, *QUIET, *args], callbacks=callbacks))
+
+
+PRINTED: dict[tuple[str, ...], tuple[str, object]] = {}
+
+
+@functools.wraps(cli_main)  # its module too: a trial is `python -m <that package> fit`
+def printed_once(args: list[str], callbacks=()):
+    """tiny_tasks' cli_main, whose `fit ... --print_config` (a sweep's parse of its trials' config before it opens its
+    study, ~0.2-0.5 s a parse) prints again what it printed for the same options in this process; a refusal is never
+    kept, and every other command runs. For the tests of what a sweep refuses after that parse."""
+    if args[-1:] != ["--print_config"]:
+        return cli_main(args, callbacks=callbacks)
+    if tuple(args) not in PRINTED:
+        import io
+
+        out, code = io.StringIO(), None
+        with contextlib.redirect_stdout(out):
+            try:
+                cli_main(args, callbacks=callbacks)
+            except SystemExit as exit:
+                if exit.code not in (0, None):
+                    raise
+                code = exit.code
+        PRINTED[tuple(args)] = out.getvalue(), code
+    text, code = PRINTED[tuple(args)]
+    print(text, end="")
+    raise SystemExit(code)
 
 
 def process_environment() -> dict[str, str]:
