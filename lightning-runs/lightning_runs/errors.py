@@ -86,14 +86,15 @@ def said(error: BaseException) -> tuple[str, int] | None:
     """The line and exit code for an error `main` answers, or None for one that is a bug (its traceback shows)."""
     from jsonargparse import ArgumentError  # here: `runs` answers without importing jsonargparse's parsers
 
+    # Lightning's and torch's error types by name: importing them here made each refusal of `runs` a 5 s start.
+    kinds = {kind.__name__ for kind in type(error).__mro__}
     if isinstance(error, TrialRefusal):
         return "", 2
     if isinstance(error, ArgumentError):
         from lightning_runs.messages import condensed
 
         return f"error: {condensed(error, None)}", 2
-    # Lightning's MisconfigurationException by name: importing Lightning here made each refusal of `runs` a 5 s start.
-    if isinstance(error, UsageError) or "MisconfigurationException" in {kind.__name__ for kind in type(error).__mro__}:
+    if isinstance(error, UsageError) or "MisconfigurationException" in kinds:
         return f"error: {first_line(error)}", 2
     if isinstance(error, Diverged | Failed):
         return f"error: {error}", 1
@@ -110,13 +111,13 @@ def said(error: BaseException) -> tuple[str, int] | None:
         return f"error: the checkpoint's weights do not fit the model ({first_line(error)})", 2
     if isinstance(error, ValueError) and "num_samples=0" in str(error):  # torch's RandomSampler, as a loader is built
         return f"error: a shuffled DataLoader over no samples, an empty split ({first_line(error)}); give it samples", 2
-    if "Unsupported" in {kind.__name__ for kind in type(error).__mro__} and "torch._dynamo" in type(error).__module__:
+    if "Unsupported" in kinds and "torch._dynamo" in type(error).__module__:
         # torch.compile(fullgraph=True) meeting a graph break, as it first runs the network; named where in user code
         at = re.findall(r'File "(.+)", line (\d+), in (\w+)', str(error).partition("from user code:")[2])[-1:]
         where = "".join(f" in {function} ({file}:{line})" for file, line, function in at)
         fix = "compile without fullgraph (--compile.fullgraph false: the break runs eagerly), or remove the break"
         return f"error: torch.compile(fullgraph=True) met a graph break{where}: {first_line(error)}; {fix}", 2
-    if type(error).__name__ == "CheckpointException":  # torch.distributed.checkpoint's, a BaseException
+    if "CheckpointException" in kinds:  # torch.distributed.checkpoint's, a BaseException
         return f"error: a sharded checkpoint could not be read whole ({first_line(error)}); give a complete one", 2
     return None
 
