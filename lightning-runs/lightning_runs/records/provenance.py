@@ -43,12 +43,6 @@ class SaveConfigInRun(SaveConfigCallback):
                 logger.experiment.log_artifact(logger.run_id, str(path))
 
 
-def saved_config_path(trainer) -> Path | None:
-    """Where this command's config was saved in the run folder, rank zero, once setup has run."""
-    callback = next((c for c in trainer.callbacks if isinstance(c, SaveConfigInRun)), None)
-    return getattr(callback, "saved", None)
-
-
 def _folders(module: str) -> list[Path]:
     """Where the owner's code is (`__main__`: the script), then the working directory."""
     spec = importlib.util.find_spec(module) if module != "__main__" else None
