@@ -4,42 +4,34 @@ No Lightning here: a plain PyTorch loop can draw the same split and order from t
 cannot drift from the project's data.
 """
 
-import math
-import operator
 from collections.abc import Iterator
 
 import torch
-from torch.utils.data import random_split
+from torch.utils.data import DistributedSampler, random_split
 
 Batch = tuple[torch.Tensor, ...]
 SPLITS = ("val", "test", "train")  # split_indices' cuts, in random_split's order
 
 
-class ShardSampler:
-    """The order in which this rank sees the samples, like DistributedSampler.
-
-    Training shuffles with a generator of its own seeded by (seed, epoch): the same permutation on every rank,
-    independent of the global RNG, so resumed and uninterrupted runs see the same order. It pads by wrapping
-    around so every rank steps equally often. Evaluation neither shuffles nor pads: each sample counts once.
+class ShardSampler(DistributedSampler):
+    """The order in which this rank sees the samples: DistributedSampler's for training (a permutation of its own
+    generator seeded by (seed, epoch), the same on every rank and independent of the global RNG, so resumed and
+    uninterrupted runs see the same order; padded by wrapping around so every rank steps equally often). Evaluation
+    neither shuffles nor pads: each sample counts once.
     """
 
     def __init__(self, n: int, shuffle: bool, seed: int = 0, rank: int = 0, world_size: int = 1) -> None:
-        self.n, self.shuffle, self.seed, self.rank, self.world_size = n, shuffle, seed, rank, world_size
-        self.epoch = 0
+        # Each epoch's permutation seeded by seed * 100_003 + epoch, as before this was a DistributedSampler: a
+        # checkpoint of an earlier run resumes on the same order.
+        super().__init__(range(n), world_size, rank, shuffle, seed * 100_003)  # ty: ignore[invalid-argument-type]  # any sequence is sampled
+        if not shuffle:
+            self.num_samples = len(range(rank, n, world_size))
 
-    def set_epoch(self, epoch: int) -> None:  # Lightning calls this at the start of every training epoch
-        self.epoch = epoch
+    def __iter__(self) -> Iterator[int]:
+        return super().__iter__() if self.shuffle else iter(range(self.rank, len(self.dataset), self.num_replicas))  # ty: ignore[invalid-argument-type]  # a range
 
     def indices(self) -> torch.Tensor:
-        if not self.shuffle:
-            return torch.arange(self.rank, self.n, self.world_size)
-        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
-        order = torch.randperm(self.n, generator=generator)
-        padded = math.ceil(self.n / self.world_size) * self.world_size
-        return torch.cat([order, order[: padded - self.n]])[self.rank :: self.world_size]
-
-    def __len__(self) -> int:
-        return math.ceil(self.n / self.world_size) if self.shuffle else len(range(self.rank, self.n, self.world_size))
+        return torch.tensor(list(self), dtype=torch.long)
 
 
 class TensorBatches:
@@ -57,8 +49,8 @@ class TensorBatches:
         self._resume_at = 0
 
     def __len__(self) -> int:
-        divide = operator.floordiv if self.drop_last else lambda a, b: -(-a // b)
-        return divide(len(self.sampler), self.batch_size)
+        batches, rest = divmod(len(self.sampler), self.batch_size)
+        return batches + int(rest > 0 and not self.drop_last)
 
     def __iter__(self) -> Iterator[Batch]:
         start, self._resume_at = self._resume_at, 0

@@ -87,6 +87,7 @@ def exported(model: torch.nn.Module, format: str, batch_size: int | None = None)
             f"{name}'s forward gave outputs {differs:.3g} apart on the same inputs: it samples, and an export of it"
             " could not be checked; make forward deterministic in eval mode (sample only while training)"
         )
+    fixed = "" if batch_size else "; export at a fixed batch size with --batch_size N"
     batch, bound = Dim("batch", min=1), inspect.signature(model.forward).bind(*args, **kwargs).arguments
     dynamic = {key: {0: batch} if isinstance(value, torch.Tensor) else None for key, value in bound.items()}
     try:
@@ -96,8 +97,7 @@ def exported(model: torch.nn.Module, format: str, batch_size: int | None = None)
     except Exception as error:  # the exporter's refusal, and the line of forward that made the batch size a constant
         reason = f"{type(error).__name__}: {first_line(error)}"
         how = f"at a batch of {batch_size}" if batch_size else f"with a free batch size{_pinned(guards)}"  # ty: ignore[possibly-unresolved-reference]  # bound before anything in the try can raise
-        hint = "" if batch_size else "; export at a fixed batch size with --batch_size N"
-        raise UsageError(f"{name} cannot be exported {how} ({reason}){hint}") from None
+        raise UsageError(f"{name} cannot be exported {how} ({reason}){fixed}") from None
     for checked in (batch_size,) if batch_size else (1, size + 3):
         inputs, named = resized(args, checked), resized(kwargs, checked)
         try:
@@ -105,12 +105,10 @@ def exported(model: torch.nn.Module, format: str, batch_size: int | None = None)
             expected = [t for _, t in named_outputs(_eager(model, inputs, named))]
             if len(actual) != len(expected):
                 raise AssertionError(f"{len(actual)} outputs, not {len(expected)}")
-            for got, want in zip(actual, expected, strict=True):
-                torch.testing.assert_close(got, want, **TOLERANCE)
+            torch.testing.assert_close(actual, expected, **TOLERANCE)
         except Exception as error:
             reason = first_line(error)  # TorchScript's interpreter says what failed last, after the code that raised it
             reason = str(error).strip().splitlines()[-1] if "TorchScript interpreter" in reason else reason
-            fixed = "" if batch_size else "; export at a fixed batch size with --batch_size N"
             raise UsageError(f"{name}'s {format} file, run at a batch of {checked}: {reason}{fixed}") from None
     return content
 

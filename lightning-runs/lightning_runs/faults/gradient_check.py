@@ -39,16 +39,13 @@ class GradientCheck(Callback):
                     f"step {trainer.global_step}: the float16 loss scale fell to {scaler.get_scale():.1e}, every step"
                     " overflows; lower the learning rate or use --trainer.precision bf16-mixed or 32"
                 )
-        elif total.device.type == "cpu":
-            if not torch.isfinite(total):
-                raise Diverged(_diverged(trainer.global_step))
         else:
             # On a GPU, reading the verdict every step would stall the queue: the first bad step is kept on the device
-            # and read at each logged step and at the epoch's end, before any checkpoint is written.
+            # and read at each logged step and at the epoch's end, before any checkpoint is written; on a CPU, at once.
             step = torch.tensor(float(trainer.global_step), device=total.device)
             bad = torch.where(torch.isfinite(total), torch.inf, step)
             self._first_bad = bad if self._first_bad is None else self._first_bad.minimum(bad)
-            if trainer.global_step % trainer.log_every_n_steps == 0:
+            if total.device.type == "cpu" or trainer.global_step % trainer.log_every_n_steps == 0:
                 self._check()
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
@@ -56,11 +53,7 @@ class GradientCheck(Callback):
 
     def _check(self) -> None:
         if self._first_bad is not None and torch.isfinite(self._first_bad):
-            raise Diverged(_diverged(int(self._first_bad)))
-
-
-def _diverged(step: int) -> str:
-    return (
-        f"step {step}: the loss or its gradients are NaN/Inf, stopped before they reached the weights; lower the"
-        " learning rate or set --trainer.gradient_clip_val"
-    )
+            raise Diverged(
+                f"step {int(self._first_bad)}: the loss or its gradients are NaN/Inf, stopped before they reached the"
+                " weights; lower the learning rate or set --trainer.gradient_clip_val"
+            )

@@ -126,10 +126,8 @@ class WandbRunLogger(FolderLogger, WandbLogger):
             os.environ.setdefault("WANDB_ERROR_REPORTING", "false")  # crash reports would go to W&B's servers
         # `mode` rather than WandbLogger's `offline`, which sets WANDB_MODE=dryrun for the rest of the process.
         settings: dict = {"mode": "offline"} if offline else {}
-        if is_quiet():
-            import wandb
-
-            settings["settings"] = wandb.Settings(quiet=True)  # no run history and summary tables at the end
+        if is_quiet():  # wandb.init reads a dict as its Settings
+            settings["settings"] = {"quiet": True}  # no run history and summary tables at the end
         super().__init__(
             name=self._folder.name,
             # Absolute: W&B's service process, which a process started by another that uses W&B shares, has its

@@ -117,9 +117,8 @@ class FSDP(ModelParallelStrategy):
 def _shard_networks(module) -> None:
     from torch.distributed.fsdp import FSDPModule, fully_shard
 
-    found = networks(module)  # every parameter is in one of them (FSDP.check)
     mesh = module.device_mesh["data_parallel"]
-    for _, network in found:
+    for _, network in networks(module):  # every parameter is in one of them (FSDP.connect)
         if isinstance(network, FSDPModule):  # configure_model runs again for each Trainer call (fit, then test)
             continue
         for block in network.children():  # one all-gather a block: only one block's full weights at a time

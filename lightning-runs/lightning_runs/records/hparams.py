@@ -41,28 +41,19 @@ def log_parameters(trainer, pl_module) -> None:
         return
     # Imported here, by a fit with TensorBoard only: TensorBoard's hparams plugin pulls in absl and its TensorFlow stub,
     # ~1% of every command's start-up (`fit --help`, `runs`) otherwise.
-    from tensorboard.compat.proto.summary_pb2 import Summary
-    from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
     from tensorboard.plugins.hparams import summary_v2 as hparams_api  # .api would import TensorFlow's Keras
 
-    # Each HPARAMS column's type, by its value's: bool before int, which it subclasses.
-    types = ((bool, api_pb2.DATA_TYPE_BOOL), ((int, float), api_pb2.DATA_TYPE_FLOAT64), (str, api_pb2.DATA_TYPE_STRING))
     best = next((c for c in trainer.checkpoint_callbacks if getattr(c, "monitor", None)), None)
     scores = score_tags(best and best.monitor)
     params = {**pl_module.hparams, **(trainer.datamodule.hparams if trainer.datamodule else {}), **settings}
     # None leaves its cell empty, as torch's writer does: a column keeps one type. A list shows as its text.
     values = {k: v if isinstance(v, bool | int | float | str) else str(v)
               for k, v in _flatten_dict(parameters(params)).items() if v is not None}  # fmt: skip
-    infos = [api_pb2.HParamInfo(name=key, type=next(t for kinds, t in types if isinstance(v, kinds)))
-             for key, v in values.items()]  # fmt: skip
-    metrics = [api_pb2.MetricInfo(name=api_pb2.MetricName(tag=tag)) for tag in scores]
-    data = plugin_data_pb2.HParamsPluginData(experiment=api_pb2.Experiment(hparam_infos=infos, metric_infos=metrics))
-    experiment = Summary()
-    experiment.value.add(
-        tag=metadata.EXPERIMENT_TAG, metadata=metadata.create_summary_metadata(data), tensor=metadata.NULL_TENSOR
-    )
+    # Each column typed by its value (a domain of no values: the type alone). Lightning's `log_hyperparams(params,
+    # metrics)` writes through torch's `hparams`, which types a bool as a number, and writes nothing without metrics.
+    columns = [hparams_api.HParam(key, hparams_api.Discrete([], dtype=type(v))) for key, v in values.items()]
     writer = tensorboard_file_writer(logger.experiment)
-    writer.add_summary(experiment, 0)
+    writer.add_summary(hparams_api.hparams_config_pb(columns, [hparams_api.Metric(tag) for tag in scores]), 0)
     writer.add_summary(hparams_api.hparams_pb(values), 0)
     logger.log_metrics(dict.fromkeys(scores, math.nan), step=0)
 

@@ -43,12 +43,6 @@ class SaveConfigInRun(SaveConfigCallback):
                 logger.experiment.log_artifact(logger.run_id, str(path))
 
 
-def saved_config_path(trainer) -> Path | None:
-    """Where this command's config was saved in the run folder, rank zero, once setup has run."""
-    callback = next((c for c in trainer.callbacks if isinstance(c, SaveConfigInRun)), None)
-    return getattr(callback, "saved", None)
-
-
 def _folders(module: str) -> list[Path]:
     """Where the owner's code is (`__main__`: the script), then the working directory."""
     spec = importlib.util.find_spec(module) if module != "__main__" else None
@@ -69,8 +63,9 @@ def environment(module: str) -> dict:
     # a TOML parse of it half a second.
     for name, version in LOCKED.findall(text.decode()):
         pinned.setdefault(_canonical(name), set()).add(version.partition("+")[0])
+    installed = {name: version.partition("+")[0] for name, version in _installed().items()}  # a local build's too
     differs = {f"{name} {version} (lock: {', '.join(sorted(pinned[name]))})"
-               for name, version in _installed().items() if name in pinned and version not in pinned[name]}  # fmt: skip
+               for name, version in installed.items() if name in pinned and version not in pinned[name]}  # fmt: skip
     return {"lock": f"{lock}", "lock_sha256": hashlib.sha256(text).hexdigest(), "differs": sorted(differs)}
 
 
@@ -79,9 +74,9 @@ LOCKED = re.compile(r'^\[\[package\]\]\r?\nname = "([^"]+)"\r?\nversion = "([^"]
 
 @functools.cache  # once per process: what is installed does not change under a running fit
 def _installed() -> dict[str, str]:
-    """Each installed distribution's version, the first on sys.path as for an import: from its folder's name,
-    `<name>-<version>.dist-info` as installers write it, not by reading ~200 metadata files; an .egg-info's (a
-    source tree's, `python setup.py develop`) from its metadata."""
+    """Each installed distribution's version (`2.14.1+cu130`), the first on sys.path as for an import: from its
+    folder's name, `<name>-<version>.dist-info` as installers write it, not by reading ~200 metadata files (0.2 s);
+    an .egg-info's (a source tree's, `python setup.py develop`) from its metadata."""
     found: dict[str, str] = {}
     for entry in sys.path:
         try:
@@ -96,7 +91,7 @@ def _installed() -> dict[str, str]:
                 name, version = dist.metadata["Name"] or "", dist.version or ""
             else:
                 continue
-            found.setdefault(_canonical(name), version.partition("+")[0])
+            found.setdefault(_canonical(name), version)
     return found
 
 
@@ -124,12 +119,7 @@ def git_state(module: str) -> dict:
 
 def versions() -> dict:
     found = {"python": platform.python_version(), "cuda": torch.version.cuda, "torch": torch.__version__}
-    for package in PACKAGES[1:]:
-        try:
-            found[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            found[package] = None
-    return found
+    return found | {package: _installed().get(package) for package in PACKAGES[1:]}
 
 
 def device(trainer) -> dict:

@@ -35,13 +35,13 @@ def report_fit(trainer, tested: dict | None = None) -> None:
         lines.append(f"  last         {here(last)}")
     for metric, value in (tested or {}).items():
         lines.append(f"  {metric:12} {float(value):.4f} of the best checkpoint")
-    testable = (best or last) and is_overridden("test_step", trainer.lightning_module)
+    # Tested already (the fit's --test_best): no test command to suggest.
+    testable = (best or last) and is_overridden("test_step", trainer.lightning_module) and not tested
     nexts = [f"{program()} test --ckpt_path {here(best['path'] if best else last)}"] if testable else []
     if isinstance(trainer.logger, TensorBoardLogger):
         nexts.append(f"tensorboard --logdir {trainer.logger.save_dir}")
     elif isinstance(trainer.logger, MLFlowLogger):
         uri = trainer.logger.experiment.tracking_uri
         nexts.append(f"mlflow ui --backend-store-uri {uri}" if uri.startswith("sqlite:") else f"open {uri}")
-    nexts = nexts[1:] if tested and testable else nexts  # tested already: no test command to suggest
     lines += [f"  {'next' if i == 0 else '':12} {command}" for i, command in enumerate(nexts)]
     say("\n".join(lines))

@@ -36,7 +36,9 @@ class RunSummary(Callback):
         """Read once, after every callback's setup (the config is saved in SaveConfigInRun's)."""
         if self._facts or not trainer.is_global_zero:
             return
-        path = provenance.saved_config_path(trainer)
+        # Where this command's config was saved in the run folder (rank zero, once setup has run).
+        saver = next((c for c in trainer.callbacks if isinstance(c, provenance.SaveConfigInRun)), None)
+        path = getattr(saver, "saved", None)
         config = read_run_data(path) if path is not None else None
         self._facts: dict = {
             "config": config,
