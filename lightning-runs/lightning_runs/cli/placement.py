@@ -56,11 +56,9 @@ FOLDER_LOGGERS = (TensorBoardLogger, CSVRunLogger, FolderLogger)
 def logger_args(config):
     """The configured logger's init_args, where it is one that keeps a run folder; else a one-line refusal: every run's
     files (config, checkpoints, summary) go in runs/<name>/version_N, never the working directory."""
-    from jsonargparse import Namespace  # parsed values only
-
     logger = config.trainer.logger
     logger = logger[0] if isinstance(logger, list) and len(logger) == 1 else logger
-    found = imported(getattr(logger, "class_path", None)) if isinstance(logger, Namespace) else None
+    found = imported(getattr(logger, "class_path", None))  # a parsed class's Namespace; True, None: no class path
     if not (isinstance(found, type) and issubclass(found, FOLDER_LOGGERS)):
         raise UsageError(
             f"--trainer.logger {getattr(logger, 'class_path', logger)}: a run writes into runs/<name>/version_N through"
