@@ -69,7 +69,7 @@ def logger_args(config):
     return logger.init_args
 
 
-def name_run(config, default: str) -> str:
+def name_run(config, default: str) -> None:
     args = logger_args(config)
     if config.trainer.get("default_root_dir") and args.get("save_dir") == RUNS:  # Lightning's root for everything
         args.save_dir = str(config.trainer.default_root_dir)
@@ -83,7 +83,6 @@ def name_run(config, default: str) -> str:
             check_folder_name("--name" if key == "name" else f"--trainer.logger.init_args.{key}", str(value))
     if not str(args.get("save_dir") or "").strip():
         raise UsageError("--trainer.logger.init_args.save_dir '': must name the runs root, a folder (runs by default)")
-    return args.name
 
 
 def resolve_checkpoint(subcommand: str, config) -> Path | None:
