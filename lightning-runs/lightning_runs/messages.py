@@ -92,9 +92,9 @@ def _options(parser) -> list[str]:
     if parser is None:
         return []
     found = option_strings(parser)
-    for name in ("fit", "validate", "test", "predict"):
+    for name in ("fit", "validate", "test", "predict"):  # RunsCLI builds the typed one's parser only
         try:
             found += list(subcommand_options(parser, name))
         except (AttributeError, KeyError):
-            break
+            continue
     return [option for option in found if option.startswith("--")]
