@@ -39,7 +39,6 @@ from lightning_runs.signals import sigterm_held, terminated_outside_training
 
 # Lightning's bar redraws after every batch: 7% of the example's fit phase. Every 10th is still several a second.
 PROGRESS_BAR_REFRESH_RATE = 10
-SUBCOMMANDS = tuple(LightningCLI.subcommands())
 
 
 def class_path(cls: type) -> str:
@@ -155,7 +154,7 @@ class RunsCLI(LightningCLI):
         config.ckpt_path = None if self.evaluated else config.get("ckpt_path")
 
     def _parse(self, parser) -> None:
-        subcommand = next((arg for arg in self.args if arg in SUBCOMMANDS), None)
+        subcommand = next((arg for arg in self.args if arg in LightningCLI.subcommands()), None)
         args, classes, self.from_checkpoint = self.args, None, []
         if subcommand in evaluation.EVALUATIONS:
             given = evaluation.typed(self.args, "--ckpt_path")
