@@ -47,8 +47,7 @@ def condensed(error: Exception, parser) -> str:
         inner = _KEY.sub("", message[message.rfind('Parser key "') :] if keys else message)
         lines = [line.strip(" -") for line in inner.splitlines() if line.strip()]
         reason = next((line for line in lines if not line.startswith(_NOISE)), lines[0] if lines else message)
-    where = f"--{'.'.join(dict.fromkeys(keys))}: " if keys else ""
-    return f"{where}{reason}"
+    return f"--{'.'.join(dict.fromkeys(keys))}: {reason}" if keys else reason
 
 
 def _unknown(option: str, options: list[str], parser=None) -> str:
@@ -93,9 +92,9 @@ def _options(parser) -> list[str]:
     if parser is None:
         return []
     found = option_strings(parser)
-    for name in ("fit", "validate", "test", "predict"):
+    for name in ("fit", "validate", "test", "predict"):  # RunsCLI builds the typed one's parser only
         try:
             found += list(subcommand_options(parser, name))
         except (AttributeError, KeyError):
-            break
+            continue
     return [option for option in found if option.startswith("--")]

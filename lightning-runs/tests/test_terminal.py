@@ -145,6 +145,16 @@ def refused(*args: str) -> None:
     assert not Path("runs").exists()
 
 
+@pytest.mark.parametrize("subcommand", ["validate", "test", "predict"])
+def test_a_mistyped_option_of_an_evaluation_is_refused_with_the_closest_real_one(subcommand, capsys):
+    # Its parser is the only one built: the closest option was looked for in fit's, which is not there.
+    with pytest.raises(SystemExit) as exit:
+        run(subcommand, *TYPED, "--trainer.max_epoch=2")
+    assert exit.value.code == 2
+    meant = "error: unknown option --trainer.max_epoch: did you mean --trainer.max_epochs?"
+    assert capsys.readouterr().err.splitlines() == [meant]
+
+
 @pytest.mark.parametrize(
     "typed,meant",
     [

@@ -56,11 +56,9 @@ FOLDER_LOGGERS = (TensorBoardLogger, CSVRunLogger, FolderLogger)
 def logger_args(config):
     """The configured logger's init_args, where it is one that keeps a run folder; else a one-line refusal: every run's
     files (config, checkpoints, summary) go in runs/<name>/version_N, never the working directory."""
-    from jsonargparse import Namespace  # parsed values only
-
     logger = config.trainer.logger
     logger = logger[0] if isinstance(logger, list) and len(logger) == 1 else logger
-    found = imported(getattr(logger, "class_path", None)) if isinstance(logger, Namespace) else None
+    found = imported(getattr(logger, "class_path", None))  # a parsed class's Namespace; True, None: no class path
     if not (isinstance(found, type) and issubclass(found, FOLDER_LOGGERS)):
         raise UsageError(
             f"--trainer.logger {getattr(logger, 'class_path', logger)}: a run writes into runs/<name>/version_N through"
@@ -71,7 +69,7 @@ def logger_args(config):
     return logger.init_args
 
 
-def name_run(config, default: str) -> str:
+def name_run(config, default: str) -> None:
     args = logger_args(config)
     if config.trainer.get("default_root_dir") and args.get("save_dir") == RUNS:  # Lightning's root for everything
         args.save_dir = str(config.trainer.default_root_dir)
@@ -85,7 +83,6 @@ def name_run(config, default: str) -> str:
             check_folder_name("--name" if key == "name" else f"--trainer.logger.init_args.{key}", str(value))
     if not str(args.get("save_dir") or "").strip():
         raise UsageError("--trainer.logger.init_args.save_dir '': must name the runs root, a folder (runs by default)")
-    return args.name
 
 
 def resolve_checkpoint(subcommand: str, config) -> Path | None:

@@ -33,13 +33,12 @@ from lightning_runs.console import PLACEHOLDER, library_noise_silenced, program,
 from lightning_runs.errors import Terminated, UsageError, said
 from lightning_runs.faults.loader_check import check_limits
 from lightning_runs.messages import condensed
-from lightning_runs.private import print_config_deferred, print_config_if_requested, subcommand_parser
+from lightning_runs.private import print_config_deferred, print_config_if_requested
 from lightning_runs.records import SaveConfigInRun, report_fit
 from lightning_runs.signals import sigterm_held, terminated_outside_training
 
 # Lightning's bar redraws after every batch: 7% of the example's fit phase. Every 10th is still several a second.
 PROGRESS_BAR_REFRESH_RATE = 10
-SUBCOMMANDS = tuple(LightningCLI.subcommands())
 
 
 def class_path(cls: type) -> str:
@@ -155,7 +154,7 @@ class RunsCLI(LightningCLI):
         config.ckpt_path = None if self.evaluated else config.get("ckpt_path")
 
     def _parse(self, parser) -> None:
-        subcommand = next((arg for arg in self.args if arg in SUBCOMMANDS), None)
+        subcommand = next((arg for arg in self.args if arg in LightningCLI.subcommands()), None)
         args, classes, self.from_checkpoint = self.args, None, []
         if subcommand in evaluation.EVALUATIONS:
             given = evaluation.typed(self.args, "--ckpt_path")
@@ -167,23 +166,30 @@ class RunsCLI(LightningCLI):
             args = [*self.args[:at], *[arg for text in configs for arg in ("--config", text)], *self.args[at:]]
             if named and given:  # found: looked for again, the version its run's config.yaml gives could be another
                 args.append(f"--ckpt_path={given}")
-        self._parsed(parser, args, subcommand, classes)
+        self._parsed(parser, args, subcommand, classes)  # ty: ignore[invalid-argument-type]  # None: the parse says so
         extra = self.config[subcommand].model.get("dict_kwargs") or {}  # ty: ignore[invalid-argument-type]  # parsed: a subcommand was given
         for key in self.from_checkpoint:  # what a link gave a class that does not take it (a GAN given num_classes)
             extra.pop(key, None)
 
-    def _parsed(self, parser, args: list[str], subcommand: str | None, classes: dict | None = None):
-        self.config = self._parse_chosen(parser, args, classes)
-        set_quiet(self.config[subcommand].quiet)
-        return self._name_and_find(subcommand)  # ty: ignore[invalid-argument-type]  # parsed: a subcommand was given
+    def _parsed(self, parser, args: list[str], subcommand: str, classes: dict | None = None):
+        """Parse, name the run and find its checkpoint; a resume is compared with its run. Returns the checkpoint an
+        evaluation uses (its run's config is the evaluation's first layer)."""
+        self.config = self._parse_chosen(parser, args, subcommand, classes)
+        config = self.config[subcommand]
+        set_quiet(config.quiet)
+        placement.name_run(config, self.default_name)
+        path = placement.resolve_checkpoint(subcommand, config)
+        if path is None or subcommand != "fit":
+            return path
+        placement.resume(config, path, yaml.safe_load(self._parser(subcommand).dump(config, skip_none=False)))
+        return None
 
-    def _parse_chosen(self, parser, args: list[str], classes: dict | None = None):
+    def _parse_chosen(self, parser, args: list[str], subcommand: str | None, classes: dict | None = None):
         """The classes of --model and --data are their groups' defaults (`classes`: a run's), and a class chosen
         otherwise makes the command parsed again with it as the default: jsonargparse carries the default class's
         values over to a chosen class sharing their names (lr 0.05 for a class whose own default is 0.01, the default
         class's input_shape for a table's model; jsonargparse #460). The default data goes with the default model (and
         its subclasses): another model has none unless its command, config or run names one."""
-        subcommand = next((arg for arg in args if arg in SUBCOMMANDS), None)
         if subcommand is None:  # jsonargparse says what is missing
             return parser.parse_args(args)
         # A class typed by its path is the first parse's default: one parse, not two.
@@ -218,18 +224,6 @@ class RunsCLI(LightningCLI):
         found = placement.imported(model)
         return model == self.defaults["model"] or (isinstance(found, type) and issubclass(found, self.default_model))
 
-    def _name_and_find(self, subcommand: str):
-        """Name the run and find its checkpoint; a resume is compared with its run. Returns the checkpoint an
-        evaluation uses (its run's config is the evaluation's first layer)."""
-        config = self.config[subcommand]
-        placement.name_run(config, self.default_name)
-        path = placement.resolve_checkpoint(subcommand, config)
-        if path is None or subcommand != "fit":
-            return path
-        current = yaml.safe_load(subcommand_parser(self.parser, subcommand).dump(config, skip_none=False))
-        placement.resume(config, path, current)
-        return None
-
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand]  # ty: ignore[invalid-argument-type]  # parsed: a subcommand was given
         if not self.evaluated:
@@ -259,6 +253,8 @@ class RunsCLI(LightningCLI):
         # export: the module and data are what it needs; LightningCLI runs no subcommand then
         if evaluation.BUILDING.get():
             self.subcommand = None
+        elif self.subcommand in ("test", "predict"):
+            evaluation.check_step(self.model, self.subcommand)
 
     def instantiate_trainer(self, **kwargs) -> L.Trainer | None:  # ty: ignore[incompatible-method-override]  # None: export builds no Trainer
         if evaluation.BUILDING.get():
@@ -268,20 +264,13 @@ class RunsCLI(LightningCLI):
         callbacks = [*parts, *self.added] + (
             [InitFrom(config.init_from, config.freeze)] if config.init_from or config.freeze else []
         )
+        settings = {**config.trainer, **kwargs}
         if config.quiet:
-            kwargs |= {"enable_progress_bar": False, "enable_model_summary": False}
-        listed = config.trainer.get("callbacks") or []
-        bar = not config.quiet and config.trainer.get("enable_progress_bar") is not False
-        if bar and not any(isinstance(c, ProgressBar) for c in [*callbacks, *listed]):
+            settings |= {"enable_progress_bar": False, "enable_model_summary": False}
+        listed = [*callbacks, *(settings.get("callbacks") or [])]
+        if settings.get("enable_progress_bar") is not False and not any(isinstance(c, ProgressBar) for c in listed):
             callbacks.append(TQDMProgressBar(refresh_rate=PROGRESS_BAR_REFRESH_RATE))
-        trainer = self._instantiate_trainer({**config.trainer, **kwargs}, callbacks)
-        return trainer
-
-    def before_test(self) -> None:
-        evaluation.check_step(self.model, "test")
-
-    def before_predict(self) -> None:
-        evaluation.check_step(self.model, "predict")
+        return self._instantiate_trainer(settings, callbacks)
 
     def after_fit(self) -> None:
         best = self.trainer.checkpoint_callback
