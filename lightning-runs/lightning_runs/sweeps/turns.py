@@ -41,11 +41,10 @@ class Turn:
         if self.engine is None:
             self.held = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
             fcntl.flock(self.held, fcntl.LOCK_EX)
-            return
-        connection = self.engine.connect()
-        connection.execute(sqlalchemy.text(self.lock), self.key)  # ty: ignore[invalid-argument-type]  # a server's lock: a folder's turn never connects
-        connection.commit()
-        self.held = connection
+        else:
+            self.held = connection = self.engine.connect()
+            connection.execute(sqlalchemy.text(self.lock), self.key)  # ty: ignore[invalid-argument-type]  # a server's lock: a folder's turn never connects
+            connection.commit()
 
     def __enter__(self) -> None:
         self.take()
