@@ -79,8 +79,7 @@ def keep_scoring(study: optuna.Study, metric: str, direction: str, where: str) -
             f"--study {study.study_name}: the study in {where} scores {theirs}, this command {metric} ({direction});"
             " start a new --study for that, or give the study's --metric and --direction"
         )
-    if recorded is None:
-        study.set_user_attr(STUDY_METRIC, metric)
+    study.set_user_attr(STUDY_METRIC, metric)  # the same as recorded, or the first record
 
 
 def counts(study: optuna.Study) -> tuple[int, int]:

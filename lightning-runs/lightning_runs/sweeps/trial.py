@@ -15,7 +15,7 @@ from pathlib import Path
 from lightning.pytorch.callbacks import Callback
 
 from lightning_runs.errors import TrialRefusal
-from lightning_runs.run_folders import read_run_data, run_folder
+from lightning_runs.run_folders import read_summary, run_folder
 
 # A cross-validated trial's fold k reports epoch e as step k * FOLD_STEPS + e: the pruner compares each fold with the
 # same fold of other trials, and no fit runs this many epochs.
@@ -111,6 +111,6 @@ def fit_finished(trial) -> bool:
     `completed` (a stop after the last step, records/summary.py). Its score then counts."""
     run = trial.user_attrs.get("run")
     try:
-        return run is not None and read_run_data(Path(run) / "summary.json").get("status") == "completed"
+        return run is not None and read_summary(Path(run) / "summary.json").get("status") == "completed"
     except (OSError, ValueError):  # no summary, or not one: the fit did not get that far
         return False

@@ -13,11 +13,9 @@ import os
 import sqlalchemy
 from sqlalchemy.pool import NullPool
 
-# What each server calls its lock; the key is derived from the study's name, so two studies take turns apart.
-SERVER_LOCKS = {
-    "postgresql": ("SELECT pg_advisory_lock(:key)", "SELECT pg_advisory_unlock(:key)"),
-    "mysql": ("SELECT GET_LOCK(:key, -1)", "SELECT RELEASE_LOCK(:key)"),
-}
+# What each server calls its lock, a session's: it lasts until its connection closes. The key is derived from the
+# study's name, so two studies take turns apart.
+SERVER_LOCKS = {"postgresql": "SELECT pg_advisory_lock(:key)", "mysql": "SELECT GET_LOCK(:key, -1)"}
 
 
 class Turn:
@@ -27,7 +25,7 @@ class Turn:
     def __init__(self, url: str, study: str, folder) -> None:
         self.folder = folder
         backend = sqlalchemy.engine.make_url(url).get_backend_name() if "://" in url else "file"
-        self.lock = SERVER_LOCKS.get(backend)  # (take, give) statements; None: the folder's lock
+        self.lock = SERVER_LOCKS.get(backend)  # None: the folder's lock
         digest = hashlib.sha256(f"lightning-runs:{study}".encode()).digest()
         # PostgreSQL's key is a signed 64-bit integer; MySQL's a name of at most 64 characters.
         key = int.from_bytes(digest[:8], "big", signed=True) if backend == "postgresql" else digest.hex()[:40]
@@ -43,11 +41,10 @@ class Turn:
         if self.engine is None:
             self.held = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
             fcntl.flock(self.held, fcntl.LOCK_EX)
-            return
-        connection = self.engine.connect()
-        connection.execute(sqlalchemy.text(self.lock[0]), self.key)  # ty: ignore[not-subscriptable]  # a server's lock: a folder's turn never connects
-        connection.commit()
-        self.held = connection
+        else:
+            self.held = connection = self.engine.connect()
+            connection.execute(sqlalchemy.text(self.lock), self.key)  # ty: ignore[invalid-argument-type]  # a server's lock: a folder's turn never connects
+            connection.commit()
 
     def __enter__(self) -> None:
         self.take()
@@ -60,8 +57,4 @@ class Turn:
         if isinstance(held, int):
             os.close(held)  # and with it the lock
         elif held is not None:
-            try:
-                held.execute(sqlalchemy.text(self.lock[1]), self.key)  # ty: ignore[not-subscriptable]  # a server's lock: a folder's turn never connects
-                held.commit()
-            finally:
-                held.close()
+            held.close()  # the server's session ends (NullPool keeps none), and with it the lock

@@ -16,7 +16,7 @@ from jsonargparse.typing import PositiveInt
 from lightning_runs.configs import recipe as recipe_of
 from lightning_runs.console import say
 from lightning_runs.errors import Failed, Stopped, UsageError
-from lightning_runs.run_folders import get, read_run_data, write_json
+from lightning_runs.run_folders import get, read_run_data, read_summary, write_json
 from lightning_runs.tools.fits import Fits, check_study, fit_config, same_recipe, table
 from lightning_runs.tools.function_cli import function_cli
 
@@ -103,7 +103,7 @@ def _command(k, folds, recipe, study, save_dir, run, test) -> list[str] | None:
 
 def _summary(run: Path) -> dict:
     try:
-        return read_run_data(run / "summary.json")
+        return read_summary(run / "summary.json")
     except (OSError, ValueError):  # no fit yet, or one stopped before it wrote its summary
         return {}
 

@@ -24,7 +24,6 @@ from lightning_runs.errors import UsageError, first_line
 from lightning_runs.export.exporting import example_of, exported, input_names, named_outputs, resized
 from lightning_runs.tools.function_cli import function_cli
 
-OWN = ("--ckpt_path", "--format", "--output", "--batch_size", "--config", "--print_config", "-h", "--help")
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".torchscript.pt", "pt2": ".pt2"}
 # How each format's file starts: an existing --output is replaced only where it is an export (ONNX's protobuf opens with
 # its ir_version field; TorchScript and pt2 are zip archives).
@@ -37,7 +36,7 @@ def export(
     output: Path | None = None,
     batch_size: PositiveInt | None = None,
     cli_main: Callable | None = None,
-    options: Sequence[str] = (),
+    args: Sequence[str] = (),
 ) -> Path:
     """Write the checkpoint's module, built as predict builds it, in `format`; other options are predict's (--model.*).
 
@@ -47,12 +46,13 @@ def export(
             (torch.export.load, what PyTorch recommends now)
         output: the file to write; by default beside the checkpoint (best.onnx)
         batch_size: export at this batch size only, where the free batch size fails (a forward using `len(x)`)
+        args: predict's options for the module and data, such as [--model.lr=0.1]; any option not export's goes here
     """
     ckpt_path = Path(ckpt_path)
     output = Path(output or ckpt_path.with_suffix(SUFFIXES[format]))
     if output.suffix == ".ckpt" or (output.exists() and output.resolve() == ckpt_path.resolve()):
         raise UsageError(f"--output {output}: a checkpoint; an export never replaces one, give another file")
-    model = built_model(ckpt_path, cli_main, options)
+    model = built_model(ckpt_path, cli_main, args)
     refuse_non_finite(model.state_dict(), output)  # NaN weights would check out: NaN equals NaN
     content = exported(model, format, batch_size)
     write_output(output, content, lambda head: head.startswith(MAGIC[format]), "export")
@@ -96,11 +96,4 @@ def built_model(ckpt_path: Path, cli_main: Callable | None, options: Sequence[st
 
 
 def main(cli_main, args: list[str] | None = None) -> Path:
-    own, options, args = [], [], list(args or [])
-    while args:
-        arg = args.pop(0)
-        mine = arg.partition("=")[0] in OWN
-        (own if mine else options).append(arg)
-        if "=" not in arg and args and not args[0].startswith("-") and arg not in ("-h", "--help"):
-            (own if mine else options).append(args.pop(0))
-    return function_cli(export, own, cli_main=cli_main, options=options)
+    return function_cli(export, args, cli_main=cli_main)

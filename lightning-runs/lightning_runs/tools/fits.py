@@ -36,12 +36,10 @@ def fit_config(cli_main: Callable, recipe: tuple[str, ...]) -> dict:
 def check_study(study: str, folds: int | None, resolved: dict) -> None:
     """The study's name becomes a file's and a folder's; folds need at least 2 and a DataModule that takes them."""
     check_folder_name("--study", study)
-    if folds is None:
-        return
-    if folds < 2:
+    if folds is not None and folds < 2:
         raise UsageError(f"--folds {folds}: cross-validation takes at least 2 folds")
     data = resolved.get("data") or {}
-    if not {"folds", "fold"} <= set(data.get("init_args") or {}):
+    if folds is not None and not {"folds", "fold"} <= set(data.get("init_args") or {}):
         raise UsageError(
             f"--data {data.get('class_path')}: takes no folds and fold arguments; give its __init__ `folds: int | None"
             " = None, fold: int = 0` and validate on fold `fold` of `folds` (python -m pydoc"

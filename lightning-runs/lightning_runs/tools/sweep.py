@@ -39,7 +39,6 @@ from lightning_runs.tools.function_cli import function_cli
 
 STUDY_RECIPE = "recipe"  # the study's user attribute holding the recipe it began with
 Direction = Literal["maximize", "minimize"]  # a study's
-DIRECTIONS: dict[str, Direction] = {"max": "maximize", "min": "minimize"}  # a checkpoint's mode -> a study's direction
 
 
 def sweep(
@@ -158,7 +157,7 @@ def scored_by(resolved: dict, metric: str | None, direction: Direction | None) -
             f"--metric {metric}: give --direction maximize or minimize; a direction is taken only for the metric the"
             f" trials' best checkpoint monitors, and that is {watched}"
         )
-    return metric, direction or DIRECTIONS[mode or "min"]  # Lightning's default mode
+    return metric, direction or ("maximize" if mode == "max" else "minimize")  # min: Lightning's default mode
 
 
 def _url(storage: str | None, save_dir: Path, study: str) -> str:
