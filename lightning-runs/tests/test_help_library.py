@@ -2,6 +2,7 @@
 (`python -m <package> schema`)."""
 
 import json
+import typing
 from contextlib import redirect_stdout
 from io import StringIO
 from pathlib import Path
@@ -13,7 +14,7 @@ from jsonargparse import ArgumentParser
 from torch import nn
 
 from lightning_runs.cli.help import MAX_LISTED, RunsHelpFormatter
-from lightning_runs.tools.schema import subcommand_schema, write_schema
+from lightning_runs.tools.schema import subcommand_schema, type_schema, write_schema
 from tiny_tasks import cli_main
 
 
@@ -35,6 +36,14 @@ def test_an_nn_module_option_is_one_entry_not_a_page():
     small.add_argument("--optimizer", type=torch.optim.Optimizer, help="The optimizer.")
     listed = " ".join(printed(lambda: small.parse_args(["--help"])).split())
     assert "torch.optim.Adam" in listed and len(torch.optim.Optimizer.__subclasses__()) <= MAX_LISTED
+
+
+def test_a_sequence_or_an_iterable_is_an_array_of_its_items():
+    from collections.abc import Iterable, Sequence
+
+    for hint in (Sequence[str], Iterable[str], list[str], tuple[str, ...], typing.Sequence[str], typing.List[str]):  # noqa: UP006
+        assert type_schema(hint) == {"type": "array", "items": {"type": "string"}}, hint
+    assert type_schema(Sequence) == type_schema(typing.Iterable) == {"type": "array"}
 
 
 @pytest.fixture(scope="module")

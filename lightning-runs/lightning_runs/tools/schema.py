@@ -15,7 +15,7 @@ import json
 import os
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -30,7 +30,8 @@ from lightning_runs.tools.function_cli import function_cli
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 ANYTHING: dict = {}
 _PRIMITIVES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"))
-_ARRAYS = (list, tuple, set, frozenset, typing.Sequence, typing.Iterable, typing.List, typing.Tuple)  # noqa: UP006
+# typing's aliases have these as their origin (typing.Sequence[str] and typing.Sequence: collections.abc.Sequence).
+_ARRAYS = (list, tuple, set, frozenset, Sequence, Iterable)
 
 
 def subcommand_schema(cli_main: Callable, subcommand: str = "fit") -> dict:
