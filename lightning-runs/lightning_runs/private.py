@@ -125,6 +125,13 @@ def option_strings(parser) -> list[str]:
     return list(parser._option_string_actions)
 
 
+def given_options(parser, args: list[str]):
+    """What `args` give (typed, or in a config file they name), no default among them: jsonargparse's
+    `parse_args(defaults=False)` less its check that every required option is there (a `--model` left to its
+    default class is missing from such a parse), which only the private `_skip_validation` skips. jsonargparse 4.53."""
+    return parser.parse_args(args, defaults=False, _skip_validation=True)
+
+
 def saved_class_path(hparams) -> str | None:
     """The class a module's saved hyper_parameters were built as: LightningCLI records a module chosen by class path
     under `_class_path` (lightning.pytorch.cli._InstantiatorFn) and has no public reader. Lightning 2.6.6."""

@@ -152,6 +152,14 @@ def test_a_shape_a_config_file_gives_is_declared_as_one_typed_is(tmp_path, capsy
     assert fitted.model.layer.in_features == 6 and fitted.trainer.global_step == 2
 
 
+def test_a_shape_given_by_hand_is_declared_even_where_it_is_the_models_own_default(capsys):
+    """As the refusal says: `--model.input_shape [4]` declares the shape, though (4,) is TinyClassifier's default."""
+    data = [f"--data={HERE}.NoShape", "--data.features=4"]
+    assert "names no sample_shape" in refusal(capsys, lambda: run("fit", *SHORT, *data))
+    fitted = run("fit", *SHORT, *data, "--model.input_shape=[4]")
+    assert fitted.model.layer.in_features == 4 and fitted.trainer.global_step == 2
+
+
 @pytest.mark.parametrize("data", [[], ["--data=null"]], ids=["no --data", "--data null"])
 def test_lightnings_boring_model_runs_on_its_own_loaders_with_no_datamodule(data, capsys):
     fitted = run("fit", BORING, *data, *UNWATCHED, *SHORT)

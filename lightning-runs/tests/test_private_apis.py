@@ -31,6 +31,7 @@ from lightning_runs.private import (
     call_epoch_start_hooks,
     continue_version,
     datamodules_described_plainly,
+    given_options,
     lightning_modules_traceable,
     option_nargs,
     option_strings,
@@ -419,3 +420,17 @@ def test_the_training_iterator_exists_at_train_start_and_skipping_takes_batches_
     model.train_dataloader = lambda: DataLoader(torch.arange(3.0).repeat_interleave(32).view(3, 32))
     boring_fit(tmp_path, [Skips()], model=model, ckpt_path=None)
     assert seen == [(0, 32.0), (1, 64.0)]  # batch 0 skipped; the epoch's two limited batches are 1 and 2
+
+
+def test_a_parse_without_defaults_holds_only_what_was_given_and_needs_no_required_option(tmp_path):
+    parser = ArgumentParser()
+    parser.add_argument("--config", action=ActionConfigFile)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument("--shape", type=int, default=8)
+    (tmp_path / "c.yaml").write_text("shape: 8\n")
+    with pytest.raises(SystemExit):  # the public parse checks the required option
+        parser.parse_args(["--classes=10"], defaults=False)
+    given = given_options(parser, ["--classes=10", f"--config={tmp_path / 'c.yaml'}"])
+    assert given.get("classes") == 10 and given.get("shape") == 8 and given.get("model") is None
+    assert "classes" not in given_options(parser, [])

@@ -246,8 +246,9 @@ class RunsCLI(LightningCLI):
         if self.subcommand == "fit":
             # The default model's defaults are the default data's: another DataModule gives those or the command does.
             other_data = self.datamodule is not None and class_path(type(self.datamodule)) != self.defaults.get("data")
-            paired = isinstance(self.model, self.default_model) and other_data
-            check_declared(self.model, self.datamodule, self.config.fit, self._parser("fit") if paired else None)
+            links = self._parser("fit") if isinstance(self.model, self.default_model) and other_data else None
+            explicit = lambda: private.given_options(self.parser, self.args).fit  # noqa: E731
+            check_declared(self.model, self.datamodule, self.config.fit, links, explicit)
 
     def after_instantiate_classes(self) -> None:
         # export: the module and data are what it needs; LightningCLI runs no subcommand then
