@@ -255,9 +255,7 @@ def readme(source: Path, name: str, template: str, images: bool) -> str:
     return kept.replace("<name>", name).replace("<template>", template)
 
 
-def render(
-    source: Path, dest: Path, name: str, package: str, template: str, commit: str, images: bool = False
-) -> None:
+def render(source: Path, dest: Path, name: str, package: str, template: str, commit: str, images: bool = False) -> None:
     """What a copy holds of the repository `source` (at its HEAD), written into `dest` with the package `package`
     renamed `name` and the library pinned to the template `template` at `commit`; the image-folder DataModule
     (IMAGES) only with `images`."""
