@@ -2,9 +2,15 @@
 # whose library comes from the template's git repository instead (their pyproject.toml says which commit).
 .PHONY: bench bench-scale bench-sweep gpu-check new-project
 
-new-project: ## copy this template to DEST as package NAME, in a new git repository: DEST=../my-exp NAME=my_exp
+# IMAGES=1 keeps the image-folder DataModule (images.py, image_files.py, tests/test_images.py) in the copy; without
+# it (or IMAGES=0) the copy's package is the digits' alone. Expanded only when new-project runs.
+IMAGES_FLAG = $(if $(filter 1,$(IMAGES)),--images,$(if $(filter-out 0,$(IMAGES)),$(error IMAGES=$(IMAGES) is not a \
+	choice: IMAGES=1 keeps the image-folder DataModule, IMAGES=0 or none leaves it out)))
+
+# LICENSE=Apache-2.0 HOLDER="Jane Doe": the copy's license and holder (MIT and "The <NAME> authors" unless told).
+new-project: ## this template as package NAME in a new git repository at DEST: DEST=../my-exp NAME=my_exp [IMAGES=1]
 	$(PYTHON) scripts/new_project.py "$(DEST)" "$(NAME)" $(if $(LICENSE),--license "$(LICENSE)") \
-		$(if $(HOLDER),--holder "$(HOLDER)")  # quoted: a DEST with a space is one folder; LICENSE=Apache-2.0 HOLDER=...
+		$(if $(HOLDER),--holder "$(HOLDER)") $(IMAGES_FLAG)  # quoted: a DEST with a space is one folder
 
 bench: install ## the fit against a plain PyTorch loop and a plain Lightning script, then each part's cost (~30 min)
 	$(PY) -m benchmarks.compare $(ARGS)

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from new_project import PACKAGE, README, committed, for_copy, rename, write_docs_site, write_license
+from new_project import PACKAGE, committed, for_copy, readme, rename, write_docs_site, write_license
 
-name, commit, template, clone, spdx, holder = sys.argv[1:7]
+name, commit, template, clone, spdx, holder, images = sys.argv[1:8]
 copy = Path.cwd()
 for relative in committed(Path(clone)):  # what copier copied, as the template committed it
     written = copy / relative
@@ -28,7 +28,7 @@ for relative in committed(Path(clone)):  # what copier copied, as the template c
     if text is not None:
         target.write_text(text)
 shutil.rmtree(copy / PACKAGE, ignore_errors=True)
-readme = (Path(clone) / README).read_text()  # copier.yml excludes the template's README.md
-(copy / "README.md").write_text(readme.replace("<name>", name).replace("<template>", template))
+# copier.yml excludes the template's README.md; copier.yml's `images` left the image-folder DataModule out, or not
+(copy / "README.md").write_text(readme(Path(clone), name, template, images == "True"))
 write_docs_site(Path(clone), copy, name, template)  # copier.yml excludes the template's mkdocs.yml and docs/
 write_license(copy, spdx, holder, time.gmtime().tm_year)  # copier.yml's questions; LICENSES is this render's template

@@ -44,6 +44,10 @@ TRAILER = "Template-commit:"
 COPIED = ("pyproject.toml", "uv.lock", ".python-version", "Makefile", ".gitignore", ".pre-commit-config.yaml", ".ci/",
           ".github/", "Dockerfile", ".dockerignore", ".devcontainer/",
           f"{PACKAGE}/", "configs/", "sweeps/", "notebooks/", "tests/", "scripts/")  # fmt: skip
+# The image-folder DataModule (images on disk, decoded by DataLoader workers) and what is only about it: a copy holds
+# them when asked (make new-project IMAGES=1, copier's `images`), else its package is the digits' alone. The choice is
+# in the copy's RECORD, so that `make update-template` renders the template as the copy has it.
+IMAGES = (f"{PACKAGE}/images.py", f"{PACKAGE}/image_files.py", "tests/test_images.py")
 # The template's own tooling: a copy's `make update-template` runs the template's newest update_template.py.
 LEFT_OUT = ("tests/template/", "scripts/copy-README.md", "scripts/copy-docs/", "scripts/copier_task.py",
             "scripts/copier_checks.py", "scripts/new_project.py", "scripts/update_template.py",
@@ -153,11 +157,12 @@ def claim(dest: Path) -> None:
         raise ValueError(f"{dest} exists and is not empty")
 
 
-def committed(repository: Path) -> list[Path]:
-    """The files of `repository`'s HEAD that a copy holds, relative to it."""
+def committed(repository: Path, images: bool = True) -> list[Path]:
+    """The files of `repository`'s HEAD that a copy holds, relative to it; without `images`, none of IMAGES."""
     listed = git("ls-tree", "-r", "--name-only", "-z", "HEAD", cwd=repository)
+    left_out = LEFT_OUT if images else (*LEFT_OUT, *IMAGES)
     names = [name for name in listed.split("\0") if name and name != RECORD]
-    return [Path(name) for name in names if name.startswith(COPIED) and not name.startswith(LEFT_OUT)]
+    return [Path(name) for name in names if name.startswith(COPIED) and not name.startswith(left_out)]
 
 
 def left_behind(repository: Path) -> list[str]:
@@ -240,15 +245,24 @@ def rename(text: str, name: str, package: str = PACKAGE) -> str:
     return DOCS.sub("the template's docs/", code_name(package).sub(name, text))
 
 
-def render(source: Path, dest: Path, name: str, package: str, template: str, commit: str) -> None:
+def readme(source: Path, name: str, template: str, images: bool) -> str:
+    """The copy's README.md: scripts/copy-README.md filled in, its lines marked <images> kept only in a copy with
+    the image-folder DataModule and those marked <no-images> only in one without (the marks removed)."""
+    text = (source / README).read_text() if (source / README).is_file() else "# <name>\n"
+    dropped = "<no-images>" if images else "<images>"
+    lines = [line for line in text.splitlines(keepends=True) if not line.startswith(dropped)]
+    kept = "".join(line.removeprefix("<images>").removeprefix("<no-images>") for line in lines)
+    return kept.replace("<name>", name).replace("<template>", template)
+
+
+def render(source: Path, dest: Path, name: str, package: str, template: str, commit: str, images: bool = False) -> None:
     """What a copy holds of the repository `source` (at its HEAD), written into `dest` with the package `package`
-    renamed `name` and the library pinned to the template `template` at `commit`."""
-    readme = (source / README).read_text() if (source / README).is_file() else "# <name>\n"
-    readme = readme.replace("<name>", name).replace("<template>", template)
+    renamed `name` and the library pinned to the template `template` at `commit`; the image-folder DataModule
+    (IMAGES) only with `images`."""
     dest.mkdir(parents=True, exist_ok=True)
-    (dest / "README.md").write_text(readme)
+    (dest / "README.md").write_text(readme(source, name, template, images))
     write_docs_site(source, dest, name, template)
-    for relative in committed(source):
+    for relative in committed(source, images):
         parts = relative.parts
         target = dest.joinpath(name if parts[0] == package else parts[0], *parts[1:])
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -269,8 +283,8 @@ def write_docs_site(source: Path, dest: Path, name: str, template: str) -> None:
         target.write_text(filled.replace("<package>", name))
 
 
-def write_record(dest: Path, template: str, commit: str, package: str, name: str) -> None:
-    record = {"template": template, "commit": commit, "template_package": package, "package": name}
+def write_record(dest: Path, template: str, commit: str, package: str, name: str, images: bool = False) -> None:
+    record = {"template": template, "commit": commit, "template_package": package, "package": name, "images": images}
     (dest / RECORD).write_text(json.dumps(record, indent=2) + "\n")
 
 
@@ -279,7 +293,12 @@ def head_commit(repository: Path) -> str:
 
 
 def create(
-    dest: Path, name: str, source: Path = TEMPLATE, license: str = LICENSE, holder: str | None = None
+    dest: Path,
+    name: str,
+    source: Path = TEMPLATE,
+    license: str = LICENSE,
+    holder: str | None = None,
+    images: bool = False,
 ) -> tuple[Path, list[str]]:
     """The copy, and the files of this working tree it did not get because they are not committed."""
     check_name(name)
@@ -292,8 +311,8 @@ def create(
         with tempfile.TemporaryDirectory(prefix="new-project-") as tmp:
             clone = Path(tmp) / "template"  # HEAD as committed: nothing of this working tree that is not
             git("clone", "--quiet", "--no-hardlinks", str(source), str(clone), cwd=Path(tmp))
-            render(clone, dest, name, PACKAGE, str(source), commit)
-        write_record(dest, str(source), commit, PACKAGE, name)
+            render(clone, dest, name, PACKAGE, str(source), commit, images)
+        write_record(dest, str(source), commit, PACKAGE, name, images)
     finally:
         (dest / CLAIM).unlink()  # the copy's own files hold DEST from here on: a second copy finds it not empty
     if _init_git(dest, name, commit):
@@ -327,9 +346,12 @@ def main(args: list[str] | None = None) -> None:
     parser.add_argument("name", help="its Python package, e.g. my_exp (then: python -m my_exp fit ...)")
     parser.add_argument("--license", default=LICENSE, help=f"its license, an SPDX id of scripts/licenses/ ({LICENSE})")
     parser.add_argument("--holder", help="its copyright holder (default: The <name> authors)")
+    parser.add_argument("--images", action="store_true", help="keep the image-folder DataModule (images.py)")
     options = parser.parse_args(args)
     try:
-        dest, behind = create(options.dest, options.name, license=options.license, holder=options.holder)
+        dest, behind = create(
+            options.dest, options.name, license=options.license, holder=options.holder, images=options.images
+        )
     except (ValueError, subprocess.CalledProcessError) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)

@@ -76,7 +76,7 @@ def update(template: str | None = None, cloned: Path | None = None) -> str:
         except subprocess.CalledProcessError as error:
             raise ValueError(f"{template} is not a git repository that can be cloned ({last_line(error)})") from None
         new = git("rev-parse", "HEAD", cwd=clone)
-        if new == old:
+        if new == old and not rechosen(old, record["images"]):
             return f"Already up to date: the template at {template} is still at {old[:12]}. Nothing changed."
         if not succeeds("merge-base", "--is-ancestor", old, "HEAD", cwd=clone):
             raise ValueError(
@@ -88,6 +88,16 @@ def update(template: str | None = None, cloned: Path | None = None) -> str:
     said = merge(theirs, f"Update from the template at {template}: {old[:12]}..{new[:12]}") + settle_lock(unlocked)
     library = library_commit()
     return said + (f"\nThe library is now the template's {library[:12]}: the next make installs it." if library else "")
+
+
+def rechosen(commit: str, images: bool) -> bool:
+    """Whether the copy's record asks for the image-folder DataModule otherwise than the template's side it last
+    took: the owner changed "images" in it, and the update brings (or takes away) the files at the same commit."""
+    try:
+        taken = json.loads(git("show", f"{last_template_commit(commit)}:{RECORD}"))
+    except (ValueError, subprocess.CalledProcessError):  # no such commit: the update says what it finds
+        return False
+    return taken.get("images", True) != images
 
 
 def library_commit() -> str | None:
@@ -113,7 +123,7 @@ def settle_lock(unlocked: str | None) -> str:
     return f"\n{LOCK} relocked for this copy's own dependencies beside the template's pins (uv lock, same commit)."
 
 
-def read_copy() -> dict[str, str]:
+def read_copy() -> dict:
     """The record of a copy that is ready to update: a git repository of its own with nothing uncommitted."""
     if not succeeds("rev-parse", "--show-toplevel") or Path(git("rev-parse", "--show-toplevel")) != COPY.resolve():
         raise ValueError(f"{COPY} is not the top folder of a git repository: the update is a merge into its history")
@@ -125,7 +135,13 @@ def read_copy() -> dict[str, str]:
         raise ValueError("git needs your name and email for the update's commit: git config --global user.name ...")
     try:
         record = json.loads((COPY / RECORD).read_text())
-        return {key: str(record[key]) for key in ("template", "commit", "template_package", "package")}
+        kept = {key: str(record[key]) for key in ("template", "commit", "template_package", "package")}
+        # Whether the copy holds the image-folder DataModule (make new-project IMAGES=1); copies made before the
+        # choice existed hold it.
+        images = record.get("images", True)
+        if not isinstance(images, bool):
+            raise TypeError(f"images is {images!r}, not true or false")
+        return {**kept, "images": images}
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{RECORD} is not as `make new-project` writes it ({error!r})") from None
 
@@ -149,13 +165,13 @@ def rules(clone: Path):
     return module
 
 
-def commit_template(clone: Path, tmp: Path, record: dict[str, str], parent: str) -> tuple[str, str | None]:
+def commit_template(clone: Path, tmp: Path, record: dict, parent: str) -> tuple[str, str | None]:
     """The template's HEAD rendered as the copy has it, committed on top of `parent` without touching the copy's
     files or branch: the template's side of the merge, and render's line on its lock (None: relocked)."""
     rendered, new_project = tmp / "rendered", rules(clone)
     package, template, commit = record["template_package"], record["template"], record["commit"]
-    unlocked = new_project.render(clone, rendered, record["package"], package, template, commit)
-    new_project.write_record(rendered, template, commit, package, record["package"])
+    unlocked = new_project.render(clone, rendered, record["package"], package, template, commit, record["images"])
+    new_project.write_record(rendered, template, commit, package, record["package"], record["images"])
     # A separate index and work tree: the copy's own index, files and ignore rules stay out of it.
     git_dir = git("rev-parse", "--absolute-git-dir")
     env = {**os.environ, "GIT_INDEX_FILE": str(tmp / "index")}

@@ -42,10 +42,14 @@ def template(tmp_path_factory):
     return template_repository(tmp_path_factory.mktemp("template") / "template")
 
 
-def test_copier_makes_the_copy_that_make_new_project_makes(template, tmp_path):
-    copier_copy(template, tmp_path / "by-copier", "--vcs-ref", head_commit(template))
-    run(template, "python3", "scripts/new_project.py", str(tmp_path / "by-script"), NAME)
+@pytest.mark.parametrize("images", [False, True])
+def test_copier_makes_the_copy_that_make_new_project_makes(template, tmp_path, images):
+    """Without the image-folder DataModule by default, with it where asked (copier's `images`, IMAGES=1)."""
+    copier_copy(template, tmp_path / "by-copier", "--vcs-ref", head_commit(template), *(["-d", "images=true"] * images))
+    script = ["python3", "scripts/new_project.py", str(tmp_path / "by-script"), NAME, *(["--images"] * images)]
+    run(template, *script)
     by_copier, by_script = tree(tmp_path / "by-copier"), tree(tmp_path / "by-script")
+    assert (f"{NAME}/images.py" in by_copier) is images and (f"{NAME}/images.py" in by_script) is images
     assert by_copier.keys() - by_script.keys() == {".copier-answers.yml"}
     assert by_script.keys() - by_copier.keys() == {".template.json"}
     assert {path for path in by_copier.keys() & by_script.keys() if by_copier[path] != by_script[path]} == set()
@@ -88,6 +92,7 @@ def test_copier_update_merges_a_later_template_commit_into_an_edited_copy(tmp_pa
     assert "The networks (mine):" in merged and "<<<<<<< before updating" in merged and "0.3," in merged
     assert run(copy, "git", "diff", "--name-only", "--diff-filter=U").split() == [f"{NAME}/networks.py"]
     assert "class_path: my_exp.networks.MLP" in (copy / "configs/new.yaml").read_text()
+    assert not (copy / NAME / "images.py").exists(), "copier's default, kept by the update: no image DataModule"
     assert (copy / NAME / "mine.py").read_text() == 'KIND = "project"\n'
     source = next(
         line for line in (copy / "pyproject.toml").read_text().splitlines() if line.startswith("lightning-runs =")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from new_project import CODE_NAME, LIBRARY, PACKAGE, RECORD, TRAILER, check_name, head_commit, rename
+from new_project import CODE_NAME, IMAGES, LIBRARY, PACKAGE, RECORD, TRAILER, check_name, head_commit, rename
 from support import GIT_ENV, UV, template_repository
 
 NAME = f"{PACKAGE}_copy"  # the template itself is `project`; a copy of a copy works the same way
@@ -126,13 +126,12 @@ def test_the_copy_holds_the_designs_top_level_with_the_package_renamed_and_no_ma
     assert sorted(path.name for path in (copy / "scripts").iterdir()) == ["slurm.sh", "sweep-array.sh"]
     assert (copy / NAME / "cli.py").is_file() and os.access(copy / ".ci/run", os.X_OK)
     lines = sum(len(path.read_text().splitlines()) for path in (copy / NAME).rglob("*.py"))
-    # The digits' in-memory path (~790 lines), images on disk (images.py, image_files.py: ~420, with the listing and
-    # the check of every file before training), the confusion matrix on a figure of its own, and the folds that cv
+    # The digits' in-memory path (~790 lines), the confusion matrix on a figure of its own, and the folds that cv
     # and sweep --folds give every DataModule (~40), and what the type check needs declared (~10: Lightning types
     # `hparams` as a plain mapping, an nn.ModuleDict its items as Modules), and a blank line between the library's
     # imports and the package's own (2: isort's sections, so a copy of any name sorts alike), and the fingerprint of
-    # what each DataModule read (~18: a fit resumed on other data is refused).
-    assert lines <= 1346, f"the copy's package holds {lines} lines"
+    # what each DataModule read (~18: a fit resumed on other data is refused). Images on disk (~430) only when asked.
+    assert lines <= 1000, f"the copy's package holds {lines} lines"
     assert (copy / "README.md").read_text().startswith(f"# {NAME}\n\nStarted from the PyTorch Lightning")
     assert "template.mk" not in files(copy) and not re.search(
         r"^(bench|new-project):", (copy / "Makefile").read_text(), re.M
@@ -141,8 +140,46 @@ def test_the_copy_holds_the_designs_top_level_with_the_package_renamed_and_no_ma
         assert not CODE_NAME.search((copy / path).read_text(errors="ignore")), f"{path} still names {PACKAGE}"
 
 
-def test_the_copys_readme_names_only_files_the_copy_has(made):
-    copy, _ = made
+@pytest.fixture(scope="module")
+def made_with_images(template):
+    dest = template.parent / "with-images"
+    return dest, new_project(template, dest, "IMAGES=1")
+
+
+def renamed(path: str) -> str:
+    return path.replace(f"{PACKAGE}/", f"{NAME}/", 1)
+
+
+def test_a_copy_holds_the_image_folder_datamodule_only_when_asked_and_records_the_choice(made, made_with_images):
+    (without, _), (with_images, _) = made, made_with_images
+    assert {renamed(path) for path in IMAGES} == {f"{NAME}/images.py", f"{NAME}/image_files.py", "tests/test_images.py"}
+    assert not any((without / renamed(path)).exists() for path in IMAGES)
+    assert all((with_images / renamed(path)).is_file() for path in IMAGES)
+    assert f"from {NAME}.image_files import" in (with_images / NAME / "images.py").read_text()
+    assert files(with_images) - files(without) == {renamed(path) for path in IMAGES}
+    assert json.loads((without / RECORD).read_text())["images"] is False
+    assert json.loads((with_images / RECORD).read_text())["images"] is True
+    # Each README says what the copy has: the module, or how to get it.
+    assert "IMAGES=1" in (without / "README.md").read_text() and "images.py" not in (without / "README.md").read_text()
+    assert f"--data {NAME}.images.ImageFolderDataModule" in (with_images / "README.md").read_text()
+    # Nothing left in the copy without it names the module it lacks.
+    for path in files(without) - {"README.md"}:
+        assert not re.search(
+            r"\bimage_files\b|\bimages\.py\b|ImageFolderDataModule|test_images",
+            (without / path).read_text(errors="ignore"),
+        ), path
+
+
+def test_images_other_than_1_or_0_are_refused_in_one_line_before_anything_is_written(template, tmp_path):
+    command = ["make", "--no-print-directory", "new-project", f"DEST={tmp_path / 'copy'}", f"NAME={NAME}", "IMAGES=yes"]
+    refused = subprocess.run(command, cwd=template, capture_output=True, text=True, env=GIT_ENV)
+    assert refused.returncode != 0 and "IMAGES=yes is not a choice: IMAGES=1 keeps" in refused.stderr
+    assert refused.stderr.count("\n") == 1 and not (tmp_path / "copy").exists()
+
+
+@pytest.mark.parametrize("which", ["made", "made_with_images"])
+def test_the_copys_readme_names_only_files_the_copy_has(which, request):
+    copy, _ = request.getfixturevalue(which)
     readme = (copy / "README.md").read_text()
     named = set(re.findall(r"\]\(([^)#]+)", readme)) | set(re.findall(r"(?<![\w/.-])([\w.-]+/[\w./-]*\w)", readme))
     named = {path for path in named if "://" not in path and not path.startswith(("/", "git+"))}
@@ -226,7 +263,7 @@ def test_the_copy_is_a_new_git_repository_that_records_the_template_and_its_comm
     log = subprocess.run(["git", "log", "--format=%B"], cwd=copy, capture_output=True, text=True, check=True).stdout
     record = json.loads((copy / RECORD).read_text())
     assert record == {"template": str(template), "commit": head_commit(template), "template_package": PACKAGE,
-                      "package": NAME}  # fmt: skip
+                      "package": NAME, "images": False}  # fmt: skip
     assert log.strip().endswith(f"{TRAILER} {record['commit']}")  # where `make update-template` merges onto
     assert NAME in log.splitlines()[0]
     status = subprocess.run(["git", "status", "--porcelain"], cwd=copy, capture_output=True, text=True)
@@ -269,11 +306,12 @@ def test_the_copys_workflow_dockerfile_and_devcontainer_pass_their_checks_in_the
     assert tested.returncode == 0 and re.search(r"\b6 passed", tested.stdout), tested.stdout[-3000:]  # none skipped
 
 
-def test_the_copy_is_clean_under_its_lint_and_type_check(made):
+@pytest.mark.parametrize("which", ["made", "made_with_images"])
+def test_the_copy_is_clean_under_its_lint_and_type_check(which, request):
     """ruff as the copy's make lint runs it (the renames lengthen no line past the limit), and the copy's own
     tests/test_types.py, run there: its [tool.ty] names the renamed package, which ty finds clean, and leaves out the
-    template's lightning-runs/ folder (a copy's library is installed)."""
-    copy, _ = made
+    template's lightning-runs/ folder (a copy's library is installed). With the image-folder DataModule or without."""
+    copy, _ = request.getfixturevalue(which)
     ruff = str(Path(sys.executable).with_name("ruff"))
     for check in ([ruff, "check", "."], [ruff, "format", "--check", "."]):
         linted = subprocess.run(check, cwd=copy, capture_output=True, text=True)
@@ -285,14 +323,19 @@ def test_the_copy_is_clean_under_its_lint_and_type_check(made):
     assert tested.returncode == 0 and re.search(r"\b3 passed", tested.stdout), tested.stdout[-3000:]
 
 
+def without_the_template(copy: Path) -> dict[str, str]:
+    """An environment that imports the copy's package and fails on the template's."""
+    blocker = copy.parent / "blocker"
+    (blocker / PACKAGE).mkdir(parents=True, exist_ok=True)
+    (blocker / PACKAGE / "__init__.py").write_text(f"raise ImportError('the copy imported {PACKAGE}')\n")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [copy, blocker])), "OMP_NUM_THREADS": "1"}
+
+
 @pytest.mark.slow
 def test_the_copy_trains_under_its_new_name_and_passes_its_own_tests(made):
     """With the template's package unimportable; the library is this template's (the version the copy names)."""
     copy, _ = made
-    blocker = copy.parent / "blocker"
-    (blocker / PACKAGE).mkdir(parents=True, exist_ok=True)
-    (blocker / PACKAGE / "__init__.py").write_text(f"raise ImportError('the copy imported {PACKAGE}')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [copy, blocker])), "OMP_NUM_THREADS": "1"}
+    env = without_the_template(copy)
     fit = [sys.executable, "-m", NAME, "fit", "--config", "configs/digits.yaml", "--trainer.fast_dev_run=true"]
     fitted = subprocess.run(fit, cwd=copy, capture_output=True, text=True, env=env, timeout=600)
     assert fitted.returncode == 0, fitted.stderr[-3000:]
@@ -300,6 +343,14 @@ def test_the_copy_trains_under_its_new_name_and_passes_its_own_tests(made):
     tested = subprocess.run(tests, cwd=copy, capture_output=True, text=True, env=env, timeout=600)
     assert tested.returncode == 0, tested.stdout[-3000:]
     assert re.search(r"\d+ passed", tested.stdout) and " failed" not in tested.stdout
+
+
+@pytest.mark.slow
+def test_a_copy_with_the_image_folder_datamodule_passes_its_tests_of_it_under_its_new_name(made_with_images):
+    copy, _ = made_with_images
+    tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_images.py"]
+    tested = subprocess.run(tests, cwd=copy, capture_output=True, text=True, env=without_the_template(copy))
+    assert tested.returncode == 0 and re.search(r"\b\d\d+ passed", tested.stdout), tested.stdout[-3000:]
 
 
 @pytest.mark.slow

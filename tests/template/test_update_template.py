@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from new_project import CODE_NAME, PACKAGE, RECORD, head_commit
+from new_project import CODE_NAME, IMAGES, PACKAGE, RECORD, head_commit
 from support import GIT_ENV, template_repository
 
 NAME = f"{PACKAGE}_copy"  # a copy of this template, or (run in a copy) a copy of that copy
@@ -54,13 +54,15 @@ def refused_update(copy: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def made_once(tmp_path_factory) -> tuple[Path, Path]:
-    """A repository of the template as it is here (uncommitted changes included) and a copy made from it by `make
-    new-project`, made once for this file: `work` holds them, `pristine` a byte-for-byte snapshot of both."""
+    """A repository of the template as it is here (uncommitted changes included) and two copies made from it by
+    `make new-project`, without the image-folder DataModule (my-exp) and with it (with-images), made once for this
+    file: `work` holds them, `pristine` a byte-for-byte snapshot of all three."""
     base = tmp_path_factory.mktemp("update")
     template = template_repository(base / "work" / "template")
-    made = make(template, "new-project", f"DEST={template.parent / 'my-exp'}", f"NAME={NAME}")
-    assert made.returncode == 0, made.stderr
-    for repository in (template, template.parent / "my-exp"):  # objects in one pack: fewer files to copy per test
+    for dest, *choice in (("my-exp",), ("with-images", "IMAGES=1")):
+        made = make(template, "new-project", f"DEST={template.parent / dest}", f"NAME={NAME}", *choice)
+        assert made.returncode == 0, made.stderr
+    for repository in (template, *(template.parent / dest for dest in ("my-exp", "with-images"))):  # one pack each
         git(repository, "repack", "-a", "-d", "-q")
     shutil.copytree(base / "work", base / "pristine", symlinks=True)
     return base / "work", base / "pristine"
@@ -79,6 +81,46 @@ def template(made_once) -> Path:
 @pytest.fixture
 def copy(template) -> Path:
     return template.parent / "my-exp"
+
+
+def image_files(copy: Path) -> set[str]:
+    """The image-folder DataModule's files the copy holds, as the template names them."""
+    return {path for path in IMAGES if (copy / path.replace(f"{PACKAGE}/", f"{NAME}/", 1)).is_file()}
+
+
+def test_an_update_keeps_each_copys_choice_of_the_image_folder_datamodule(copy, template):
+    """A template change to images.py reaches the copy that kept it, renamed, and brings nothing into the copy that
+    left it out; a copy made before the choice existed (no "images" in its record) holds the module and keeps it."""
+    with_images, old = template.parent / "with-images", template.parent / "old"
+    git(template.parent, "clone", "--quiet", str(with_images), str(old))
+    record = json.loads((old / RECORD).read_text())
+    del record["images"]
+    (old / RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    commit(old, "A record as copies were made before the choice")
+    append(template / PACKAGE / "images.py", f"\n\nLATER = {PACKAGE!r}  # a later change to the image DataModule\n")
+    commit(template, "A change to images.py")
+    for each in (copy, with_images, old):
+        updated = make(each, "update-template")
+        assert updated.returncode == 0, updated.stderr
+    assert image_files(copy) == set() and json.loads((copy / RECORD).read_text())["images"] is False
+    for kept in (with_images, old):
+        assert image_files(kept) == set(IMAGES) and json.loads((kept / RECORD).read_text()).get("images", True)
+        assert f"LATER = {NAME!r}  # a later change" in (kept / NAME / "images.py").read_text()
+        assert git(kept, "status", "--porcelain") == ""
+
+
+def test_a_choice_changed_in_the_record_brings_the_image_folder_datamodule_and_takes_it_away(copy):
+    """As the copy's README says: "images": true in .template.json, committed, and the next update brings the
+    module, though the template has not moved; false takes it away, as the template deleting it would."""
+    assert "IMAGES=1" in (copy / "README.md").read_text() and "`.template.json`" in (copy / "README.md").read_text()
+    for images, expected in ((True, set(IMAGES)), (False, set())):
+        record = json.loads((copy / RECORD).read_text())
+        (copy / RECORD).write_text(json.dumps({**record, "images": images}, indent=2) + "\n")
+        commit(copy, f"images: {images}")
+        updated = make(copy, "update-template")
+        assert updated.returncode == 0, updated.stderr
+        assert image_files(copy) == expected and git(copy, "status", "--porcelain") == ""
+    assert "up to date" in make(copy, "update-template").stdout
 
 
 def change_both_sides_and_update(copy: Path, template: Path) -> subprocess.CompletedProcess:
