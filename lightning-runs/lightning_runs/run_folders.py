@@ -113,7 +113,10 @@ class RunFolder:
         if version is None:
             experiment.mkdir(parents=True, exist_ok=True)
             version = max((n for n, _ in versions(experiment)), default=-1) + 1
-            while not _made(experiment / f"version_{version}"):
+            while True:
+                with contextlib.suppress(FileExistsError):  # made by another command since: the next
+                    (experiment / f"version_{version}").mkdir()
+                    break
                 version += 1
         path = run_dir(experiment.parent, experiment.name, version)
         created = created or not path.exists()
@@ -162,14 +165,6 @@ def abandoned(folder: Path) -> bool:
         return False
     process, ended = summary.get("process"), summary.get("status") == "completed"
     return not ended and not any(folder.rglob("*.ckpt")) and process is not None and is_dead(process)
-
-
-def _made(folder: Path) -> bool:
-    try:
-        folder.mkdir()
-        return True
-    except FileExistsError:
-        return False
 
 
 def free_path(path: Path) -> Path:
