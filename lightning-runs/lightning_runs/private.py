@@ -57,19 +57,16 @@ def skip_batches(trainer, count: int) -> None:
     fetcher.batches = [*prefetched[count:], *(next(fetcher.iterator) for _ in prefetched[:count])]
 
 
-@contextmanager
-def datamodules_described_plainly() -> Generator[None, None, None]:
-    """LightningDataModule's `str()` calls every loader method to describe them (building datasets, drawing from the
-    global RNG: a first run, before its data existed, then drew other samples than the next), and jsonargparse formats
-    one into a debug line, eagerly, whenever a link's source attribute is missing (no sample_shape)."""
+def datamodules_described_plainly():
+    """A context in which LightningDataModule's `str()` is object's: Lightning's calls every loader method to describe
+    them (building datasets, drawing from the global RNG: a first run, before its data existed, then drew other samples
+    than the next), and jsonargparse formats one into a debug line, eagerly, whenever a link's source attribute is
+    missing (no sample_shape). The standard library's patch puts it back (torch and Lightning import it already)."""
+    from unittest import mock
+
     from lightning.pytorch import LightningDataModule
 
-    described = LightningDataModule.__str__
-    LightningDataModule.__str__ = object.__str__
-    try:
-        yield
-    finally:
-        LightningDataModule.__str__ = described
+    return mock.patch.object(LightningDataModule, "__str__", object.__str__)
 
 
 def unnumbered_logger(trainer):
