@@ -116,12 +116,6 @@ def subcommand_parser(parser, name: str):
     return parser._subcommands_action._name_parser_map[name]
 
 
-def option_strings(parser) -> list[str]:
-    """Every option string a parser accepts (argparse's `_option_string_actions`), for a misspelt one's closest match
-    and for shell completion."""
-    return list(parser._option_string_actions)
-
-
 def saved_class_path(hparams) -> str | None:
     """The class a module's saved hyper_parameters were built as: LightningCLI records a module chosen by class path
     under `_class_path` (lightning.pytorch.cli._InstantiatorFn) and has no public reader. Lightning 2.6.6."""
@@ -169,8 +163,8 @@ def guards_added() -> Generator[list, None, None]:
 
 
 def option_nargs(parser) -> dict:
-    """Each option string with the values it takes (its action's `nargs`: 0 for a flag), for shell completion; from
-    argparse's private `_option_string_actions`."""
+    """Each option string a parser accepts with the values it takes (its action's `nargs`: 0 for a flag), for shell
+    completion and a misspelt option's closest match; from argparse's private `_option_string_actions`."""
     return {option: action.nargs for option, action in parser._option_string_actions.items()}
 
 
