@@ -129,17 +129,15 @@ class RunFolder:
         return cls(path, created, kept, set() if created else set(path.rglob("*")), lock)
 
     def release(self, refused: bool) -> None:
-        """Let go of the folder; one this command made is removed where it was refused before any checkpoint (nothing
-        ran), or is empty."""
+        """Let go of the folder. A refused command removes what it added (all of a folder it made, which then goes
+        too), never a checkpoint; a folder it made that holds a checkpoint is kept whole, one left empty goes."""
         os.close(self.lock)
-        if self.created and refused and not any(self.path.rglob("*.ckpt")):
-            shutil.rmtree(self.path, ignore_errors=True)
-        if not self.created and refused:  # deepest first: a folder it added goes once emptied; a checkpoint never
-            added = set(self.path.rglob("*")) - self.before
-            for path in sorted(added, key=lambda p: len(p.parts), reverse=True):
-                if not any(part.endswith(".ckpt") for part in path.relative_to(self.path).parts):
-                    with contextlib.suppress(OSError):
-                        path.rmdir() if path.is_dir() else path.unlink()
+        kept_whole = self.created and any(self.path.rglob("*.ckpt"))
+        added = set(self.path.rglob("*")) - self.before if refused and not kept_whole else set()
+        for path in sorted(added, key=lambda p: len(p.parts), reverse=True):  # deepest first: a folder goes once empty
+            if not any(part.endswith(".ckpt") for part in path.relative_to(self.path).parts):
+                with contextlib.suppress(OSError):
+                    path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
         folder = self.path.absolute()
         while self.created and folder != self.kept and folder.is_relative_to(self.kept):
             try:
