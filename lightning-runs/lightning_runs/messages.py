@@ -9,7 +9,7 @@ import re
 from jsonargparse import ArgumentParser
 
 from lightning_runs.console import program
-from lightning_runs.private import option_nargs, option_strings, subcommand_parser
+from lightning_runs.private import option_nargs, subcommand_parser
 
 _KEY = re.compile(r'Parser key "(?P<key>[\w.]+)":')
 _EXPECTED = re.compile(r"Expected a (?:<class '(?:[\w.]+\.)?(?P<type>\w+)'>|typing\.Literal\[(?P<choices>[^\]]*)\])")
@@ -72,7 +72,7 @@ def class_parser(class_path: str) -> ArgumentParser | None:
 def class_arguments(class_path: str) -> list[str]:
     """The arguments a class takes (imported already by the parse)."""
     parser = class_parser(class_path)
-    options = option_strings(parser) if parser is not None else []
+    options = list(option_nargs(parser)) if parser is not None else []
     return [option[2:] for option in options if option.startswith("--") and option != "--help"]
 
 
@@ -91,7 +91,7 @@ def _options(parser) -> list[str]:
     """The options of the subcommand the error came from, and the default classes' arguments their groups take."""
     if parser is None:
         return []
-    found = option_strings(parser)
+    found = list(option_nargs(parser))
     for name in ("fit", "validate", "test", "predict"):  # RunsCLI builds the typed one's parser only
         try:
             found += list(subcommand_options(parser, name))

@@ -57,19 +57,16 @@ def skip_batches(trainer, count: int) -> None:
     fetcher.batches = [*prefetched[count:], *(next(fetcher.iterator) for _ in prefetched[:count])]
 
 
-@contextmanager
-def datamodules_described_plainly() -> Generator[None, None, None]:
-    """LightningDataModule's `str()` calls every loader method to describe them (building datasets, drawing from the
-    global RNG: a first run, before its data existed, then drew other samples than the next), and jsonargparse formats
-    one into a debug line, eagerly, whenever a link's source attribute is missing (no sample_shape)."""
+def datamodules_described_plainly():
+    """A context in which LightningDataModule's `str()` is object's: Lightning's calls every loader method to describe
+    them (building datasets, drawing from the global RNG: a first run, before its data existed, then drew other samples
+    than the next), and jsonargparse formats one into a debug line, eagerly, whenever a link's source attribute is
+    missing (no sample_shape). The standard library's patch puts it back (torch and Lightning import it already)."""
+    from unittest import mock
+
     from lightning.pytorch import LightningDataModule
 
-    described = LightningDataModule.__str__
-    LightningDataModule.__str__ = object.__str__
-    try:
-        yield
-    finally:
-        LightningDataModule.__str__ = described
+    return mock.patch.object(LightningDataModule, "__str__", object.__str__)
 
 
 def unnumbered_logger(trainer):
@@ -117,12 +114,6 @@ def trial_id(trial) -> int:
 def subcommand_parser(parser, name: str):
     """One subcommand's parser of a jsonargparse parser (argparse's `_name_parser_map`)."""
     return parser._subcommands_action._name_parser_map[name]
-
-
-def option_strings(parser) -> list[str]:
-    """Every option string a parser accepts (argparse's `_option_string_actions`), for a misspelt one's closest match
-    and for shell completion."""
-    return list(parser._option_string_actions)
 
 
 def given_options(parser, args: list[str]):
@@ -179,8 +170,8 @@ def guards_added() -> Generator[list, None, None]:
 
 
 def option_nargs(parser) -> dict:
-    """Each option string with the values it takes (its action's `nargs`: 0 for a flag), for shell completion; from
-    argparse's private `_option_string_actions`."""
+    """Each option string a parser accepts with the values it takes (its action's `nargs`: 0 for a flag), for shell
+    completion and a misspelt option's closest match; from argparse's private `_option_string_actions`."""
     return {option: action.nargs for option, action in parser._option_string_actions.items()}
 
 

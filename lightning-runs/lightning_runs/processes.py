@@ -47,8 +47,7 @@ def started(pid) -> float | None:
     """When the process `pid` started (seconds since the epoch); None if none lives."""
     try:
         process = psutil.Process(int(pid))
-        with process.oneshot():
-            return None if process.status() in GONE else process.create_time()
+        return None if process.status() in GONE else process.create_time()
     except (psutil.Error, TypeError, ValueError):
         return None
 

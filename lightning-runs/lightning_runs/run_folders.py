@@ -113,7 +113,10 @@ class RunFolder:
         if version is None:
             experiment.mkdir(parents=True, exist_ok=True)
             version = max((n for n, _ in versions(experiment)), default=-1) + 1
-            while not _made(experiment / f"version_{version}"):
+            while True:
+                with contextlib.suppress(FileExistsError):  # made by another command since: the next
+                    (experiment / f"version_{version}").mkdir()
+                    break
                 version += 1
         path = run_dir(experiment.parent, experiment.name, version)
         created = created or not path.exists()
@@ -126,17 +129,15 @@ class RunFolder:
         return cls(path, created, kept, set() if created else set(path.rglob("*")), lock)
 
     def release(self, refused: bool) -> None:
-        """Let go of the folder; one this command made is removed where it was refused before any checkpoint (nothing
-        ran), or is empty."""
+        """Let go of the folder. A refused command removes what it added (all of a folder it made, which then goes
+        too), never a checkpoint; a folder it made that holds a checkpoint is kept whole, one left empty goes."""
         os.close(self.lock)
-        if self.created and refused and not any(self.path.rglob("*.ckpt")):
-            shutil.rmtree(self.path, ignore_errors=True)
-        if not self.created and refused:  # deepest first: a folder it added goes once emptied; a checkpoint never
-            added = set(self.path.rglob("*")) - self.before
-            for path in sorted(added, key=lambda p: len(p.parts), reverse=True):
-                if not any(part.endswith(".ckpt") for part in path.relative_to(self.path).parts):
-                    with contextlib.suppress(OSError):
-                        path.rmdir() if path.is_dir() else path.unlink()
+        kept_whole = self.created and any(self.path.rglob("*.ckpt"))
+        added = set(self.path.rglob("*")) - self.before if refused and not kept_whole else set()
+        for path in sorted(added, key=lambda p: len(p.parts), reverse=True):  # deepest first: a folder goes once empty
+            if not any(part.endswith(".ckpt") for part in path.relative_to(self.path).parts):
+                with contextlib.suppress(OSError):
+                    path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
         folder = self.path.absolute()
         while self.created and folder != self.kept and folder.is_relative_to(self.kept):
             try:
@@ -162,14 +163,6 @@ def abandoned(folder: Path) -> bool:
         return False
     process, ended = summary.get("process"), summary.get("status") == "completed"
     return not ended and not any(folder.rglob("*.ckpt")) and process is not None and is_dead(process)
-
-
-def _made(folder: Path) -> bool:
-    try:
-        folder.mkdir()
-        return True
-    except FileExistsError:
-        return False
 
 
 def free_path(path: Path) -> Path:

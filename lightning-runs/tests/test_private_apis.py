@@ -34,7 +34,6 @@ from lightning_runs.private import (
     given_options,
     lightning_modules_traceable,
     option_nargs,
-    option_strings,
     print_config_deferred,
     print_config_if_requested,
     save_now,
@@ -146,8 +145,8 @@ def test_lightnings_info_lines_are_records_of_the_loggers_console_filters(caplog
 def test_argparse_keeps_every_option_string_of_a_parser():
     parser = ArgumentParser()
     parser.add_class_arguments(TinyDataModule, "data")
-    assert {"-h", "--help", "--data.batch_size", "--data.seed"} <= set(option_strings(parser))
     nargs = option_nargs(parser)
+    assert {"-h", "--help", "--data.batch_size", "--data.seed"} <= set(nargs)
     assert nargs["--help"] == 0 and nargs["--data.batch_size"] != 0, "a flag takes no value, an option one"
 
 

@@ -177,14 +177,11 @@ def train_as(module: torch.nn.Module, state: dict[str, list[str]]) -> None:
 
 
 def loader_generators(loaders) -> list[torch.Generator]:
-    """The torch.Generators that shuffle `loaders` (a DataLoader, or lists and dicts of them), each once, in a fixed
-    order: the loader's own, its sampler's, its batch sampler's sampler's."""
+    """The torch.Generators that shuffle `loaders` (a DataLoader, or lists and dicts of them, flattened as Lightning
+    flattens a fit's loaders), each once, in a fixed order: the loader's own, its sampler's, its batch sampler's
+    sampler's."""
     found: dict[int, torch.Generator] = {}
-    loaders = list(loaders.values()) if isinstance(loaders, dict) else loaders
-    for loader in loaders if isinstance(loaders, list | tuple) else [loaders]:
-        if isinstance(loader, list | tuple | dict):
-            found |= {id(g): g for g in loader_generators(loader)}
-            continue
+    for loader in CombinedLoader(loaders).flattened:
         inner = getattr(getattr(loader, "batch_sampler", None), "sampler", None)
         for owner in (loader, getattr(loader, "sampler", None), inner):
             generator = getattr(owner, "generator", None)
