@@ -116,6 +116,19 @@ def subcommand_parser(parser, name: str):
     return parser._subcommands_action._name_parser_map[name]
 
 
+def load_pending_loader_states(trainer) -> None:
+    """Hands the training loaders the states a resume's checkpoint saved for them (a StatefulDataLoader's position),
+    where Lightning did not: its fit loop hands them over only as `setup_data` builds the loaders after the checkpoint
+    is read, and a module reading `trainer.estimated_stepping_batches` in `configure_optimizers` (a per-step schedule)
+    built them before (and the epoch's iterator from them), so the states stayed pending and a resume inside an epoch
+    started it over. What `setup_data` does after the checkpoint is read, done where it was not (Lightning 2.6.6):
+    the states loaded (`_load_combined_loader_states`), then the iterator made again from them."""
+    loop = trainer.fit_loop
+    if loop.restarting and loop._combined_loader_states_to_load and loop._combined_loader is not None:
+        loop._load_combined_loader_states()
+        iter(loop._data_fetcher)
+
+
 def given_options(parser, args: list[str]):
     """What `args` give (typed, or in a config file they name), no default among them: jsonargparse's
     `parse_args(defaults=False)` less its check that every required option is there (a `--model` left to its

@@ -76,6 +76,24 @@ def run_of_checkpoint(path: Path) -> Path | None:
     return folder.parent if folder.name == CHECKPOINTS and (folder.parent / "config.yaml").is_file() else None
 
 
+# The run folders' locks this process holds. A process forked while one is held (a DataLoader's worker) shares the
+# lock (flock's is the open file's): each child closes its copy, or the lock outlived the command by as long as its
+# workers did, and the next command on the run, in the same process (verify), was refused as "in use".
+# By (device, inode): a number closed without release() (a test's os.close) may name another file by the next fork.
+_HELD: dict[int, tuple[int, int]] = {}
+
+
+def _close_held_locks() -> None:
+    for fd, folder in _HELD.items():
+        with contextlib.suppress(OSError):
+            if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) == folder:
+                os.close(fd)
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_close_held_locks)
+
+
 def lock_run(folder: Path) -> int:
     """Hold `folder` for this command (an advisory lock on the folder itself, released when the process ends however
     it ends); a second command on the same run is refused while this one runs. DDP's other ranks do not inherit it."""
@@ -85,6 +103,7 @@ def lock_run(folder: Path) -> int:
     except BlockingIOError:
         os.close(fd)
         raise UsageError(f"{folder} is in use by another command that is still running; wait for it to end") from None
+    _HELD[fd] = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
     return fd
 
 
@@ -131,6 +150,7 @@ class RunFolder:
     def release(self, refused: bool) -> None:
         """Let go of the folder. A refused command removes what it added (all of a folder it made, which then goes
         too), never a checkpoint; a folder it made that holds a checkpoint is kept whole, one left empty goes."""
+        _HELD.pop(self.lock, None)
         os.close(self.lock)
         kept_whole = self.created and any(self.path.rglob("*.ckpt"))
         added = set(self.path.rglob("*")) - self.before if refused and not kept_whole else set()

@@ -105,6 +105,27 @@ def test_a_module_that_draws_resumes_exactly_from_a_stateful_loader_without_a_ge
     assert torch.equal(whole["callbacks"]["RandomState"]["torch"], resumed["callbacks"]["RandomState"]["torch"])
 
 
+class Scheduled(Dropout):
+    """A per-step schedule sized by `trainer.estimated_stepping_batches`, as the default model's (and many a user's)
+    is: reading it builds the training loader before Lightning reads the checkpoint."""
+
+    def configure_optimizers(self):
+        optimizer = optim.SGD(self.parameters(), lr=0.1)
+        steps = int(self.trainer.estimated_stepping_batches)
+        schedule = optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.slow)])
+def test_a_stateful_loader_resumes_its_position_where_the_module_sized_its_schedule_from_the_loader(tmp_path, workers):
+    # Lightning hands a loader its saved state only as it builds it after the checkpoint is read; sized schedules build
+    # it before, and the resumed epoch started over (a user's StatefulDataLoader on the default model: 40 values apart).
+    data = lambda: Stateful(workers=workers)  # noqa: E731
+    whole, resumed = stopped_and_resumed(tmp_path, Scheduled, data, epochs=2, stop=SignalAt(step=BATCHES + 1))
+    assert resumed["global_step"] == 2 * BATCHES
+    assert_same_checkpoint(whole, resumed)
+
+
 class DropoutClassifier(TinyClassifier):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return super().forward(F.dropout(x, 0.3, self.training))

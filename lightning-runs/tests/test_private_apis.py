@@ -33,6 +33,7 @@ from lightning_runs.private import (
     datamodules_described_plainly,
     given_options,
     lightning_modules_traceable,
+    load_pending_loader_states,
     option_nargs,
     print_config_deferred,
     print_config_if_requested,
@@ -433,3 +434,12 @@ def test_a_parse_without_defaults_holds_only_what_was_given_and_needs_no_require
     given = given_options(parser, ["--classes=10", f"--config={tmp_path / 'c.yaml'}"])
     assert given.get("classes") == 10 and given.get("shape") == 8 and given.get("model") is None
     assert "classes" not in given_options(parser, [])
+
+
+def test_a_fit_loop_keeps_a_checkpoints_loader_states_pending_until_it_loads_them_while_restarting():
+    loop = L.Trainer(logger=False, enable_progress_bar=False).fit_loop
+    loop.on_load_checkpoint({"combined_loader": [{"position": 3}]})  # what restore_training_state hands it
+    assert loop._combined_loader_states_to_load == [{"position": 3}]
+    load_pending_loader_states(loop.trainer)  # not restarting, no loader built: nothing to do, nothing lost
+    assert loop._combined_loader_states_to_load == [{"position": 3}] and hasattr(loop, "_data_fetcher")
+    assert callable(loop._load_combined_loader_states)  # test_exact_restarts' sized schedule: the load, done

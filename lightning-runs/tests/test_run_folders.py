@@ -23,7 +23,7 @@ from tiny_runs import (
     wait_for,
 )
 
-from lightning_runs.run_folders import lock_run
+from lightning_runs.run_folders import RunFolder, lock_run
 from lightning_runs.testing import CrashAt
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
@@ -281,3 +281,23 @@ def test_a_run_folder_deleted_while_it_trains_is_one_line_naming_it(capsys):
     line = refusal(capsys, lambda: run(*fit, callbacks=deleting))
     assert line.startswith("error: runs/tiny/version_0") and "no such file or folder" in line
     # No writer's traceback either (TensorBoard's thread finds its events file gone first): refusal() checks stderr.
+
+
+def test_a_process_forked_while_a_run_is_held_does_not_hold_it_after_the_command(tmp_path):
+    # A DataLoader's workers are forked mid-command and may outlive it: holding the lock's copy, they refused the next
+    # command on the run in the same process (verify's predict after its validate, with num_workers=2).
+    run = RunFolder.claim(tmp_path / "exp", 0)
+    (run.path / "config.yaml").write_text("{}")  # what the command wrote: the folder stays
+    (started, up), (wait, go) = os.pipe(), os.pipe()
+    child = os.fork()
+    if child == 0:  # a worker: alive until the parent has tried the lock again
+        os.write(up, b"1")  # the fork's handlers have run
+        os.read(wait, 1)
+        os._exit(0)
+    try:
+        assert os.read(started, 1) == b"1"
+        run.release(refused=False)
+        os.close(lock_run(run.path))  # free: the child's copy of the lock was closed as it was forked
+    finally:
+        os.write(go, b"1")
+        os.waitpid(child, 0)

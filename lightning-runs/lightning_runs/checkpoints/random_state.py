@@ -17,7 +17,7 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 from torch.utils.data import Dataset, RandomSampler, get_worker_info
 
 from lightning_runs.console import say
-from lightning_runs.private import call_epoch_start_hooks, skip_batches
+from lightning_runs.private import call_epoch_start_hooks, load_pending_loader_states, skip_batches
 
 
 class RandomState(Callback):
@@ -66,6 +66,7 @@ class RandomState(Callback):
 
     def on_train_start(self, trainer, pl_module) -> None:
         restored, self._restored = getattr(self, "_restored", None), None
+        load_pending_loader_states(trainer)  # before the epoch's iterator is made from the loader
         # A resume inside an epoch is exact only where the loader resumes its position: said in one line of its own.
         # (Lightning's own restart stage: a checkpoint taken at an epoch's end restores with its batches counted.)
         resumed_inside = trainer.ckpt_path and trainer.fit_loop.restarted_mid_epoch
