@@ -22,7 +22,6 @@ from typing import Literal
 import torch
 from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.pytorch.strategies import ModelParallelStrategy
-from lightning.pytorch.utilities import CombinedLoader
 from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_runs.checkpoints.checkpoint_io import refuse_non_finite
@@ -92,26 +91,6 @@ class FSDP(ModelParallelStrategy):
         for buffer in self.lightning_module.buffers():  # ty: ignore[missing-union-attribute]  # Lightning's Optional: set while fitting
             torch.distributed.broadcast(buffer, src=0)
         return super().training_step(*args, **kwargs)
-
-    # Lightning restores a ModelParallelStrategy's checkpoint after setup, but setup already built the training
-    # loader (a schedule reading `estimated_stepping_batches`), and the loop then never hands the loader its saved
-    # state: a resume mid-epoch started the epoch over (DDP restores before setup, and resumes bit for bit). The
-    # saved states are handed to the loaders here, before their first batch is drawn.
-    def load_checkpoint(self, checkpoint_path, weights_only: bool | None = None) -> dict:
-        checkpoint = super().load_checkpoint(checkpoint_path, weights_only)
-        self._loader_states = checkpoint.get("loops", {}).get("fit_loop", {}).get("state_dict", {})
-        self._loader_states = self._loader_states.get("combined_loader", [])
-        return checkpoint
-
-    def on_train_start(self) -> None:
-        super().on_train_start()
-        states, self._loader_states = getattr(self, "_loader_states", []), []
-        if not states:  # a fit from the start, or from a checkpoint with no loader state
-            return
-        loaders = CombinedLoader(self.lightning_module.trainer.train_dataloader).flattened  # ty: ignore[missing-union-attribute]  # Lightning's Optional: set while fitting
-        stateful = [d for d in loaders if hasattr(d, "state_dict") and hasattr(d, "load_state_dict")]  # as Lightning
-        for loader, state in zip(stateful, states, strict=True):
-            loader.load_state_dict(state)
 
 
 def _shard_networks(module) -> None:
