@@ -57,6 +57,17 @@ def test_a_module_drawing_from_an_unsaved_generator_differs_and_the_weights_are_
     assert "not as promised" in done.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
+def test_a_recipe_of_more_than_one_process_is_refused_in_one_line_after_its_first_fit():
+    done = command("verify", EXACT, "--trainer.accelerator=cpu", "--trainer.strategy=ddp", "--trainer.devices=2")
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: verify compares fits of one process, and this recipe ran on 2 (its devices, nodes or strategy): give"
+        " --trainer.devices 1 --trainer.num_nodes 1"
+    )
+    assert "Traceback" not in done.stderr and not Path("runs").exists()
+
+
 def test_an_option_fit_does_not_take_is_refused_in_one_line_and_nothing_is_left(capsys, tmp_path):
     line = refusal(capsys, lambda: lightning_runs.main(cli_main, "tiny_tasks", ["verify", "--model.init_args.nope=1"]))
     assert "nope" in line

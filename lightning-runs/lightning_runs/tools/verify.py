@@ -26,7 +26,7 @@ import torch
 import lightning_runs
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint
 from lightning_runs.console import program
-from lightning_runs.errors import Failed, first_line
+from lightning_runs.errors import Failed, UsageError, first_line
 from lightning_runs.tools.fits import Fits
 
 BATCHES, EPOCHS, WORKERS = 4, 2, 2
@@ -70,7 +70,10 @@ def verify(cli_main: Callable, args: list[str]) -> list[tuple[str, str]]:
             warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
             command = fit(f"reference{accumulate}", f"--trainer.accumulate_grad_batches={accumulate}")
             with contextlib.redirect_stdout(io.StringIO()), argv(command):  # its summary names a folder soon gone
-                cli_main(command)
+                ranks = getattr(getattr(cli_main(command), "trainer", None), "world_size", 1)
+            if ranks > 1:  # the launcher's process group does not start twice in one process: a traceback
+                raise UsageError(f"verify compares fits of one process, and this recipe ran on {ranks} (its devices,"
+                                 " nodes or strategy): give --trainer.devices 1 --trainer.num_nodes 1")  # fmt: skip
             return last_checkpoint(Path(tmp, f"reference{accumulate}"))
 
         def stop(name: str, signum: int, batch: int, accumulate: int, whole: Path) -> None:
