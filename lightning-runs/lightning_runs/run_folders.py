@@ -79,14 +79,14 @@ def run_of_checkpoint(path: Path) -> Path | None:
 # The run folders' locks this process holds. A process forked while one is held (a DataLoader's worker) shares the
 # lock (flock's is the open file's): each child closes its copy, or the lock outlived the command by as long as its
 # workers did, and the next command on the run, in the same process (verify), was refused as "in use".
-# By (device, inode): a number closed without release() (a test's os.close) may name another file by the next fork.
+# By (inode, device): a number closed without release() (a test's os.close) may name another file by the next fork.
 _HELD: dict[int, tuple[int, int]] = {}
 
 
 def _close_held_locks() -> None:
     for fd, folder in _HELD.items():
         with contextlib.suppress(OSError):
-            if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) == folder:
+            if os.fstat(fd)[1:3] == folder:
                 os.close(fd)
     _HELD.clear()
 
@@ -103,7 +103,7 @@ def lock_run(folder: Path) -> int:
     except BlockingIOError:
         os.close(fd)
         raise UsageError(f"{folder} is in use by another command that is still running; wait for it to end") from None
-    _HELD[fd] = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
+    _HELD[fd] = os.fstat(fd)[1:3]  # (inode, device)
     return fd
 
 

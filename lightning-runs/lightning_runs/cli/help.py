@@ -58,16 +58,11 @@ class RunsArgumentParser(LightningArgumentParser):
             return super().dump(cfg, *args, **kwargs)
         kept = cfg.clone()
         targets = [target for _, target, _ in self.links if target in kept]
-        defaults = self.get_defaults() if targets else None  # once: 15 ms a call
-        for target in targets:
-            if not self.given(kept, target, defaults):
-                del kept[target]  # the class's default, the link's to set
+        defaults = self.get_defaults() if targets else {}  # once: 15 ms a call
+        for target in targets:  # the class's default is the link's to set (typed as the default, it is the same value)
+            if json.dumps(kept.get(target), default=str) == json.dumps(defaults.get(target), default=str):
+                del kept[target]
         return super().dump(kept, *args, skip_link_targets=False, **kwargs)
-
-    def given(self, cfg, target: str, defaults=None) -> bool:
-        """Whether a link's target was given by hand (typed, or in a config file): it is not the class's default."""
-        default = (defaults or self.get_defaults()).get(target)
-        return target in cfg and json.dumps(cfg.get(target), default=str) != json.dumps(default, default=str)
 
 
 class _Dumper(yaml.SafeDumper):
