@@ -27,6 +27,11 @@ class LastCheckpoint(ModelCheckpoint):
 
     PATHS = ("best_model_path", "kth_best_model_path", "last_model_path")
 
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        super().setup(trainer, pl_module, stage)
+        if last_part(trainer) is self:  # saved after the other ModelCheckpoints whatever the order: with their state now
+            trainer.callbacks = [*(callback for callback in trainer.callbacks if callback is not self), self]
+
     def _find_last_checkpoints(self, trainer) -> set[str]:
         # `fit(ckpt_path="last")` looked in the folder of the logger's next version, new and empty (a plain script's
         # default logger numbers itself): the run it continues is the newest version with the run's LastCheckpoint

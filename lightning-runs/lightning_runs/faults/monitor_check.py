@@ -18,8 +18,13 @@ class MonitorCheck(Callback):
     def __init__(self) -> None:
         self._checked = False
 
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        # First in the list whatever its order: early stopping may read its metric at validation's end too.
+        trainer.callbacks = [self, *(callback for callback in trainer.callbacks if callback is not self)]
+
     def on_sanity_check_end(self, trainer, pl_module) -> None:
-        self._check(trainer, pl_module)
+        if any(trainer.num_val_batches):  # else nothing could be logged: an empty split (LoaderCheck's line)
+            self._check(trainer, pl_module)
 
     def on_train_start(self, trainer, pl_module) -> None:
         if not is_overridden("validation_step", pl_module) or trainer.limit_val_batches == 0:
@@ -37,7 +42,8 @@ class MonitorCheck(Callback):
                 if isinstance(callback, EarlyStopping) and callback.monitor not in trainer.callback_metrics:
                     callback.strict = False
             return
-        self._check(trainer, pl_module)  # runs before the monitoring callbacks' own epoch-end hooks
+        if trainer.fit_loop.epoch_loop.batch_progress.current.ready:  # else an empty stream (LoaderCheck's line)
+            self._check(trainer, pl_module)  # Lightning runs the monitoring callbacks' epoch-end hooks after it
 
     def _check(self, trainer, pl_module, unvalidated: bool = False) -> None:
         if self._checked or trainer.state.fn != "fit":
