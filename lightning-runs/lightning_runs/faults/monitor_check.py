@@ -2,7 +2,7 @@
 module logs, checked once it has logged: after the sanity check, else after the first validation, else after the first
 training epoch; one line listing what it logs instead of Lightning's traceback after a whole epoch, or a best.ckpt that
 silently never saves. A validation metric (`val/`, `val_`, `valid_`) watched where the fit has no validation loop (no
-validation_step, or --trainer.limit_val_batches 0) is said before the first training step: it can never be logged.
+validation_step, or Trainer(limit_val_batches=0)) is said before the first training step: it can never be logged.
 
     Trainer(callbacks=[MonitorCheck(), EarlyStopping(monitor="val_loss")])
 """
@@ -54,12 +54,12 @@ class MonitorCheck(Callback):
         logged, name = sorted(trainer.callback_metrics), type(pl_module).__name__
         for who, metric in watched:
             if metric not in logged and (not unvalidated or configs.test_metric(metric)):
-                option = configs.option(who)  # as RunsCLI names the part: --early_stopping
                 why = f"which {name} does not log (it logs: {', '.join(logged) or 'nothing yet'}); monitor one of those"
                 if unvalidated:
                     why = "a validation metric, but this fit validates nothing (no validation_step, or"
-                    why += " --trainer.limit_val_batches 0); monitor one it logs in training"
-                raise UsageError(f"{who} monitors {metric}, {why} (--{option}.monitor), or none (--{option} null)")
+                    why += " Trainer(limit_val_batches=0)); monitor one it logs in training"
+                fix = f"{who}(monitor=...)), or none (leave {who} out" if who[0].isupper() else "configure_optimizers"
+                raise UsageError(f"{who} monitors {metric}, {why} ({fix})")
 
 
 def _monitors(callback) -> bool:
