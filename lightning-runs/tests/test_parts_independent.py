@@ -54,6 +54,20 @@ def test_monitor_check_listed_before_loader_check_leaves_an_empty_validation_spl
     assert str(refused.value).endswith("give it samples, or fit without validation (Trainer(limit_val_batches=0))")
 
 
+class Nothing(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        return iter(())
+
+
+def test_monitor_check_listed_before_loader_check_leaves_a_stream_that_yields_nothing_to_it(tmp_path):
+    trainer = L.Trainer(
+        max_epochs=1, limit_val_batches=0, callbacks=[MonitorCheck(), LoaderCheck(), EarlyStopping(monitor="loss")],
+        default_root_dir=tmp_path, **QUIET,
+    )  # fmt: skip
+    with pytest.raises(UsageError, match=r"^fit: BoringModel\.train_dataloader gives no batch"):
+        trainer.fit(BoringModel(), train_dataloaders=DataLoader(Nothing(), batch_size=2))
+
+
 def test_last_checkpoint_listed_before_best_checkpoint_holds_best_as_it_is_after_the_epoch(tmp_path):
     trainer = L.Trainer(
         max_epochs=3, limit_train_batches=4,

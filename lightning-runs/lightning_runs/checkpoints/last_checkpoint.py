@@ -33,9 +33,8 @@ class LastCheckpoint(ModelCheckpoint):
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         super().setup(trainer, pl_module, stage)
-        if (
-            last_part(trainer) is self
-        ):  # saved after the other ModelCheckpoints whatever the order: with their state now
+        # Saved after the other ModelCheckpoints whatever the list's order: with their state as after this epoch.
+        if last_part(trainer) is self:
             trainer.callbacks = [*(callback for callback in trainer.callbacks if callback is not self), self]
             if stage == "fit" and RandomState not in map(type, trainer.callbacks):
                 rank_zero_warn(f"LastCheckpoint without RandomState() in the callbacks: {OTHER_DRAWS}")
