@@ -6,9 +6,10 @@ them, where the CLI's name its options."""
 import lightning as L
 import pytest
 import torch
-import torch.nn.functional as F
 from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.demos.boring_classes import BoringModel
+from test_exact_restarts import DropoutClassifier
+from test_zero_work import Nothing
 from tiny_runs import refusal, run
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -54,11 +55,6 @@ def test_monitor_check_listed_before_loader_check_leaves_an_empty_validation_spl
     assert str(refused.value).endswith("give it samples, or fit without validation (Trainer(limit_val_batches=0))")
 
 
-class Nothing(torch.utils.data.IterableDataset):
-    def __iter__(self):
-        return iter(())
-
-
 def test_monitor_check_listed_before_loader_check_leaves_a_stream_that_yields_nothing_to_it(tmp_path):
     trainer = L.Trainer(
         max_epochs=1, limit_val_batches=0, callbacks=[MonitorCheck(), LoaderCheck(), EarlyStopping(monitor="loss")],
@@ -80,11 +76,6 @@ def test_last_checkpoint_listed_before_best_checkpoint_holds_best_as_it_is_after
     saved = torch.load(tmp_path / "last.ckpt", weights_only=True)["callbacks"][best.state_key]
     assert saved["best_model_score"] == best.best_model_score, "a resume from last.ckpt would carry a stale best"
     assert saved["best_model_path"] == best.best_model_path
-
-
-class DropoutClassifier(TinyClassifier):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return super().forward(F.dropout(x, 0.3, self.training))
 
 
 def fit_dropout(folder, epochs: int, parts: list, ckpt_path=None) -> L.Trainer:
