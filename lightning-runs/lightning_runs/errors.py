@@ -87,7 +87,10 @@ def first_line(error: BaseException) -> str:
 # `EarlyStopping(monitor=...)`, `trainer.fit(..., ckpt_path="last")`, `leave EarlyStopping out`); a command line's
 # lines name its options instead (`--trainer.limit_val_batches 0`, `--early_stopping.monitor`, `--ckpt_path last`,
 # `--early_stopping null`): a class's group is `configs.option`'s name of it, a method's arguments the command's own.
-PYTHON_TERMS = re.compile(r'(?:trainer\.)?\b(\w+)\((?:\.\.\., )?(\w+)=("[^"]*"|[\w.+-]*)\)|leave ([A-Z]\w*) out')
+PYTHON_TERMS = re.compile(
+    r'(?:trainer\.)?\b([A-Z]\w*|fit|validate|test|predict)\((?:\.\.\., )?(\w+)=("[^"]*"|[\w.+-]*)\)'
+    r"|leave ([A-Z]\w*) out"
+)
 
 
 def cli_terms(line: str) -> str:

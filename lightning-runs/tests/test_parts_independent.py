@@ -14,7 +14,7 @@ from tiny_runs import refusal, run
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_runs.checkpoints import BestCheckpoint, LastCheckpoint, RandomState
-from lightning_runs.errors import UsageError
+from lightning_runs.errors import UsageError, cli_terms
 from lightning_runs.faults import CheckpointOnSignal, LoaderCheck, MonitorCheck
 from tiny_tasks import TinyBatches, TinyClassifier
 
@@ -104,3 +104,11 @@ def test_checkpoint_on_signal_without_last_checkpoint_says_where_its_checkpoint_
 def test_the_parts_together_say_nothing_of_each_other(tmp_path, recwarn):
     fit_dropout(tmp_path, 1, [CheckpointOnSignal(), LastCheckpoint(filename="last"), RandomState()])
     assert not [w for w in recwarn if " in the callbacks:" in str(w.message)]
+
+
+def test_the_cli_rewrites_the_parts_python_terms_only():
+    said = 'lower the learning rate or use Trainer(precision="bf16-mixed") or 32; set Trainer(gradient_clip_val=...)'
+    options = "lower the learning rate or use --trainer.precision bf16-mixed or 32; set --trainer.gradient_clip_val"
+    assert cli_terms(said) == options
+    own = "error: torch.compile(fullgraph=True) met a graph break; compile without fullgraph"
+    assert cli_terms(own) == own, "a line of the CLI's own, whose Python is no setting, is left as it is"
