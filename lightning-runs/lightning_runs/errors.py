@@ -87,10 +87,7 @@ def first_line(error: BaseException) -> str:
 # `EarlyStopping(monitor=...)`, `trainer.fit(..., ckpt_path="last")`, `leave EarlyStopping out`); a command line's
 # lines name its options instead (`--trainer.limit_val_batches 0`, `--early_stopping.monitor`, `--ckpt_path last`,
 # `--early_stopping null`): a class's group is `configs.option`'s name of it, a method's arguments the command's own.
-PYTHON_TERMS = re.compile(
-    r'(?:trainer\.)?\b([A-Z]\w*|fit|validate|test|predict)\((?:\.\.\., )?(\w+)=("[^"]*"|[\w.+-]*)\)'
-    r"|leave ([A-Z]\w*) out"
-)
+IN_PYTHON = re.compile(r'(?:trainer\.)?\b([A-Z]\w*|fit)\((?:\.\.\., )?(\w+)=("[^"]*"|[\w.+-]*)\)|leave ([A-Z]\w*) out')
 
 
 def cli_terms(line: str) -> str:
@@ -98,10 +95,10 @@ def cli_terms(line: str) -> str:
         name, key, value, off = match.groups()
         if off:
             return f"--{option(off)} null"
-        group = "" if name.islower() else f"{option(name)}."  # a method's (fit's) arguments: the command's own
+        group = "" if name == "fit" else f"{option(name)}."  # fit's own arguments: the command's own options
         return f"--{group}{key}" + ("" if value == "..." else " " + value.strip('"'))
 
-    return PYTHON_TERMS.sub(term, line)
+    return IN_PYTHON.sub(term, line)
 
 
 def said(error: BaseException) -> tuple[str, int] | None:
