@@ -86,7 +86,7 @@ def first_line(error: BaseException) -> str:
 # The parts word their lines for a plain script, a setting as the Python that gives it (`Trainer(limit_val_batches=0)`,
 # `EarlyStopping(monitor=...)`, `trainer.fit(..., ckpt_path="last")`, `leave EarlyStopping out`); a command line's
 # lines name its options instead (`--trainer.limit_val_batches 0`, `--early_stopping.monitor`, `--ckpt_path last`,
-# `--early_stopping null`): a class's group is `configs.option`'s name of it, a method's arguments the command's own.
+# `--early_stopping null`): a class's group is `configs.option`'s name of it; fit's arguments are the command's own.
 IN_PYTHON = re.compile(r'(?:trainer\.)?\b([A-Z]\w*|fit)\((?:\.\.\., )?(\w+)=("[^"]*"|[\w.+-]*)\)|leave ([A-Z]\w*) out')
 
 
