@@ -198,13 +198,28 @@ def fit(root: Path, folder: Path, workers: int, *callbacks: Callback, ckpt_path:
     return model, datamodule
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(folder, tmp_path_factory):
+    """The uninterrupted fit with a worker count, made once for the two resume cases of that count (it is seeded)."""
+    fits = {}
+
+    def fitted(workers: int):
+        if workers not in fits:
+            fits[workers] = fit(tmp_path_factory.mktemp(f"whole-{workers}"), folder, workers)
+        return fits[workers]
+
+    return fitted
+
+
 # About a second each, so not marked slow. 57 training images in batches of 8: 7 steps an epoch. Saved at step 9
 # (epoch 1's second batch) and stopped at 11; saved at step 7 (epoch 0's last batch, before its validation) and
 # stopped at 10.
 @pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("every,crash", [(3, 11), (7, 10)], ids=["mid-epoch", "epoch-end"])
-def test_a_fit_stopped_and_resumed_ends_with_the_uninterrupted_fits_weights(folder, tmp_path, workers, every, crash):
-    expected, datamodule = fit(tmp_path / "whole", folder, workers)
+def test_a_fit_stopped_and_resumed_ends_with_the_uninterrupted_fits_weights(
+    folder, uninterrupted, tmp_path, workers, every, crash
+):
+    expected, datamodule = uninterrupted(workers)
     torch.testing.assert_close(expected.input_mean, datamodule.mean.expand(3, 12, 12))  # (C, 1, 1) into the buffer
     saves = ModelCheckpoint(tmp_path / "checkpoints", every_n_train_steps=every, save_last=True, save_top_k=-1)
     with pytest.raises(RuntimeError, match="crash at step"):

@@ -264,15 +264,26 @@ STOPS = {  # milestones (1, 2) over 3 epochs
 }
 
 
-@pytest.mark.parametrize("stop", list(STOPS.values()), ids=list(STOPS))
-def test_lightnings_fine_tuning_example_resumes_with_its_unfrozen_layers_training(tmp_path, stop):
-    def milestones_model():
-        model = TransferLearning()
-        model.configure_callbacks = lambda: [MilestonesFinetuning(milestones=(1, 2))]
-        return model
+def milestones_model() -> TransferLearning:
+    model = TransferLearning()
+    model.configure_callbacks = lambda: [MilestonesFinetuning(milestones=(1, 2))]
+    return model
 
-    data = lambda: Stateful(shape=(3, 6, 6))  # noqa: E731
-    whole, resumed = stopped_and_resumed(tmp_path, milestones_model, data, epochs=3, stop=stop)
+
+def small_images() -> Stateful:
+    return Stateful(shape=(3, 6, 6))
+
+
+@pytest.fixture(scope="module")
+def finetuned(tmp_path_factory) -> dict:
+    """The uninterrupted fine-tuning run's last checkpoint, made once for the three stops (it is seeded)."""
+    return fit(tmp_path_factory.mktemp("whole"), milestones_model, small_images, epochs=3)
+
+
+@pytest.mark.parametrize("stop", list(STOPS.values()), ids=list(STOPS))
+def test_lightnings_fine_tuning_example_resumes_with_its_unfrozen_layers_training(finetuned, tmp_path, stop):
+    fit(tmp_path / "resumed", milestones_model, small_images, 3, stop=stop)
+    whole, resumed = finetuned, fit(tmp_path / "resumed", milestones_model, small_images, 3)
     tracked = [int(whole["state_dict"][f"feature_extractor.{i}.num_batches_tracked"]) for i in (1, 4, 7)]
     assert tracked == [BATCHES, BATCHES, 2 * BATCHES], "BN tracks from its milestone on: 1 for the last five, then 2"
     assert_same_checkpoint(whole, resumed)

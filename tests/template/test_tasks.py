@@ -71,10 +71,17 @@ def predict(trained: Trained, path: Path, *options: str) -> list[dict[str, str]]
         return list(csv.DictReader(file))
 
 
-def test_predict_reads_a_file_of_raw_samples_and_writes_one_row_each_that_agree_with_the_model(trained):
+@pytest.fixture(scope="module")
+def predicted(trained) -> tuple[torch.Tensor, list[dict[str, str]]]:
+    """New samples and the rows of `predict --ckpt_path <the run's best.ckpt> --data.predict_path <their file>`, no
+    task option typed (the run's config.yaml brings its DataModule): one command that both predict tests read."""
     samples = torch.from_numpy(trained.task.new_samples())
     path = write_samples(trained.home / ("new" + trained.task.suffix), samples.numpy())
-    rows = predict(trained, path, *trained.task.options, "--ckpt_path", "best")
+    return samples, predict(trained, path, "--ckpt_path", str(trained.best))
+
+
+def test_predict_reads_a_file_of_raw_samples_and_writes_one_row_each_that_agree_with_the_model(trained, predicted):
+    samples, rows = predicted
     with torch.no_grad():
         probabilities = trained.model()(samples).softmax(dim=-1)
     confidence, labels = probabilities.max(dim=-1)
@@ -85,10 +92,9 @@ def test_predict_reads_a_file_of_raw_samples_and_writes_one_row_each_that_agree_
 
 # The closing block's `next` line: an evaluation of a run's checkpoint reads the run's config.yaml (its DataModule and
 # their arguments), and a `--data.<argument>` typed on the command line wins.
-def test_predict_needs_only_the_checkpoint_and_the_file_of_samples(trained):
-    samples = trained.task.new_samples()
-    path = write_samples(trained.home / ("only" + trained.task.suffix), samples)
-    assert len(predict(trained, path, "--ckpt_path", str(trained.best))) == len(samples)
+def test_predict_needs_only_the_checkpoint_and_the_file_of_samples(predicted):
+    samples, rows = predicted
+    assert len(rows) == len(samples)
 
 
 # An argument of the run's own DataModule that the default DigitsDataModule lacks (`--data.path`, `--data.n`) needs no

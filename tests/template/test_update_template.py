@@ -14,7 +14,9 @@ from new_project import CODE_NAME, IMAGES, PACKAGE, RECORD, head_commit
 from support import GIT_ENV, template_repository
 
 NAME = f"{PACKAGE}_copy"  # a copy of this template, or (run in a copy) a copy of that copy
-ENV = GIT_ENV
+# The copies' uv (uv lock in every update) takes the tests' interpreter as given, not one it finds on PATH: a pyenv
+# shim there, which a copy's .python-version sends through pyenv's scripts, cost ~0.4 s a uv command.
+ENV = {**GIT_ENV, "UV_PYTHON": sys.executable}
 FIX = f'TEMPLATE_FIX = "{PACKAGE}.cli"  # a later fix in the machinery\n'
 LIBRARY_FILE = "lightning-runs/lightning_runs/errors.py"  # the machinery, which a copy installs by version
 CONFIG = "configs/experiments/tiny.yaml"  # a later config of the template, naming a class by its package
@@ -200,7 +202,7 @@ def test_make_install_after_an_update_runs_the_librarys_new_commit_though_its_ve
     """uv installs the commit uv.lock names (pip kept an installed lightning-runs of the same version when the pinned
     commit moved: TRAPS.md, round four). Offline, from the cache the template's own install filled."""
     python = copy / ".venv/bin/python"
-    own = {key: value for key, value in ENV.items() if key != "PYTHONPATH"}  # the copy's .venv alone decides
+    own = {key: value for key, value in ENV.items() if key not in ("PYTHONPATH", "UV_PYTHON")}  # the copy decides
     installed = make(copy, "install", env=own)
     assert installed.returncode == 0, installed.stderr[-3000:]
     version, first = installed_library(python)
