@@ -3,6 +3,8 @@ stays as initialized and is said, --freeze leaves parts untrained, and the new r
 its own; a resume of the new run continues it, not its origin."""
 
 import shutil
+from contextlib import redirect_stdout
+from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -13,23 +15,41 @@ from tiny_runs import load, refusal, run
 from lightning_runs.checkpoints import InitFrom
 from lightning_runs.testing import SignalAt
 
+ORIGIN = "runs/tiny/version_0"
+
 
 @pytest.fixture
 def origin(finished_two_epochs) -> str:
     """A fit of two epochs (conftest's), copied into this test's runs/: the run a new one starts from."""
     shutil.copytree(finished_two_epochs, "runs")
-    return "runs/tiny/version_0"
+    return ORIGIN
 
 
-def test_matching_weights_load_and_are_said(origin, capsys):
-    best = load(f"{origin}/checkpoints/best.ckpt")["state_dict"]
-    # One step at lr 0 (a fit of no step is refused): the weights as loaded.
-    cli = run("fit", "--name=again", f"--init_from={origin}", "--trainer.limit_train_batches=1", "--model.lr=0")
-    assert f"init from {origin}/checkpoints/best.ckpt: 2 of 2 weights loaded\n" in capsys.readouterr().out
-    assert torch.equal(cli.model.layer.weight, best["layer.weight"])
+@pytest.fixture(scope="module")
+def again(finished_two_epochs, tmp_path_factory) -> tuple[Path, str, str]:
+    """A new run from conftest's two-epoch fit, at lr 0 (its weights stay as loaded), stopped by SIGTERM and resumed
+    to its end; the tests below only read it: its home folder, and what each of the two commands printed."""
+    home = tmp_path_factory.mktemp("again")
+    shutil.copytree(finished_two_epochs, home / "runs")
+    given = ["--name=again", f"--init_from={ORIGIN}", "--model.lr=0"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(home)
+        with redirect_stdout(stopped := StringIO()), pytest.raises(SystemExit):  # in its second epoch (8 steps one)
+            run("fit", *given, callbacks=[SignalAt(step=10)])
+        with redirect_stdout(resumed := StringIO()):
+            run("fit", *given, "--ckpt_path=last")
+    return home, stopped.getvalue(), resumed.getvalue()
+
+
+def test_matching_weights_load_and_are_said(again):
+    home, stopped, _ = again
+    best = load(home / ORIGIN / "checkpoints/best.ckpt")["state_dict"]
+    assert f"init from {ORIGIN}/checkpoints/best.ckpt: 2 of 2 weights loaded\n" in stopped
+    last = load(home / "runs/again/version_0/checkpoints/last.ckpt")["state_dict"]
+    assert torch.equal(last["layer.weight"], best["layer.weight"])  # at lr 0: the weights as loaded
     # Where it started, beside its settings: hparams.yaml and TensorBoard's HPARAMS entry.
-    logged = yaml.unsafe_load(Path("runs/again/version_0/hparams.yaml").read_text())  # Lightning writes tuples
-    assert logged["init_from"] == f"{origin}/checkpoints/best.ckpt"
+    logged = yaml.unsafe_load((home / "runs/again/version_0/hparams.yaml").read_text())  # Lightning writes tuples
+    assert logged["init_from"] == f"{ORIGIN}/checkpoints/best.ckpt"
 
 
 def test_a_network_body_loads_and_frozen_parts_do_not_move(capsys):
@@ -53,13 +73,10 @@ def test_a_network_body_loads_and_frozen_parts_do_not_move(capsys):
     assert after["hyper_parameters"]["num_classes"] == 5
 
 
-def test_a_resume_continues_the_new_run(origin, capsys):
-    with pytest.raises(SystemExit):  # stopped by SIGTERM in its second epoch (8 steps an epoch)
-        run("fit", "--name=again", f"--init_from={origin}", callbacks=[SignalAt(step=10)])
-    run("fit", "--name=again", f"--init_from={origin}", "--ckpt_path=last")
-    out = capsys.readouterr().out
-    assert out.count("init from") == 1  # the resume restores the new run's own weights
-    assert load("runs/again/version_0/checkpoints/last.ckpt")["global_step"] == 3 * 6
+def test_a_resume_continues_the_new_run(again):
+    home, stopped, resumed = again
+    assert (stopped + resumed).count("init from") == 1  # the resume restores the new run's own weights
+    assert load(home / "runs/again/version_0/checkpoints/last.ckpt")["global_step"] == 3 * 6
 
 
 def test_nothing_in_common_and_unknown_parts_are_refused(origin, capsys):

@@ -13,7 +13,6 @@ from lightning.pytorch.callbacks import Callback
 from tiny_runs import assert_kept, refusal, run, snapshot
 
 from lightning_runs.checkpoints import BestCheckpoint
-from lightning_runs.testing import CrashAt
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
 
@@ -22,9 +21,8 @@ def folder(cli) -> Path:
     return Path(cli.trainer.logger.log_dir)
 
 
-def test_a_fit_from_a_checkpoint_of_another_name_continues_that_run_in_its_folder(capsys):
-    with pytest.raises(RuntimeError, match="crash"):
-        run("fit", *SHORT, "--name=rp", callbacks=[CrashAt(step=2)])
+def test_a_fit_from_a_checkpoint_of_another_name_continues_that_run_in_its_folder(stopped, capsys):
+    shutil.copytree(stopped / "tiny/version_0", "runs/rp/version_0")  # a fit of SHORT stopped at step 2, renamed
     resumed = run("fit", *SHORT, "--ckpt_path=runs/rp/version_0/checkpoints/last.ckpt")  # no --name
     assert "fit resumes runs/rp/version_0 from last.ckpt (step 2)" in capsys.readouterr().out
     assert folder(resumed) == Path("runs/rp/version_0") and resumed.trainer.global_step == 4

@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 from optuna.trial import TrialState
-from tiny_runs import QUIET, assert_kept, process_environment, refusal, snapshot, start, wait_for
+from tiny_runs import QUIET, assert_kept, printed_once, process_environment, refusal, snapshot, start, wait_for
 
 from lightning_runs.tools import sweep as sweep_tool
 from tiny_tasks import cli_main
@@ -224,7 +224,7 @@ def test_a_corrupt_study_file_is_one_line_and_stays_as_it_was(name, content, sai
     study.write_bytes(content)
     study_config()  # the sweep's file, written before the snapshot (it is written again, the same)
     before = snapshot()
-    error = refusal(capsys, lambda: sweep("--study=broken"))
+    error = refusal(capsys, lambda: sweep("--study=broken", cli=printed_once))  # the refusal follows that parse
     assert error.startswith(f"error: {study.resolve()}: {said}") and error.endswith("; move it away to start afresh")
     assert not assert_kept(before, snapshot())
 

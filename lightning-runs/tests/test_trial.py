@@ -37,13 +37,13 @@ def study() -> optuna.Study:
 
 @pytest.fixture(scope="module")
 def reported(tmp_path_factory) -> tuple[Path, optuna.trial.FrozenTrial]:
-    """A folder holding a study and the run of its one trial, fitted to its end unpruned (the tests read it or copy it):
-    the folder and the trial."""
+    """A folder holding a study and the run of its one trial, fitted to its end unpruned and scored on val/acc, which
+    the recipe's monitors do not watch (the tests read it or copy it): the folder and the trial."""
     home = tmp_path_factory.mktemp("reported")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(home)
         study = optuna.create_study(storage=STORAGE, study_name="s", direction="minimize")
-        return home, fit_as_trial(study, NEVER_PRUNE)
+        return home, fit_as_trial(study, NEVER_PRUNE, metric="val/acc")  # the recipe's monitors watch val/loss
 
 
 def test_a_trial_reports_its_run_folder_and_every_epochs_metric(reported):
@@ -103,8 +103,8 @@ def test_a_trial_whose_validation_does_not_log_the_sweeps_metric_is_refused_befo
     assert "error:" not in capsys.readouterr().err, "the worker says it, once"
 
 
-def test_a_trial_may_be_scored_on_any_metric_its_validation_logs_not_only_a_monitored_one(study):
-    trial = fit_as_trial(study, NEVER_PRUNE, metric="val/acc")  # the recipe's monitors watch val/loss
+def test_a_trial_may_be_scored_on_any_metric_its_validation_logs_not_only_a_monitored_one(reported):
+    _, trial = reported  # scored on val/acc
     assert sorted(trial.intermediate_values) == [0, 1, 2] and "refused" not in trial.user_attrs
 
 

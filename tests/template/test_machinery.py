@@ -3,8 +3,11 @@ metric, field, class or module of the example in its files, nor its command (`py
 it from the owner's package), nothing of the owner's package imported; and a copy that monitors another metric keeps
 its best checkpoint in the summary, the HPARAMS tab, the closing block and the runs table."""
 
+import contextlib
+import io
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ from lightning_runs.tools.runs import list_runs
 
 import project
 
-from support import ONE_EPOCH_TWO_BATCHES, ROOT, read_events, run
+from support import ONE_EPOCH_TWO_BATCHES, ROOT, read_events, run, working_directory
 
 PACKAGE = project.__name__  # a copy may rename it
 MACHINERY = sorted((ROOT / "lightning-runs/lightning_runs").rglob("*.py"))  # the tools/ folder too
@@ -58,16 +61,27 @@ def test_the_library_and_its_tests_import_nothing_of_the_owners_package():
     assert not hits, f"{len(hits)} imports of {PACKAGE} in the library:\n" + "\n".join(hits)
 
 
-def test_a_run_monitoring_another_metric_keeps_it_everywhere(capsys):
-    fit = run("fit", *ONE_EPOCH_TWO_BATCHES, *MONITOR_LOSS, "--test_best=true", "--quiet")
-    block = capsys.readouterr().out.split("Fit completed")[-1].splitlines()  # after the test's metrics table
-    folder = Path(fit.trainer.logger.log_dir)
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """runs/ of two fits the tests below share (copied before one writes): `a` monitors the example's metric, `b`
+    val/loss and tests its best checkpoint; with b's printed output and the scores its trainer held."""
+    home = tmp_path_factory.mktemp("two_runs")
+    with working_directory(home), contextlib.redirect_stdout(io.StringIO()) as out:
+        run("fit", *ONE_EPOCH_TWO_BATCHES, "--name=a")
+        fit = run("fit", *ONE_EPOCH_TWO_BATCHES, *MONITOR_LOSS, "--name=b", "--test_best=true", "--quiet")
+    held = fit.trainer.checkpoint_callback.best_model_score.item(), fit.trainer.callback_metrics["test/loss"].item()
+    return home / "runs", out.getvalue(), Path(fit.trainer.logger.log_dir), held
+
+
+def test_a_run_monitoring_another_metric_keeps_it_everywhere(two_runs, capsys):
+    runs, out, log_dir, (best_score, test_loss) = two_runs
+    shutil.copytree(runs / "b", "runs/b")  # `make runs` below lists this run alone
+    block = out.split("Fit completed")[-1].splitlines()  # after the test's metrics table
+    folder = log_dir
     summary = json.loads((folder / "summary.json").read_text())
     best = summary["best_checkpoint"]
-    assert (best["monitor"], best["mode"]) == ("val/loss", "min") and best["score"] == pytest.approx(
-        fit.trainer.checkpoint_callback.best_model_score.item()
-    )
-    assert summary["metrics"]["test/loss"] == pytest.approx(fit.trainer.callback_metrics["test/loss"].item())
+    assert (best["monitor"], best["mode"]) == ("val/loss", "min") and best["score"] == pytest.approx(best_score)
+    assert summary["metrics"]["test/loss"] == pytest.approx(test_loss)
 
     # The HPARAMS tab: the best val/loss and the test/loss of that checkpoint, declared and filled in.
     events = read_events(folder)
@@ -89,10 +103,8 @@ def test_a_run_monitoring_another_metric_keeps_it_everywhere(capsys):
     assert row["best"] == f"{best['score']:.4f}" and score in row["test"]
 
 
-def test_runs_monitoring_different_metrics_say_which_in_each_cell(capsys):
-    run("fit", *ONE_EPOCH_TWO_BATCHES, "--name=a")
-    run("fit", *ONE_EPOCH_TWO_BATCHES, *MONITOR_LOSS, "--name=b")
-    capsys.readouterr()
+def test_runs_monitoring_different_metrics_say_which_in_each_cell(two_runs, capsys):
+    shutil.copytree(two_runs[0], "runs")
     rows = list_runs()
     header = capsys.readouterr().out.splitlines()[0]
     assert header.split()[3:5] == ["best", "test"], "no single metric to name"
@@ -101,15 +113,17 @@ def test_runs_monitoring_different_metrics_say_which_in_each_cell(capsys):
     assert monitors == {"runs/a/version_0": val_acc, "runs/b/version_0": "val/loss"}
 
 
-def test_a_test_on_other_data_is_kept_apart_from_the_runs_own_score():
-    fit = run("fit", *ONE_EPOCH_TWO_BATCHES)
-    path = Path(fit.trainer.logger.log_dir, "summary.json")
+def test_a_test_on_other_data_is_kept_apart_from_the_runs_own_score(two_runs):
+    shutil.copytree(two_runs[0] / "a", "runs/a")
+    path = Path("runs/a/version_0/summary.json")
     # Another batch size leaves the split as it is: the run's own score.
-    own = run("test", "--ckpt_path=best", "--data.batch_size=16").trainer.callback_metrics["test/loss"].item()
+    own = run("test", "--name=a", "--ckpt_path=best", "--data.batch_size=16")
+    own = own.trainer.callback_metrics["test/loss"].item()
     summary = json.loads(path.read_text())
     assert summary["metrics"]["test/loss"] == pytest.approx(own) and "results" not in summary
     # Another split, with other test samples.
-    other = run("test", "--ckpt_path=best", "--data.seed=1").trainer.callback_metrics["test/loss"].item()
+    other = run("test", "--name=a", "--ckpt_path=best", "--data.seed=1")
+    other = other.trainer.callback_metrics["test/loss"].item()
     summary = json.loads(path.read_text())
     assert summary["metrics"]["test/loss"] == pytest.approx(own), "the run's own score stays"
     *_, tested = summary["evaluations"]  # the test of other data is the run's record of that evaluation
