@@ -144,7 +144,7 @@ def test_default_root_dir_is_the_runs_root_and_last_is_found_there_unless_the_lo
     resumed = run("fit", *steps, "--ckpt_path=last")
     assert Path(resumed.trainer.logger.log_dir) == Path("elsewhere/tiny/version_0"), "resumed where it began"
     assert not Path("runs").exists()
-    given = run("fit", *steps, "--trainer.logger.init_args.save_dir=mine")  # the logger's own wins
+    given = run("fit", *steps, "--trainer.max_steps=1", "--trainer.logger.init_args.save_dir=mine")  # the logger's wins
     assert Path(given.trainer.logger.log_dir) == Path("mine/tiny/version_0")
 
 
@@ -176,7 +176,8 @@ def test_the_messages_name_the_projects_own_package_as_the_command_to_type(capsy
 
 
 def progress_bars(*args: str) -> list[tuple[str, int]]:
-    fit = main(lambda: cli_main(["fit", *SHORT, "--trainer.enable_model_summary=false", *args]))
+    # One step: the bars are the trainer's callbacks as the fit built them, whatever its length.
+    fit = main(lambda: cli_main(["fit", "--trainer.max_steps=1", "--trainer.enable_model_summary=false", *args]))
     return [(type(c).__name__, c.refresh_rate) for c in fit.trainer.callbacks if isinstance(c, ProgressBar)]
 
 
@@ -198,8 +199,8 @@ def test_a_model_chosen_by_class_path_has_its_own_defaults_where_it_shares_the_d
     printed = yaml.safe_load(capsys.readouterr().out)
     # num_classes and input_shape are the data's (TinyCLI's links), set as the model is built: not options.
     assert printed["model"] == {"class_path": "tiny_tasks.SlowTinyClassifier", "init_args": {"lr": 0.01}}
-    assert run("fit", *chosen, *SHORT).model.hparams.lr == 0.01
-    assert run("fit", *SHORT).model.hparams.lr == 0.05, "the default model keeps its own"
+    assert run("fit", *chosen, "--trainer.max_steps=1").model.hparams.lr == 0.01
+    assert run("fit", "--trainer.max_steps=1").model.hparams.lr == 0.05, "the default model keeps its own"
 
 
 class FiveClassesByDefault(TinyClassifier):
