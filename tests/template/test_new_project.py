@@ -222,9 +222,9 @@ def test_the_copys_lock_holds_the_templates_pins_and_uv_takes_it_as_it_is(made, 
     assert checked.returncode == 0, checked.stderr
 
 
-def test_a_pyproject_changed_without_relocking_is_refused_in_one_line(template, tmp_path):
+def test_a_pyproject_changed_without_relocking_is_refused_in_one_line(made, tmp_path):
     copy = tmp_path / "stale"
-    new_project(template, copy)
+    shutil.copytree(made[0], copy, symlinks=True)  # the copy as made (it names the template by its absolute path)
     pyproject = copy / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace("dependencies = [\n", 'dependencies = [\n    "rich>=13",\n', 1))
     refused = subprocess.run(["make", "--no-print-directory", "install"], cwd=copy, env=ENV, capture_output=True,
