@@ -47,6 +47,21 @@ def by_subpackage(folder: Path = LIBRARY) -> Counter:
     return counts
 
 
+# Issue 54's layers: the core (run folders, checkpoints and resume, stops, records, the CLI composing them), the parts
+# a run may leave out, and the tools beside the core (test_package_layout.py: the core imports none).
+LAYERS = {
+    "tools": ("tools", "sweeps", "export"),
+    "parts": ("loggers", "pictures", "predictions", "parallel", "speed", "data"),
+}
+
+
+def by_layer(counts: Counter) -> Counter:
+    layers = Counter()
+    for sub, lines in counts.items():
+        layers[next((name for name, subs in LAYERS.items() if sub in subs), "core")] += lines
+    return layers
+
+
 def first_sentence(path: Path) -> str:
     """What a module is, as its docstring's first sentence says (every module of the library starts with one)."""
     docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
@@ -62,6 +77,9 @@ def module_map(folder: Path = LIBRARY) -> str:
         summary = first_sentence(path).replace("|", "\\|")
         rows.append(f"| `{path.relative_to(folder.parent)}` | {code_lines(path):,} | {summary} |")
     rows.append(f"| **in all** | **{sum(code_lines(p) for p in paths):,}** | |")
+    for name, lines in by_layer(by_subpackage(folder)).most_common():
+        subs = ", ".join(LAYERS.get(name, ())) or "the rest: run folders, checkpoints, resume, stops, records, the CLI"
+        rows.append(f"| {name} | {lines:,} | {subs} |")
     return "\n".join(rows)
 
 
@@ -80,3 +98,4 @@ if __name__ == "__main__":
     for part, lines in counts.most_common():
         print(f"{lines:6,d}  {part}")
     print(f"{sum(counts.values()):6,d}  in all")
+    print("   " + ", ".join(f"{name} {lines:,}" for name, lines in by_layer(counts).most_common()))

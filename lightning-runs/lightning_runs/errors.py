@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from lightning_runs.configs import option
+
 T = TypeVar("T")
 # A refused launch is said by rank zero only; torchrun stops every rank once one has exited, so the others wait this
 # long first, for rank zero (parsing the same command) to say it.
@@ -54,12 +56,11 @@ class Failed(RuntimeError):
 
 class Stopped(SystemExit):
     """SIGTERM or Ctrl-C ended the run after saving a checkpoint it resumes from. Exit 128 + the signal, in a plain
-    script too (a SystemExit), whose line it says as it is raised: Python prints none for a SystemExit. `main` says
-    `command_line` instead where given: the resume in the CLI's words."""
+    script too (a SystemExit), whose line it says as it is raised: Python prints none for a SystemExit."""
 
-    def __init__(self, signum: int, message: str, command_line: str | None = None) -> None:
+    def __init__(self, signum: int, message: str) -> None:
         super().__init__(128 + signum)  # what shells report for a process ended by that signal: 143, 130
-        self.exit_code, self.message, self.command_line = 128 + signum, message, command_line or message
+        self.exit_code, self.message = 128 + signum, message
         if not _Main.depth:
             print(message, file=sys.stderr, flush=True)
 
@@ -82,6 +83,24 @@ def first_line(error: BaseException) -> str:
     return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
 
 
+# The parts word their lines for a plain script, a setting as the Python that gives it (`Trainer(limit_val_batches=0)`,
+# `EarlyStopping(monitor=...)`, `trainer.fit(..., ckpt_path="last")`, `leave EarlyStopping out`); a command line's
+# lines name its options instead (`--trainer.limit_val_batches 0`, `--early_stopping.monitor`, `--ckpt_path last`,
+# `--early_stopping null`): a class's group is `configs.option`'s name of it; fit's arguments are the command's own.
+IN_PYTHON = re.compile(r'(?:trainer\.)?\b([A-Z]\w*|fit)\((?:\.\.\., )?(\w+)=("[^"]*"|[\w.+-]*)\)|leave ([A-Z]\w*) out')
+
+
+def cli_terms(line: str) -> str:
+    def term(match: re.Match) -> str:
+        name, key, value, off = match.groups()
+        if off:
+            return f"--{option(off)} null"
+        group = "" if name == "fit" else f"{option(name)}."  # fit's own arguments: the command's own options
+        return f"--{group}{key}" + ("" if value == "..." else " " + value.strip('"'))
+
+    return IN_PYTHON.sub(term, line)
+
+
 def said(error: BaseException) -> tuple[str, int] | None:
     """The line and exit code for an error `main` answers, or None for one that is a bug (its traceback shows)."""
     from jsonargparse import ArgumentError  # here: `runs` answers without importing jsonargparse's parsers
@@ -99,7 +118,7 @@ def said(error: BaseException) -> tuple[str, int] | None:
     if isinstance(error, Diverged | Failed):
         return f"error: {error}", 1
     if isinstance(error, Stopped):
-        return error.command_line, error.exit_code
+        return error.message, error.exit_code
     if isinstance(error, Terminated):
         return str(error) or "stopped by SIGTERM", 128 + signal.SIGTERM
     if isinstance(error, KeyboardInterrupt) or isinstance(error.__context__, KeyboardInterrupt):
@@ -137,7 +156,7 @@ def main(command: Callable[[], T]) -> T:
         answer = said(error)
         if answer is None:
             raise
-        message, code = answer
+        message, code = cli_terms(answer[0]), answer[1]
         if code == 2 and _launched_other_rank():
             time.sleep(OTHER_RANKS_WAIT_S)  # its line is rank zero's
         elif message:

@@ -51,7 +51,7 @@ def test_the_readmes_plain_script_exits_143_on_sigterm_and_resumes_as_written(tm
     stopped = script(tmp_path, stop=8)  # inside the second epoch of six batches
     assert stopped.returncode == 143, stopped.stderr[-3000:]
     said = stopped.stderr.strip().splitlines()[-1]
-    assert said == (f'stopped by SIGTERM at step 9; saved {last}; trainer.fit(..., ckpt_path="last") resumes it')
+    assert said == (f'stopped by SIGTERM at step 9; saved {last}; resume with trainer.fit(..., ckpt_path="last")')
     assert "Traceback" not in stopped.stderr
 
     resumed = script(tmp_path)

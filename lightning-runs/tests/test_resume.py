@@ -73,19 +73,33 @@ def test_a_resume_that_would_change_the_recipe_or_extend_a_finished_run_is_refus
     assert not assert_kept(before, snapshot()), "the run is untouched"
 
 
+# 4 steps an epoch, last.ckpt at step 5: saved inside the second epoch, one step past the first epoch's best.ckpt.
+INSIDE = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=4", "--last_checkpoint.every_n_train_steps=5"]
+
+
+@pytest.fixture(scope="module")
+def crashed_inside_an_epoch(tmp_path_factory) -> Path:
+    """runs/ of a fit of INSIDE that crashed at step 6: its last.ckpt is of step 5, inside an epoch."""
+    home = tmp_path_factory.mktemp("inside")
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(RuntimeError, match="crash"):
+        patch.chdir(home)
+        run("fit", *INSIDE, callbacks=[CrashAt(step=6)])
+    return home / "runs"
+
+
 @pytest.mark.parametrize("made_run", ["finished", "stopped"])
-def test_fit_from_a_best_checkpoint_never_trains_over_its_run(made, made_run, capsys):
+def test_fit_from_a_best_checkpoint_never_trains_over_its_run(made, made_run, crashed_inside_an_epoch, capsys):
     """best.ckpt may be older than its run's last.ckpt: resuming from it would train those steps again, over both."""
     if made_run == "finished":
         copy(made, made_run)
-        expected = "its run runs/tiny/version_0 already finished"
-    else:  # last.ckpt after every step: stopped at step 3, one step past the first epoch's best.ckpt
-        with pytest.raises(RuntimeError, match="crash"):
-            run("fit", *SHORT, "--last_checkpoint.every_n_train_steps=1", callbacks=[CrashAt(step=3)])
-        expected = "its run went on to step 3"
+        args, expected = SHORT, "its run runs/tiny/version_0 already finished"
+    else:
+        shutil.copytree(crashed_inside_an_epoch, "runs")
+        args, expected = INSIDE, "its run went on to step 5"
+        assert load(RUN / "checkpoints/best.ckpt")["global_step"] == 4
     assert load(RUN / "checkpoints/best.ckpt")["global_step"] <= load(LAST)["global_step"]
     before = snapshot()
-    error = refusal(capsys, lambda: run("fit", *SHORT, "--ckpt_path=best"))
+    error = refusal(capsys, lambda: run("fit", *args, "--ckpt_path=best"))
     assert expected in error
     assert not assert_kept(before, snapshot()), "the run is untouched"
 
@@ -246,13 +260,18 @@ def test_an_evaluation_chooses_by_the_metric_its_run_monitored_unless_told_other
 
 
 @pytest.mark.parametrize("saved", ["at an epoch's end", "inside an epoch"])
-def test_a_plain_loader_resumed_inside_an_epoch_says_so_in_one_line_of_its_own(saved, capsys):
+def test_a_plain_loader_resumed_inside_an_epoch_says_so_in_one_line_of_its_own(
+    saved, made, crashed_inside_an_epoch, capsys
+):
     """TinyDataModule's shuffled DataLoader cannot resume its position: a resume from inside an epoch says so on a line
     of its own (not in a progress bar); one from an epoch's end is exact and says nothing."""
-    args = ["--trainer.max_epochs=3", "--trainer.limit_train_batches=4"]  # 4 steps an epoch
-    args += ["--last_checkpoint.every_n_train_steps=5"] if saved == "inside an epoch" else []  # step 5 of 4..7
-    with pytest.raises(RuntimeError, match="crash"):
-        run("fit", *args, callbacks=[CrashAt(step=6)])
+    if saved == "inside an epoch":  # step 5 of 4..7
+        args = INSIDE
+        shutil.copytree(crashed_inside_an_epoch, "runs")
+    else:  # stopped as its second epoch began: last.ckpt of the first epoch's end
+        args = SHORT
+        copy(made, "stopped")
+    assert load(LAST)["global_step"] == (5 if saved == "inside an epoch" else 2)
     capsys.readouterr()
     run("fit", *args, "--ckpt_path=last")
     said = [line for line in capsys.readouterr().out.splitlines() if "cannot resume its position" in line]

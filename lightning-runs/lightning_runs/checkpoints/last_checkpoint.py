@@ -10,9 +10,13 @@ from typing import Any
 
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.utilities import rank_zero_warn
 
+from lightning_runs.checkpoints.random_state import RandomState
 from lightning_runs.private import continue_version, save_now, steps_between_saves, unnumbered_logger
 from lightning_runs.run_folders import CHECKPOINTS, checkpoint_in
+
+OTHER_DRAWS = "a fit resumed from its checkpoint draws other random numbers (dropout, noise) than the uninterrupted one"
 
 
 class LastCheckpoint(ModelCheckpoint):
@@ -26,6 +30,14 @@ class LastCheckpoint(ModelCheckpoint):
     """
 
     PATHS = ("best_model_path", "kth_best_model_path", "last_model_path")
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        super().setup(trainer, pl_module, stage)
+        # Saved after the other ModelCheckpoints whatever the list's order: with their state as after this epoch.
+        if last_part(trainer) is self:
+            trainer.callbacks = [*(callback for callback in trainer.callbacks if callback is not self), self]
+            if stage == "fit" and RandomState not in map(type, trainer.callbacks):
+                rank_zero_warn(f"LastCheckpoint without RandomState() in the callbacks: {OTHER_DRAWS}")
 
     def _find_last_checkpoints(self, trainer) -> set[str]:
         # `fit(ckpt_path="last")` looked in the folder of the logger's next version, new and empty (a plain script's

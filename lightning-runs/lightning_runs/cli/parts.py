@@ -28,13 +28,13 @@ TRAINER_DEFAULTS = {
 # Each part with the arguments its recipe here differs in from the class's own defaults; None: off unless a config
 # turns it on (early stopping watches a metric only the project knows).
 PARTS = {
-    # First: a loader of no batches is said before a metric is missed for want of one, and a metric the others watch
-    # is checked before they read it.
+    # Any order works (MonitorCheck puts itself first, LastCheckpoint after the other ModelCheckpoints, at setup); this
+    # one reads as the run goes: the loaders and the watched metrics checked, then what is saved.
     LoaderCheck: {},
     MonitorCheck: {},
-    # `best` by --best_checkpoint.monitor (ties to the later epoch), then `last` after every epoch: in this order, so
-    # that last.ckpt holds best's state as it is after this epoch. Both at an epoch's end, after validation and early
-    # stopping, so their callback state is current.
+    # `best` by --best_checkpoint.monitor (ties to the later epoch), then `last` after every epoch, holding best's
+    # state as it is after this epoch. Both at an epoch's end, after validation and early stopping, so their callback
+    # state is current.
     BestCheckpoint: {"filename": "best", "enable_version_counter": False},
     LastCheckpoint: {"filename": "last", "enable_version_counter": False},
     EarlyStopping: None,

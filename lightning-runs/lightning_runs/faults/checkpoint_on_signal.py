@@ -8,11 +8,14 @@ import signal
 
 import torch
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities import rank_zero_warn
 
-from lightning_runs.checkpoints.last_checkpoint import last_checkpoint_path, ran_to_its_end
+from lightning_runs.checkpoints.last_checkpoint import last_checkpoint_path, last_part, ran_to_its_end
 from lightning_runs.errors import Stopped, Terminated
 from lightning_runs.private import signal_launched_ranks
 from lightning_runs.signals import PYTHON_DEFAULTS
+
+NOT_FOUND = 'trainer.fit(ckpt_path="last") may look for what it saves in a new logger version\'s folder, not there'
 
 
 class CheckpointOnSignal(Callback):
@@ -26,6 +29,10 @@ class CheckpointOnSignal(Callback):
     """
 
     SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        if stage == "fit" and last_part(trainer) is None:  # (LastCheckpoint says what it lacks itself)
+            rank_zero_warn(f'CheckpointOnSignal without LastCheckpoint(filename="last") in the callbacks: {NOT_FOUND}')
 
     def on_train_start(self, trainer, pl_module) -> None:
         self._requested, self._deferred = 0, 0
@@ -71,8 +78,7 @@ class CheckpointOnSignal(Callback):
         said = f"stopped by {'SIGTERM' if requested == signal.SIGTERM else 'Ctrl-C'} at step {trainer.global_step}"
         if ran_to_its_end(trainer):
             raise Stopped(requested, f"{said}; saved {path}; the run had finished its last epoch")
-        python = f'{said}; saved {path}; trainer.fit(..., ckpt_path="last") resumes it'
-        raise Stopped(requested, python, command_line=f"{said}; saved {path}; resume with --ckpt_path last")
+        raise Stopped(requested, f'{said}; saved {path}; resume with trainer.fit(..., ckpt_path="last")')
 
     def on_fit_end(self, trainer, pl_module) -> None:
         # Asked for after the last batch (the fit's final saves): no batch is left to stop at.

@@ -14,10 +14,10 @@ from lightning_runs.errors import Diverged
 
 class GradientCheck(Callback):
     """The norm of all gradients together, once per optimizer step, after mixed precision unscales them and before
-    clipping (the norm `--trainer.gradient_clip_val` compares); DDP has averaged them, so every rank stops at the same
-    step. Lightning alone would train NaN weights, save them and exit 0. With a float16 loss scaler, overflowing steps
-    are skipped by the scaler; a scale below `min_loss_scale` means divergence. Works with manual optimization too
-    (Lightning calls the hook from `optimizer.step()`)."""
+    clipping (the norm `Trainer(gradient_clip_val=...)` compares); DDP has averaged them, so every rank stops at the
+    same step. Lightning alone would train NaN weights, save them and exit 0. With a float16 loss scaler, overflowing
+    steps are skipped by the scaler; a scale below `min_loss_scale` means divergence. Works with manual optimization
+    too (Lightning calls the hook from `optimizer.step()`)."""
 
     def __init__(self, norm_type: PositiveFloat = 2.0, min_loss_scale: PositiveFloat = 1e-4) -> None:
         self.norm_type, self.min_loss_scale = norm_type, min_loss_scale
@@ -37,7 +37,7 @@ class GradientCheck(Callback):
             if scaler.get_scale() < self.min_loss_scale:
                 raise Diverged(
                     f"step {trainer.global_step}: the float16 loss scale fell to {scaler.get_scale():.1e}, every step"
-                    " overflows; lower the learning rate or use --trainer.precision bf16-mixed or 32"
+                    ' overflows; lower the learning rate or use Trainer(precision="bf16-mixed") or 32'
                 )
         else:
             # On a GPU, reading the verdict every step would stall the queue: the first bad step is kept on the device
@@ -55,5 +55,5 @@ class GradientCheck(Callback):
         if self._first_bad is not None and torch.isfinite(self._first_bad):
             raise Diverged(
                 f"step {int(self._first_bad)}: the loss or its gradients are NaN/Inf, stopped before they reached the"
-                " weights; lower the learning rate or set --trainer.gradient_clip_val"
+                " weights; lower the learning rate or set Trainer(gradient_clip_val=...)"
             )

@@ -33,7 +33,7 @@ def check_limits(stage: str, config) -> None:
 class LoaderCheck(Callback):
     def on_sanity_check_end(self, trainer, pl_module) -> None:
         if trainer.num_val_batches and not any(trainer.num_val_batches):  # [] : no validation asked for
-            _refuse(trainer, pl_module, "fit", "val", ", or fit without validation (--trainer.limit_val_batches 0)")
+            _refuse(trainer, pl_module, "fit", "val", ", or fit without validation (Trainer(limit_val_batches=0))")
 
     on_train_start = on_sanity_check_end  # where no sanity check ran (a resume): validation is counted by now
 

@@ -2,7 +2,7 @@
 module logs, checked once it has logged: after the sanity check, else after the first validation, else after the first
 training epoch; one line listing what it logs instead of Lightning's traceback after a whole epoch, or a best.ckpt that
 silently never saves. A validation metric (`val/`, `val_`, `valid_`) watched where the fit has no validation loop (no
-validation_step, or --trainer.limit_val_batches 0) is said before the first training step: it can never be logged.
+validation_step, or Trainer(limit_val_batches=0)) is said before the first training step: it can never be logged.
 
     Trainer(callbacks=[MonitorCheck(), EarlyStopping(monitor="val_loss")])
 """
@@ -18,8 +18,13 @@ class MonitorCheck(Callback):
     def __init__(self) -> None:
         self._checked = False
 
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        # First in the list whatever its order: early stopping may read its metric at validation's end too.
+        trainer.callbacks = [self, *(callback for callback in trainer.callbacks if callback is not self)]
+
     def on_sanity_check_end(self, trainer, pl_module) -> None:
-        self._check(trainer, pl_module)
+        if any(trainer.num_val_batches):  # else nothing could be logged: an empty split (LoaderCheck's line)
+            self._check(trainer, pl_module)
 
     def on_train_start(self, trainer, pl_module) -> None:
         if not is_overridden("validation_step", pl_module) or trainer.limit_val_batches == 0:
@@ -37,7 +42,8 @@ class MonitorCheck(Callback):
                 if isinstance(callback, EarlyStopping) and callback.monitor not in trainer.callback_metrics:
                     callback.strict = False
             return
-        self._check(trainer, pl_module)  # runs before the monitoring callbacks' own epoch-end hooks
+        if trainer.fit_loop.epoch_loop.batch_progress.current.ready:  # else an empty stream (LoaderCheck's line)
+            self._check(trainer, pl_module)  # Lightning runs the monitoring callbacks' epoch-end hooks after it
 
     def _check(self, trainer, pl_module, unvalidated: bool = False) -> None:
         if self._checked or trainer.state.fn != "fit":
@@ -48,12 +54,12 @@ class MonitorCheck(Callback):
         logged, name = sorted(trainer.callback_metrics), type(pl_module).__name__
         for who, metric in watched:
             if metric not in logged and (not unvalidated or configs.test_metric(metric)):
-                option = configs.option(who)  # as RunsCLI names the part: --early_stopping
                 why = f"which {name} does not log (it logs: {', '.join(logged) or 'nothing yet'}); monitor one of those"
                 if unvalidated:
                     why = "a validation metric, but this fit validates nothing (no validation_step, or"
-                    why += " --trainer.limit_val_batches 0); monitor one it logs in training"
-                raise UsageError(f"{who} monitors {metric}, {why} (--{option}.monitor), or none (--{option} null)")
+                    why += " Trainer(limit_val_batches=0)); monitor one it logs in training"
+                fix = f"{who}(monitor=...)), or none (leave {who} out" if who[0].isupper() else "configure_optimizers"
+                raise UsageError(f"{who} monitors {metric}, {why} ({fix})")
 
 
 def _monitors(callback) -> bool:
