@@ -83,14 +83,20 @@ def counted(monkeypatch) -> dict:
 def test_an_evaluation_parses_its_command_once_and_reads_its_checkpoint_once(finished, subcommand, monkeypatch, capsys):
     """Before: the command parsed twice (without, then with the run's config), then Lightning's merge of the
     checkpoint's hyperparameters over it, and the checkpoint read five times; export read it twice. Export parses its
-    own options (--format, --output, --batch_size) apart: two parses."""
+    own options (--format, --output, --batch_size) apart: two parses. Each names its checkpoint and run in one line
+    under --quiet (the `best` keyword's, and a loose checkpoint's: the test below)."""
     shutil.copytree(finished, "runs")  # a short fit (conftest's), one epoch
+    step = torch.load(best(), weights_only=True)["global_step"]
+    capsys.readouterr()
     counts = counted(monkeypatch)
     if subcommand == "export":
         exports(f"--ckpt_path={best()}", "--format=pt2")
     else:
         run(subcommand, f"--ckpt_path={best()}", "--quiet")
     assert counts == {"parses": 2 if subcommand == "export" else 1, "reads": 1}
+    said = f"{subcommand}: {best()} (epoch 0, step {step}), of the run runs/tiny/version_0"
+    out = capsys.readouterr().out
+    assert out.startswith(said) if subcommand == "export" else said in out.splitlines()
 
 
 def test_what_is_typed_wins_over_the_checkpoints_hyperparameters_which_win_over_the_runs_config(finished, capsys):
@@ -103,21 +109,17 @@ def test_what_is_typed_wins_over_the_checkpoints_hyperparameters_which_win_over_
 
 
 def test_every_evaluation_names_its_checkpoint_and_run_in_one_line_under_quiet(finished, capsys):
+    """test, validate, predict and export of a run's checkpoint by its path say the same line: the test above."""
     shutil.copytree(finished, "runs")  # a short fit (conftest's), one epoch
     step = torch.load(best(), weights_only=True)["global_step"]
-    for subcommand in ("test", "validate", "predict"):
-        capsys.readouterr()
-        run(subcommand, "--ckpt_path=best", "--quiet")
-        said = f"{subcommand}: {best()} (epoch 0, step {step}), of the run runs/tiny/version_0"
-        assert said in capsys.readouterr().out.splitlines()
+    capsys.readouterr()
+    run("test", "--ckpt_path=best", "--quiet")
+    said = f"test: {best()} (epoch 0, step {step}), of the run runs/tiny/version_0"
+    assert said in capsys.readouterr().out.splitlines()
     Path("loose.ckpt").write_bytes(Path(best()).read_bytes())
     run("test", "--ckpt_path=loose.ckpt", "--quiet")
     said = f"test: loose.ckpt (epoch 0, step {step}), outside any run; its results go in runs/tiny/version_1"
     assert said in capsys.readouterr().out.splitlines()
-    exports(f"--ckpt_path={best()}", "--format=pt2")
-    assert capsys.readouterr().out.startswith(
-        f"export: {best()} (epoch 0, step {step}), of the run runs/tiny/version_0"
-    )
 
 
 def test_a_link_target_given_by_hand_is_kept_in_the_runs_config_and_its_checkpoint_evaluates(capsys):

@@ -2,8 +2,10 @@
 a user types the commands: run folders and their checkpoints, the summary of the monitored metric, an exact resume,
 predictions, the export, a bad option in one line, the progress bar's rate and the commands it tells a user to type."""
 
+import contextlib
 import csv
 import gc
+import io
 import json
 import subprocess
 import sys
@@ -31,17 +33,20 @@ CAPTURE = {"capture_output": True, "text": True, "timeout": 120}
 class Fitted:
     folder: Path  # runs/<name>/version_0 of a short fit
     tested: dict[str, float]  # what `test --ckpt_path best` measured
+    said: str  # what the fit printed
 
 
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory) -> Fitted:
     """A short fit, then `test --ckpt_path best`, in a directory of their own."""
-    home = tmp_path_factory.mktemp("fitted")
+    home, said = tmp_path_factory.mktemp("fitted"), io.StringIO()
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(home)
-        fit = run("fit", *SHORT)
+        with contextlib.redirect_stdout(said):
+            fit = run("fit", *SHORT)
         test = run("test", "--ckpt_path", "best")
-    return Fitted(home / fit.trainer.logger.log_dir, {k: v.item() for k, v in test.trainer.callback_metrics.items()})
+    tested = {k: v.item() for k, v in test.trainer.callback_metrics.items()}
+    return Fitted(home / fit.trainer.logger.log_dir, tested, said.getvalue())
 
 
 def test_a_fit_writes_its_run_folder_with_both_checkpoints_and_a_summary_of_the_monitored_metric(fitted):
@@ -144,7 +149,7 @@ def test_default_root_dir_is_the_runs_root_and_last_is_found_there_unless_the_lo
     resumed = run("fit", *steps, "--ckpt_path=last")
     assert Path(resumed.trainer.logger.log_dir) == Path("elsewhere/tiny/version_0"), "resumed where it began"
     assert not Path("runs").exists()
-    given = run("fit", *steps, "--trainer.logger.init_args.save_dir=mine")  # the logger's own wins
+    given = run("fit", *steps, "--trainer.max_steps=1", "--trainer.logger.init_args.save_dir=mine")  # the logger's wins
     assert Path(given.trainer.logger.log_dir) == Path("mine/tiny/version_0")
 
 
@@ -159,11 +164,10 @@ def test_a_bad_option_is_one_line_and_exit_2_and_leaves_no_run_folder(capsys):
     assert "Traceback" not in err and not Path("runs").exists()
 
 
-def test_the_messages_name_the_projects_own_package_as_the_command_to_type(capsys):
+def test_the_messages_name_the_projects_own_package_as_the_command_to_type(fitted, capsys):
     """A copy renames its package, and the library is installed, not renamed: `python -m <the owner's package>`, here
     the tiny task's."""
-    run("fit", "--trainer.max_epochs=1", "--trainer.limit_train_batches=2")
-    closing = capsys.readouterr().out
+    closing = fitted.said  # the closing block of a fit
     assert "  next         python -m tiny_tasks test --ckpt_path runs/tiny/version_0/checkpoints/best.ckpt" in closing
     with pytest.raises(SystemExit):
         main(lambda: cli_main(["--help"]))
@@ -176,7 +180,8 @@ def test_the_messages_name_the_projects_own_package_as_the_command_to_type(capsy
 
 
 def progress_bars(*args: str) -> list[tuple[str, int]]:
-    fit = main(lambda: cli_main(["fit", *SHORT, "--trainer.enable_model_summary=false", *args]))
+    # One step: the bars are the trainer's callbacks as the fit built them, whatever its length.
+    fit = main(lambda: cli_main(["fit", "--trainer.max_steps=1", "--trainer.enable_model_summary=false", *args]))
     return [(type(c).__name__, c.refresh_rate) for c in fit.trainer.callbacks if isinstance(c, ProgressBar)]
 
 
@@ -198,8 +203,8 @@ def test_a_model_chosen_by_class_path_has_its_own_defaults_where_it_shares_the_d
     printed = yaml.safe_load(capsys.readouterr().out)
     # num_classes and input_shape are the data's (TinyCLI's links), set as the model is built: not options.
     assert printed["model"] == {"class_path": "tiny_tasks.SlowTinyClassifier", "init_args": {"lr": 0.01}}
-    assert run("fit", *chosen, *SHORT).model.hparams.lr == 0.01
-    assert run("fit", *SHORT).model.hparams.lr == 0.05, "the default model keeps its own"
+    assert run("fit", *chosen, "--trainer.max_steps=1").model.hparams.lr == 0.01
+    assert run("fit", "--trainer.max_steps=1").model.hparams.lr == 0.05, "the default model keeps its own"
 
 
 class FiveClassesByDefault(TinyClassifier):

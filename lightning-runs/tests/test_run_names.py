@@ -12,6 +12,7 @@ from tiny_runs import refusal, run
 from lightning_runs.testing import CrashAt
 
 SHORT = ["--trainer.max_epochs=2", "--trainer.limit_train_batches=2"]
+ONE_STEP = ["--trainer.max_steps=1"]  # where the folder a fit starts in is all a test reads
 
 
 def folder(cli) -> Path:
@@ -21,13 +22,13 @@ def folder(cli) -> Path:
 def test_the_name_is_the_one_given_else_the_first_configs_stem_else_the_projects_default():
     Path("lr_small.yaml").write_text("model:\n  lr: 0.01\n")
     Path("longer.yaml").write_text("trainer:\n  max_epochs: 1\n")
-    assert folder(run("fit", *SHORT)) == Path("runs/tiny/version_0")
-    assert folder(run("fit", *SHORT)) == Path("runs/tiny/version_1"), "the same name: the next version"
-    assert folder(run("fit", *SHORT, "--name=mine")) == Path("runs/mine/version_0")
+    assert folder(run("fit", *ONE_STEP)) == Path("runs/tiny/version_0")
+    assert folder(run("fit", *ONE_STEP)) == Path("runs/tiny/version_1"), "the same name: the next version"
+    assert folder(run("fit", *ONE_STEP, "--name=mine")) == Path("runs/mine/version_0")
     configs = ["--config=lr_small.yaml", "--config=longer.yaml"]
-    assert folder(run("fit", *configs, *SHORT)) == Path("runs/lr_small/version_0")
-    assert folder(run("fit", *configs, *SHORT, "--name=given")) == Path("runs/given/version_0")
-    assert folder(run("fit", *SHORT, "--trainer.logger.init_args.name=logged")) == Path("runs/logged/version_0")
+    assert folder(run("fit", *configs, *ONE_STEP)) == Path("runs/lr_small/version_0")
+    assert folder(run("fit", *configs, *ONE_STEP, "--name=given")) == Path("runs/given/version_0")
+    assert folder(run("fit", *ONE_STEP, "--trainer.logger.init_args.name=logged")) == Path("runs/logged/version_0")
     saved = yaml.safe_load(Path("runs/lr_small/version_0/config.yaml").read_text())
     assert saved["name"] == saved["trainer"]["logger"]["init_args"]["name"] == "lr_small"
 

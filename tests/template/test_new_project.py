@@ -222,9 +222,9 @@ def test_the_copys_lock_holds_the_templates_pins_and_uv_takes_it_as_it_is(made, 
     assert checked.returncode == 0, checked.stderr
 
 
-def test_a_pyproject_changed_without_relocking_is_refused_in_one_line(template, tmp_path):
+def test_a_pyproject_changed_without_relocking_is_refused_in_one_line(made, tmp_path):
     copy = tmp_path / "stale"
-    new_project(template, copy)
+    shutil.copytree(made[0], copy, symlinks=True)  # the copy as made (it names the template by its absolute path)
     pyproject = copy / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace("dependencies = [\n", 'dependencies = [\n    "rich>=13",\n', 1))
     refused = subprocess.run(["make", "--no-print-directory", "install"], cwd=copy, env=ENV, capture_output=True,
@@ -297,16 +297,35 @@ def test_the_copy_is_mit_licensed_by_default_and_takes_the_license_and_holder_as
     assert not (tmp_path / "gpl").exists(), "refused before anything is written"
 
 
-def test_the_copys_workflow_dockerfile_and_devcontainer_pass_their_checks_in_the_copy(made):
+def own_tests(copy: Path, *files: str) -> subprocess.CompletedProcess:
+    """The copy's own test files, run there in one pytest with the copy's package importable, each passed test listed
+    (-rA)."""
+    tests = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *files]
+    return subprocess.run(tests, cwd=copy, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(copy)})
+
+
+def passed(tested: subprocess.CompletedProcess, file: str) -> int:
+    """How many of `file`'s tests passed: its PASSED lines in -rA's summary, whatever the run's other file did."""
+    return len(re.findall(rf"^PASSED {re.escape(file)}::", tested.stdout, flags=re.M))
+
+
+SHIPPED, TYPES = "tests/test_shipped_files.py", "tests/test_types.py"
+
+
+@pytest.fixture(scope="module")
+def made_tested(made) -> subprocess.CompletedProcess:
+    """The copy's (no images) shipped-files and type-check tests in one pytest: one start, which imports the copy's
+    package and the library, for the two tests below that read it."""
+    return own_tests(made[0], SHIPPED, TYPES)
+
+
+def test_the_copys_workflow_dockerfile_and_devcontainer_pass_their_checks_in_the_copy(made, made_tested):
     """The copy's own tests/test_shipped_files.py, run there: its workflow, image and devcontainer name only the
     copy's make targets (none of template.mk's) and are clean under zizmor, actionlint, hadolint and their schemas."""
     copy, _ = made
     assert f'"name": "{NAME}"' in (copy / ".devcontainer/devcontainer.json").read_text()
     assert f'ENTRYPOINT ["python", "-m", "{NAME}"]' in (copy / "Dockerfile").read_text()
-    tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_shipped_files.py"]
-    env = {**os.environ, "PYTHONPATH": str(copy)}
-    tested = subprocess.run(tests, cwd=copy, capture_output=True, text=True, env=env)
-    assert tested.returncode == 0 and re.search(r"\b6 passed", tested.stdout), tested.stdout[-3000:]  # none skipped
+    assert passed(made_tested, SHIPPED) == 6, made_tested.stdout[-3000:]  # none skipped
 
 
 @pytest.mark.parametrize("which", ["made", "made_with_images"])
@@ -320,10 +339,8 @@ def test_the_copy_is_clean_under_its_lint_and_type_check(which, request):
         linted = subprocess.run(check, cwd=copy, capture_output=True, text=True)
         assert linted.returncode == 0, linted.stdout[-3000:]
     assert "extra-paths" not in (copy / "pyproject.toml").read_text()
-    tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_types.py"]
-    env = {**os.environ, "PYTHONPATH": str(copy)}
-    tested = subprocess.run(tests, cwd=copy, capture_output=True, text=True, env=env)
-    assert tested.returncode == 0 and re.search(r"\b3 passed", tested.stdout), tested.stdout[-3000:]
+    tested = request.getfixturevalue("made_tested") if which == "made" else own_tests(copy, TYPES)
+    assert passed(tested, TYPES) == 3, tested.stdout[-3000:]
 
 
 def without_the_template(copy: Path) -> dict[str, str]:

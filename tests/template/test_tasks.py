@@ -43,14 +43,14 @@ class Trained:
 
 @pytest.fixture(scope="module", params=list(TASKS))
 def trained(request, tmp_path_factory) -> Trained:
-    """A task fitted for a few epochs, then `test --ckpt_path best`, as a user types them."""
+    """A task fitted for a few epochs, its best checkpoint then tested in the same command (`--test_best`, as `make
+    train` runs it); the `test` subcommand on each task: test_a_checkpoint_is_evaluated_on_other_data_..."""
     task = TASKS[request.param]
     home = tmp_path_factory.mktemp(request.param)
     with working_directory(home):
         task.write_data()
-        fit = run("fit", *task.options, *EPOCHS)
-        test = run("test", *task.options, "--ckpt_path", "best")
-    return Trained(task, home, fit, {k: v.item() for k, v in test.trainer.callback_metrics.items()})
+        fit = run("fit", *task.options, *EPOCHS, "--test_best=true")
+    return Trained(task, home, fit, {k: v.item() for k, v in fit.tested.items()})
 
 
 def test_a_short_fit_learns_the_task_and_its_best_checkpoint_scores_well_above_chance(trained):
