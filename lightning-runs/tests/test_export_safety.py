@@ -89,6 +89,12 @@ def test_an_output_that_is_another_file_is_refused_and_kept(runs, capsys):
     Path("README.md").write_text("# mine\n")
     error = refused(capsys, "--ckpt_path", str(BEST), *PT2, "--output", "README.md")
     assert error == "error: --output README.md: a file export did not write; give a new file, or move that one away"
+
+
+def test_an_output_that_is_another_file_is_refused_before_the_checkpoint_is_read(runs, capsys):
+    Path("README.md").write_text("# mine\n")
+    error = refused(capsys, "--ckpt_path", "missing.ckpt", *PT2, "--output", "README.md")
+    assert error == "error: --output README.md: a file export did not write; give a new file, or move that one away"
     assert Path("README.md").read_text() == "# mine\n"
 
 

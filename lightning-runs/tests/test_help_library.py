@@ -87,6 +87,21 @@ def test_a_schema_written_over_a_folder_is_one_line_from_the_entry_points_handle
 
 
 @pytest.mark.parametrize("tool", ["schema", "completion"])
+def test_a_tools_output_is_checked_before_the_cli_is_built(tool, capsys):
+    """The refusal of a file the tool did not write comes first: building the schema or the completion took ~0.6 s."""
+    from tiny_runs import refusal
+
+    import lightning_runs
+
+    def unbuilt(args=None, **kwargs):
+        raise AssertionError("the CLI was built before --output was checked")
+
+    Path("README.md").write_text("# the owner's words\n")
+    error = refusal(capsys, lambda: lightning_runs.main(unbuilt, "tiny_tasks", [tool, "--output", "README.md"]))
+    assert error == f"error: --output README.md: a file {tool} did not write; give a new file, or move that one away"
+
+
+@pytest.mark.parametrize("tool", ["schema", "completion"])
 def test_a_tools_output_never_replaces_a_file_it_did_not_write_and_replaces_its_own(tool, capsys):
     """`schema --output README.md`, `completion --output pyproject.toml` wrote over them."""
     from tiny_runs import refusal, snapshot

@@ -16,7 +16,7 @@ import shtab
 from jsonargparse import capture_parser
 
 from lightning_runs import TOOLS
-from lightning_runs.atomic import write_output
+from lightning_runs.atomic import check_output, write_output
 from lightning_runs.console import program
 from lightning_runs.messages import subcommand_options
 from lightning_runs.tools.function_cli import function_cli
@@ -48,14 +48,19 @@ def completion(cli_main: Callable, shell: Literal["bash", "zsh", "tcsh"] = "bash
     """Prints the completion script for `shell` (or writes it to `output`), for the command named after the package
     (`pip install -e .` installs it; `python -m <package>` runs the same)."""
     prog = program().removeprefix("python -m ")
+    check_output(output, _written_here, "completion")  # before the parser's build (~0.6 s)
     script = shtab.complete(completion_parser(cli_main, prog), shell)
     if output is None:
         print(script)
     else:
-        write_output(output, script, lambda head: SHTAB_MARK in head, "completion")
+        write_output(output, script, _written_here, "completion")
         print(f"wrote {output}: `source {output}` (in ~/.bashrc, say), then `{prog} fit --trainer.<TAB>` completes")
     return script
 
 
 def main(cli_main: Callable, args: list[str]) -> str:
     return function_cli(completion, args, cli_main=cli_main)
+
+
+def _written_here(head: bytes) -> bool:
+    return SHTAB_MARK in head

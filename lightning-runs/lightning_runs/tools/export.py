@@ -16,7 +16,7 @@ import torch
 from jsonargparse.typing import PositiveInt
 from lightning.pytorch.utilities.model_helpers import is_overridden
 
-from lightning_runs.atomic import write_output
+from lightning_runs.atomic import check_output, write_output
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint, refuse_non_finite
 from lightning_runs.cli import RunsCLI
 from lightning_runs.cli.evaluation import BUILDING, say_evaluated
@@ -52,10 +52,12 @@ def export(
     output = Path(output or ckpt_path.with_suffix(SUFFIXES[format]))
     if output.suffix == ".ckpt" or (output.exists() and output.resolve() == ckpt_path.resolve()):
         raise UsageError(f"--output {output}: a checkpoint; an export never replaces one, give another file")
+    mine = MAGIC[format]  # how an export of this format starts: the file it may replace
+    check_output(output, lambda head: head.startswith(mine), "export")  # before the model's build and export
     model = built_model(ckpt_path, cli_main, args)
     refuse_non_finite(model.state_dict(), output)  # NaN weights would check out: NaN equals NaN
     content = exported(model, format, batch_size)
-    write_output(output, content, lambda head: head.startswith(MAGIC[format]), "export")
+    write_output(output, content, lambda head: head.startswith(mine), "export")
     args, kwargs = example_of(model)
     args, kwargs = (resized(args, batch_size), resized(kwargs, batch_size)) if batch_size else (args, kwargs)
     tensors = zip(input_names(args, kwargs), [*args, *kwargs.values()], strict=True)
