@@ -38,6 +38,20 @@ class RunsArgumentParser(LightningArgumentParser):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.links: list[tuple[str, str, str]] = []  # (source, target, apply_on), as link_arguments took them
+        self.kept: dict | None = None  # get_defaults' results, from set_classes on until set_defaults changes them
+
+    def set_defaults(self, *args, **kwargs) -> None:
+        self.kept = None
+        super().set_defaults(*args, **kwargs)
+
+    def get_defaults(self, *args, **kwargs):
+        # A parse asks its subcommand's defaults (every part's class defaults, 10 ms) twice, the dump once more.
+        if self.kept is None:
+            return super().get_defaults(*args, **kwargs)
+        key = repr((args, kwargs))
+        if key not in self.kept:
+            self.kept[key] = super().get_defaults(*args, **kwargs)
+        return self.kept[key].clone()
 
     def link_arguments(self, source, target, compute_fn=None, apply_on: str = "parse") -> None:
         super().link_arguments(source, target, compute_fn, apply_on)
@@ -58,7 +72,7 @@ class RunsArgumentParser(LightningArgumentParser):
             return super().dump(cfg, *args, **kwargs)
         kept = cfg.clone()
         targets = [target for _, target, _ in self.links if target in kept]
-        defaults = self.get_defaults() if targets else {}  # once: 15 ms a call
+        defaults = self.get_defaults(skip_validation=True) if targets else {}  # as the parse asked: kept
         for target in targets:  # the class's default is the link's to set (typed as the default, it is the same value)
             if json.dumps(kept.get(target), default=str) == json.dumps(defaults.get(target), default=str):
                 del kept[target]
@@ -86,3 +100,4 @@ def set_classes(parser, subcommand: str, classes: dict) -> None:
             subcommand_parser(parser, subcommand).set_defaults({group: {"class_path": path} if path else None})
         except (ImportError, ValueError) as error:  # jsonargparse's ImportDenied is both
             raise UsageError(f"--{group} {path}: cannot be imported here ({first_line(error)})") from None
+    subcommand_parser(parser, subcommand).kept = {}  # built: its defaults stay until set_defaults changes them
