@@ -238,6 +238,9 @@ class RunsCLI(LightningCLI):
                 data[key] = saved[key]
 
     def instantiate_classes(self) -> None:
+        # Lightning's copy of the config for the modules' hyperparameters: config.yaml's dump (it dumped it again)
+        if self.subcommand and isinstance(parser := self._parser(self.subcommand), RunsArgumentParser):
+            private.set_config_dump(self, parser.dumped(self.config[self.subcommand], skip_none=False))
         try:
             with private.datamodules_described_plainly():
                 super().instantiate_classes()
