@@ -12,7 +12,7 @@ import sys
 import lightning as L
 import pytest
 import torch
-from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser, DefaultHelpFormatter, Namespace
+from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentError, ArgumentParser, DefaultHelpFormatter, Namespace
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
 from lightning.pytorch import LightningDataModule
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
@@ -35,6 +35,7 @@ from lightning_runs.private import (
     lightning_modules_traceable,
     load_pending_loader_states,
     option_nargs,
+    parsed_unchecked,
     print_config_deferred,
     print_config_if_requested,
     save_now,
@@ -454,3 +455,14 @@ def test_lightningcli_saves_its_modules_hyperparameters_from_the_config_dump_it_
     set_config_dump(cli, {"model": {"lr": 0.125}})
     cli.instantiate_classes()
     assert cli.model.hparams.lr == 0.125 and "num_classes" not in cli.model.hparams  # built with lr 0.05, 3 classes
+
+
+def test_a_parse_unchecked_leaves_out_only_the_validation_at_its_end():
+    parser = ArgumentParser(exit_on_error=False)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--classes", type=int, default=10)
+    with pytest.raises(ArgumentError):  # the public parse validates the whole config: the required option is missing
+        parser.parse_args(["--classes=3"])
+    assert parsed_unchecked(parser, ["--classes=3"]).classes == 3
+    with pytest.raises(ArgumentError):  # a value is still checked as it is read
+        parsed_unchecked(parser, ["--classes=x", "--model=m"])
