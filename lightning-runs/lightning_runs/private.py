@@ -136,6 +136,18 @@ def given_options(parser, args: list[str]):
     return parser.parse_args(args, defaults=False, _skip_validation=True)
 
 
+def parsed_unchecked(parser, args: list[str]):
+    """jsonargparse's parse less its validation of the whole config at the end (the private `_skip_validation`): each
+    value is still checked as it is read. jsonargparse 4.53."""
+    return parser.parse_args(args, _skip_validation=True)
+
+
+def set_config_dump(cli, dumped: dict) -> None:
+    """Gives LightningCLI the subcommand's config, dumped and loaded, that its modules' saved hyperparameters are read
+    from (`config_dump`): its `_dump_config` dumps the whole config again only where none is set. Lightning 2.6.6."""
+    cli.config_dump = dumped
+
+
 def saved_class_path(hparams) -> str | None:
     """The class a module's saved hyper_parameters were built as: LightningCLI records a module chosen by class path
     under `_class_path` (lightning.pytorch.cli._InstantiatorFn) and has no public reader. Lightning 2.6.6."""

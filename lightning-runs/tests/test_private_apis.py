@@ -12,7 +12,7 @@ import sys
 import lightning as L
 import pytest
 import torch
-from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentParser, DefaultHelpFormatter, Namespace
+from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentError, ArgumentParser, DefaultHelpFormatter, Namespace
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
 from lightning.pytorch import LightningDataModule
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
@@ -35,10 +35,12 @@ from lightning_runs.private import (
     lightning_modules_traceable,
     load_pending_loader_states,
     option_nargs,
+    parsed_unchecked,
     print_config_deferred,
     print_config_if_requested,
     save_now,
     saved_class_path,
+    set_config_dump,
     signal_launched_ranks,
     skip_batches,
     steps_between_saves,
@@ -48,7 +50,7 @@ from lightning_runs.private import (
     typed_options,
     unnumbered_logger,
 )
-from tiny_tasks import TinyDataModule
+from tiny_tasks import TinyClassifier, TinyDataModule
 
 
 @pytest.fixture(scope="module")
@@ -443,3 +445,24 @@ def test_a_fit_loop_keeps_a_checkpoints_loader_states_pending_until_it_loads_the
     load_pending_loader_states(loop.trainer)  # not restarting, no loader built: nothing to do, nothing lost
     assert loop._combined_loader_states_to_load == [{"position": 3}] and hasattr(loop, "_data_fetcher")
     assert callable(loop._load_combined_loader_states)  # test_exact_restarts' sized schedule: the load, done
+
+
+def test_lightningcli_saves_its_modules_hyperparameters_from_the_config_dump_it_is_given():
+    """RunsCLI hands LightningCLI config.yaml's dump (`config_dump`) rather than have it dump the config again."""
+    from lightning.pytorch.cli import LightningCLI
+
+    cli = LightningCLI(TinyClassifier, run=False, args=[], save_config_callback=None)
+    set_config_dump(cli, {"model": {"lr": 0.125}})
+    cli.instantiate_classes()
+    assert cli.model.hparams.lr == 0.125 and "num_classes" not in cli.model.hparams  # built with lr 0.05, 3 classes
+
+
+def test_a_parse_unchecked_leaves_out_only_the_validation_at_its_end():
+    parser = ArgumentParser(exit_on_error=False)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--classes", type=int, default=10)
+    with pytest.raises(ArgumentError):  # the public parse validates the whole config: the required option is missing
+        parser.parse_args(["--classes=3"])
+    assert parsed_unchecked(parser, ["--classes=3"]).classes == 3
+    with pytest.raises(ArgumentError):  # a value is still checked as it is read
+        parsed_unchecked(parser, ["--classes=x", "--model=m"])

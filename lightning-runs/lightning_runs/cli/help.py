@@ -5,7 +5,9 @@ than a screen holds (a network's `nn.Module`: every module torch, torchmetrics a
 rather than listing them. jsonargparse has no setting for it (4.53: `ActionTypeHint.extra_help` lists every imported
 subclass, Lightning #20591): argparse's formatter method `_get_help_string` is overridden (private.py)."""
 
+import copy
 import enum
+import functools
 import json
 import re
 from pathlib import Path
@@ -38,6 +40,19 @@ class RunsArgumentParser(LightningArgumentParser):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.links: list[tuple[str, str, str]] = []  # (source, target, apply_on), as link_arguments took them
+        self.kept: dict | None = None  # get_defaults' results, from set_classes on until set_defaults changes them
+        self.last: tuple | None = None  # (config, dump settings), dumped: the config of the parser's one command
+
+    def set_defaults(self, *args, **kwargs) -> None:
+        self.kept = None
+        super().set_defaults(*args, **kwargs)
+
+    def get_defaults(self, *args, **kwargs):
+        # A parse asks its subcommand's defaults (every part's class defaults, 10 ms) twice, the dump once more.
+        if self.kept is None or args or kwargs != {"skip_validation": True}:  # as the parse and the dump ask
+            return super().get_defaults(*args, **kwargs)
+        self.kept = self.kept or {"defaults": super().get_defaults(*args, **kwargs)}
+        return self.kept["defaults"].clone()
 
     def link_arguments(self, source, target, compute_fn=None, apply_on: str = "parse") -> None:
         super().link_arguments(source, target, compute_fn, apply_on)
@@ -56,13 +71,27 @@ class RunsArgumentParser(LightningArgumentParser):
         kwargs.setdefault("skip_validation", True)
         if kwargs.get("format", "parser_mode") not in ("parser_mode", "yaml") or "skip_link_targets" in kwargs:
             return super().dump(cfg, *args, **kwargs)
-        kept = cfg.clone()
-        targets = [target for _, target, _ in self.links if target in kept]
-        defaults = self.get_defaults() if targets else {}  # once: 15 ms a call
-        for target in targets:  # the class's default is the link's to set (typed as the default, it is the same value)
-            if json.dumps(kept.get(target), default=str) == json.dumps(defaults.get(target), default=str):
+        targets = [target for _, target, _ in self.links if target in cfg]
+        defaults = self.get_defaults(skip_validation=True) if targets else {}  # as the parse asked: kept
+        # the class's default is the link's to set (typed as the default, it is the same value)
+        same = [t for t in targets if json.dumps(cfg.get(t), default=str) == json.dumps(defaults.get(t), default=str)]
+        if args or self.kept is None or self.parser_mode != "yaml":
+            kept = cfg.clone()
+            for target in same:
                 del kept[target]
-        return super().dump(kept, *args, skip_link_targets=False, **kwargs)
+            return super().dump(kept, *args, skip_link_targets=False, **kwargs)
+        data = self.dumped(cfg, **kwargs)
+        for *branch, leaf in (target.split(".") for target in same):
+            functools.reduce(lambda branches, key: branches.get(key) or {}, branch, data).pop(leaf, None)
+        return "".join(f"# {line}\n" for line in self.dump_header or []) + yaml_dump(data)
+
+    def dumped(self, cfg, **kwargs) -> dict:
+        """`cfg` dumped with its link targets, loaded back: one jsonargparse dump of a command's config for its
+        config.yaml and Lightning's copy of it for the modules' hyperparameters (and a resume's comparison)."""
+        kwargs = {"skip_validation": True, **kwargs, "format": "yaml", "skip_link_targets": False}
+        if self.last is None or self.last[0] != (cfg, kwargs):
+            self.last = (cfg.clone(), kwargs), yaml.safe_load(super().dump(cfg, **kwargs))
+        return copy.deepcopy(self.last[1])
 
 
 class _Dumper(yaml.SafeDumper):
@@ -86,3 +115,4 @@ def set_classes(parser, subcommand: str, classes: dict) -> None:
             subcommand_parser(parser, subcommand).set_defaults({group: {"class_path": path} if path else None})
         except (ImportError, ValueError) as error:  # jsonargparse's ImportDenied is both
             raise UsageError(f"--{group} {path}: cannot be imported here ({first_line(error)})") from None
+    subcommand_parser(parser, subcommand).kept = {}  # built: its defaults stay until set_defaults changes them

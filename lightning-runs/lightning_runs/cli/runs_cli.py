@@ -9,6 +9,7 @@ DataModule chosen by class path (`--model my.Module`, `--data my.Data`), and pla
 """
 
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -160,7 +161,7 @@ class RunsCLI(LightningCLI):
             given = evaluation.typed(self.args, "--ckpt_path")
             named = given in ("last", "best") or (given is None and any(a.startswith("--config") for a in self.args))
             if named:  # the run is found by its name (or a config names the checkpoint): what names it, parsed first
-                given = self._parsed(parser, evaluation.without_classes(self.args), subcommand)
+                given = self._parsed(parser, evaluation.without_classes(self.args), subcommand, checked=False)
             configs, classes, self.from_checkpoint = evaluation.layers(Path(given)) if given else ([], {}, [])
             at = self.args.index(subcommand) + 1
             args = [*self.args[:at], *[arg for text in configs for arg in ("--config", text)], *self.args[at:]]
@@ -171,10 +172,11 @@ class RunsCLI(LightningCLI):
         for key in self.from_checkpoint:  # what a link gave a class that does not take it (a GAN given num_classes)
             extra.pop(key, None)
 
-    def _parsed(self, parser, args: list[str], subcommand: str, classes: dict | None = None):
+    def _parsed(self, parser, args: list[str], subcommand: str, classes: dict | None = None, checked: bool = True):
         """Parse, name the run and find its checkpoint; a resume is compared with its run. Returns the checkpoint an
-        evaluation uses (its run's config is the evaluation's first layer)."""
-        self.config = self._parse_chosen(parser, args, subcommand, classes)
+        evaluation uses (its run's config is the evaluation's first layer). `checked=False`: the whole config is not
+        validated at the end (what names an evaluation's run, parsed again with that run's config and validated)."""
+        self.config = self._parse_chosen(parser, args, subcommand, classes, checked)
         config = self.config[subcommand]
         set_quiet(config.quiet)
         placement.name_run(config, self.default_name)
@@ -184,7 +186,7 @@ class RunsCLI(LightningCLI):
         placement.resume(config, path, yaml.safe_load(self._parser(subcommand).dump(config, skip_none=False)))
         return None
 
-    def _parse_chosen(self, parser, args: list[str], subcommand: str | None, classes: dict | None = None):
+    def _parse_chosen(self, parser, args: list[str], subcommand: str | None, classes=None, checked: bool = True):
         """The classes of --model and --data are their groups' defaults (`classes`: a run's), and a class chosen
         otherwise makes the command parsed again with it as the default: jsonargparse carries the default class's
         values over to a chosen class sharing their names (lr 0.05 for a class whose own default is 0.01, the default
@@ -199,13 +201,14 @@ class RunsCLI(LightningCLI):
         if "data" not in (classes or {}) and not named and not self._default_data_for(defaults["model"]):
             defaults["data"] = None
         set_classes(parser, subcommand, {"data": defaults.get("data")})
-        config = parser.parse_args(args)
+        parse = parser.parse_args if checked else functools.partial(private.parsed_unchecked, parser)
+        config = parse(args)
         chosen = {group: (config[subcommand].get(group) or {}).get("class_path") for group in evaluation.GROUPS}
         if chosen["data"] == self.defaults.get("data") and not named and not self._default_data_for(chosen["model"]):
             chosen["data"] = None
         if chosen != {group: defaults.get(group) for group in evaluation.GROUPS}:
             set_classes(parser, subcommand, chosen)
-            config = parser.parse_args(args)
+            config = parse(args)
         return config
 
     @staticmethod
@@ -238,6 +241,9 @@ class RunsCLI(LightningCLI):
                 data[key] = saved[key]
 
     def instantiate_classes(self) -> None:
+        # Lightning's copy of the config for the modules' hyperparameters: config.yaml's dump (it dumped it again)
+        if self.subcommand and isinstance(parser := self._parser(self.subcommand), RunsArgumentParser):
+            private.set_config_dump(self, parser.dumped(self.config[self.subcommand], skip_none=False))
         try:
             with private.datamodules_described_plainly():
                 super().instantiate_classes()
