@@ -17,7 +17,8 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 from torch.utils.data import Dataset, RandomSampler, get_worker_info
 
 from lightning_runs.console import say
-from lightning_runs.private import call_epoch_start_hooks, load_pending_loader_states, skip_batches
+from lightning_runs.distributed import every_ranks
+from lightning_runs.private import call_epoch_start_hooks, load_loader_states, skip_batches, wrap_distributed_sampler
 
 
 class RandomState(Callback):
@@ -56,6 +57,7 @@ class RandomState(Callback):
 
     def _built_loaders(self, loaders) -> None:
         saved, self._pending = self._pending, None
+        self._unused = {id(g): g.get_state() for g in loader_generators(loaders)}  # before the first epoch's draw
         if saved is None:
             return
         generators, states = loader_generators(loaders), list(saved.get("loaders", []))
@@ -66,11 +68,21 @@ class RandomState(Callback):
 
     def on_train_start(self, trainer, pl_module) -> None:
         restored, self._restored = getattr(self, "_restored", None), None
-        load_pending_loader_states(trainer)  # before the epoch's iterator is made from the loader
         # A resume inside an epoch is exact only where the loader resumes its position: said in one line of its own.
         # (Lightning's own restart stage: a checkpoint taken at an epoch's end restores with its batches counted.)
         resumed_inside = trainer.ckpt_path and trainer.fit_loop.restarted_mid_epoch
         loaders = CombinedLoader(trainer.train_dataloader).flattened
+        unused = getattr(self, "_unused", {})
+        wrapped = [wrap_distributed_sampler(d, lambda s, wrapper: _epoch_start(s, wrapper, unused)) for d in loaders]
+        self._epoch_starts = [sampler for sampler in wrapped if isinstance(sampler, EpochStart)]
+        starts = (restored or {}).get("epoch_starts") or []  # none in a checkpoint of an earlier version
+        if resumed_inside and len(starts) == len(self._epoch_starts):  # the epoch's order drawn again, as it was
+            for sampler, state in zip(self._epoch_starts, starts, strict=True):
+                sampler.generator.set_state(state)
+                sampler.epoch = None
+        ranks = (restored or {}).get("ranks_loaders") or []  # none in a checkpoint of an earlier version
+        own = ranks[trainer.global_rank] if resumed_inside and len(ranks) == trainer.world_size else None
+        load_loader_states(trainer, own)  # before the epoch's iterator is made from the loader
         stateful = all(_stateful(d) for d in loaders)
         stateful = stateful or is_overridden("state_dict", trainer.datamodule, LightningDataModule)
         shuffled = any(isinstance(getattr(d, "sampler", None), RandomSampler) for d in loaders)
@@ -104,7 +116,10 @@ class RandomState(Callback):
         trainer = getattr(self, "_trainer", None)
         return {
             **_rng_state(),
-            "loaders": [g.get_state() for g in loader_generators(trainer and trainer.train_dataloader)],
+            "loaders": [g.get_state() for g in loader_generators(trainer and trainer.train_dataloader)]
+            + [sampler.generator.get_state() for sampler in getattr(self, "_epoch_starts", [])],
+            "epoch_starts": [sampler.state for sampler in getattr(self, "_epoch_starts", [])],
+            "ranks_loaders": every_ranks(trainer.fit_loop.on_save_checkpoint().get("combined_loader", [])) if trainer else [],
             "trainable": trainable(trainer.lightning_module) if trainer and trainer.lightning_module else {},
             "built": getattr(self, "_built", None) or {},
         }
@@ -112,6 +127,31 @@ class RandomState(Callback):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         _set_rng(state_dict)
         self._restored = self._pending = state_dict
+
+
+class EpochStart:
+    """A sampler whose order Lightning's DDP wrapper lists once an epoch, drawing it from the sampler's generator: the
+    generator's state before each epoch's draw is kept (a resume inside that epoch draws the same order from it), and
+    the order is drawn once an epoch (the resume lists it more than once)."""
+
+    def __init__(self, sampler, wrapper, unused: dict) -> None:
+        self.sampler, self.wrapper, self.generator = sampler, wrapper, sampler.generator
+        self.state = unused.get(id(self.generator), self.generator.get_state())
+        self.epoch, self.order = wrapper.epoch, None  # the first epoch's order was drawn before it was wrapped
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+    def __iter__(self):
+        if self.order is None or self.epoch != self.wrapper.epoch:
+            self.epoch, self.state = self.wrapper.epoch, self.generator.get_state()
+            self.order = list(self.sampler)
+        return iter(self.order)
+
+
+def _epoch_start(sampler, wrapper, unused: dict):
+    shuffled = isinstance(getattr(sampler, "generator", None), torch.Generator) and not isinstance(sampler, EpochStart)
+    return EpochStart(sampler, wrapper, unused) if shuffled else sampler
 
 
 class WorkerRandomState(Dataset):
