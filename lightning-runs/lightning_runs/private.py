@@ -11,8 +11,8 @@ Also relied on, where no wrapper can stand (each in tests/test_private_apis.py):
 - `lightning.fabric.utilities.logger._convert_params` / `_flatten_dict` (loggers/run_folder.py, records/hparams.py);
 - the fit loop's `epoch_progress.current.processed/completed` between an epoch's last batch and its scheduler step
   (checkpoints/last_checkpoint.py: schedulers_after_epoch);
-- a checkpoint's `loops.fit_loop.state_dict.combined_loader` (parallel/fsdp.py) and `meta.pt` as Lightning's name for
-  a sharded checkpoint's unsharded part (checkpoints/sharded.py);
+- the fit loop's `on_save_checkpoint()["combined_loader"]`, its loaders' states (checkpoints/random_state.py), and
+  `meta.pt` as Lightning's name for a sharded checkpoint's unsharded part (checkpoints/sharded.py);
 - that a fit looks `train_dataloader` and the module's `on_train_start` up on the instance after restoring callbacks,
   and builds the training iterator before `on_train_start` (checkpoints/random_state.py).
 """
@@ -138,8 +138,8 @@ def load_loader_states(trainer, states: list | None = None) -> None:
 def wrap_distributed_sampler(loader, wrap):
     """Where Lightning's DistributedSamplerWrapper wraps `loader`'s sampler (one other than torch's RandomSampler or
     SequentialSampler: torchdata's RandomSampler among them), the wrapped sampler replaced by `wrap(sampler, wrapper)`,
-    which is returned; else None. The wrapper draws each epoch's order from it, as its private `dataset._sampler`, listed again
-    at every epoch's start (Lightning 2.6.6)."""
+    which is returned; else None. The wrapper lists its private `dataset._sampler` again at every epoch's start: each
+    epoch's order is drawn from that sampler's generator (Lightning 2.6.6)."""
     from lightning.fabric.utilities.distributed import DistributedSamplerWrapper
 
     for sampler in (getattr(loader, "sampler", None), getattr(getattr(loader, "batch_sampler", None), "sampler", None)):

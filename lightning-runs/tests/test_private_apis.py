@@ -49,6 +49,7 @@ from lightning_runs.private import (
     trial_id,
     typed_options,
     unnumbered_logger,
+    wrap_distributed_sampler,
 )
 from tiny_tasks import TinyDataModule
 
@@ -450,3 +451,31 @@ def test_a_fit_loop_keeps_a_checkpoints_loader_states_pending_until_it_loads_the
     sampler = DistributedSampler(range(4), num_replicas=2, rank=0)
     _set_sampler_epoch(StatefulDataLoader(range(4), sampler=sampler), 3)  # what the resumed epoch is shuffled by
     assert sampler.epoch == 3
+
+
+def test_lightnings_ddp_wrapper_lists_the_sampler_it_wraps_again_at_each_epochs_start():
+    # torchdata's RandomSampler is not torch's: Lightning wraps it, and each epoch's order comes from its generator.
+    from lightning.fabric.utilities.distributed import DistributedSamplerWrapper
+    from torchdata.stateful_dataloader.sampler import RandomSampler
+
+    listed = []
+
+    class Listed:
+        def __init__(self, sampler, wrapper) -> None:
+            self.sampler, self.wrapper = sampler, wrapper
+
+        def __len__(self) -> int:
+            return len(self.sampler)
+
+        def __iter__(self):
+            listed.append(self.wrapper.epoch)
+            return iter(self.sampler)
+
+    wrapper = DistributedSamplerWrapper(RandomSampler(range(8)), num_replicas=2, rank=0)
+    loader = StatefulDataLoader(range(8), batch_sampler=torch.utils.data.BatchSampler(wrapper, 2, False))
+    assert isinstance(wrap_distributed_sampler(loader, Listed), Listed)
+    for epoch in (0, 1):
+        wrapper.set_epoch(epoch)
+        assert len(list(wrapper)) == 4
+    assert listed == [0, 1]
+    assert wrap_distributed_sampler(StatefulDataLoader(range(8)), Listed) is None  # no wrapper: nothing wrapped

@@ -113,13 +113,15 @@ class RandomState(Callback):
             _once_around(pl_module, "on_train_start", lambda: None, replay)
 
     def state_dict(self) -> dict[str, Any]:
-        trainer = getattr(self, "_trainer", None)
+        trainer, wrapped = getattr(self, "_trainer", None), getattr(self, "_epoch_starts", [])
+        generators = [*loader_generators(trainer and trainer.train_dataloader), *(s.generator for s in wrapped)]
+        # Collective (each rank's loader states): every rank saves a checkpoint, as Trainer.save_checkpoint requires.
+        ranks = every_ranks(trainer.fit_loop.on_save_checkpoint().get("combined_loader", [])) if trainer else []
         return {
             **_rng_state(),
-            "loaders": [g.get_state() for g in loader_generators(trainer and trainer.train_dataloader)]
-            + [sampler.generator.get_state() for sampler in getattr(self, "_epoch_starts", [])],
-            "epoch_starts": [sampler.state for sampler in getattr(self, "_epoch_starts", [])],
-            "ranks_loaders": every_ranks(trainer.fit_loop.on_save_checkpoint().get("combined_loader", [])) if trainer else [],
+            "loaders": [g.get_state() for g in generators],
+            "epoch_starts": [sampler.state for sampler in wrapped],
+            "ranks_loaders": ranks,
             "trainable": trainable(trainer.lightning_module) if trainer and trainer.lightning_module else {},
             "built": getattr(self, "_built", None) or {},
         }
