@@ -26,7 +26,11 @@ class RandomState(Callback):
     run drew other dropout masks), and the torch.Generators of the training loaders
     (`DataLoader(..., generator=torch.Generator().manual_seed(0))`, PyTorch's reproducibility recipe): rebuilt by
     `train_dataloader()`, such a generator would start again from its seed and retrain epoch 1's order. All ranks were
-    seeded alike, so rank zero's state (the one written) is every rank's. Tensors and lists only: weights_only loads it.
+    seeded alike, so rank zero's state (the one written) is every rank's. Not so the loaders' own states (Lightning
+    keeps rank zero's): every rank's are gathered here, and each rank resumes inside an epoch from its own (a worker's
+    RNG, seeded by rank). Under DDP, Lightning wraps a sampler other than torch's (torchdata's) in a
+    DistributedSamplerWrapper that draws each epoch's order from that sampler's generator, which no loader state holds:
+    its state before each epoch's draw is kept. Tensors and lists only: weights_only loads it.
 
     Building the loaders after a restore draws from the restored RNG (torchdata's shuffling sampler seeds itself), and
     so does the restored loader's iterator (its base seed): each later draw was shifted. So the RNG is set as saved
@@ -57,14 +61,15 @@ class RandomState(Callback):
 
     def _built_loaders(self, loaders) -> None:
         saved, self._pending = self._pending, None
-        self._unused = {id(g): g.get_state() for g in loader_generators(loaders)}  # before the first epoch's draw
-        if saved is None:
-            return
-        generators, states = loader_generators(loaders), list(saved.get("loaders", []))
-        if len(generators) == len(states):  # the same loaders as when saved; else nothing to match them by
-            for generator, state in zip(generators, states, strict=True):
-                generator.set_state(state)
-        _set_rng(saved)  # building drew (torchdata's shuffling sampler seeds itself), as the first build did
+        generators = loader_generators(loaders)
+        if saved is not None:
+            states = list(saved.get("loaders", []))
+            if len(generators) == len(states):  # the same loaders as when saved; else nothing to match them by
+                for generator, state in zip(generators, states, strict=True):
+                    generator.set_state(state)
+            _set_rng(saved)  # building drew (torchdata's shuffling sampler seeds itself), as the first build did
+        # What the first iterator's order is drawn from: Lightning's DDP wrapper of a sampler draws it before any hook.
+        self._unused = {id(generator): generator.get_state() for generator in generators}
 
     def on_train_start(self, trainer, pl_module) -> None:
         restored, self._restored = getattr(self, "_restored", None), None
@@ -74,7 +79,7 @@ class RandomState(Callback):
         loaders = CombinedLoader(trainer.train_dataloader).flattened
         unused = getattr(self, "_unused", {})
         wrapped = [wrap_distributed_sampler(d, lambda s, wrapper: _epoch_start(s, wrapper, unused)) for d in loaders]
-        self._epoch_starts = [sampler for sampler in wrapped if isinstance(sampler, EpochStart)]
+        self._epoch_starts = [sampler for sampler in wrapped if isinstance(sampler, _EpochStart)]
         starts = (restored or {}).get("epoch_starts") or []  # none in a checkpoint of an earlier version
         if resumed_inside and len(starts) == len(self._epoch_starts):  # the epoch's order drawn again, as it was
             for sampler, state in zip(self._epoch_starts, starts, strict=True):
@@ -131,7 +136,7 @@ class RandomState(Callback):
         self._restored = self._pending = state_dict
 
 
-class EpochStart:
+class _EpochStart:
     """A sampler whose order Lightning's DDP wrapper lists once an epoch, drawing it from the sampler's generator: the
     generator's state before each epoch's draw is kept (a resume inside that epoch draws the same order from it), and
     the order is drawn once an epoch (the resume lists it more than once)."""
@@ -152,8 +157,8 @@ class EpochStart:
 
 
 def _epoch_start(sampler, wrapper, unused: dict):
-    shuffled = isinstance(getattr(sampler, "generator", None), torch.Generator) and not isinstance(sampler, EpochStart)
-    return EpochStart(sampler, wrapper, unused) if shuffled else sampler
+    shuffled = isinstance(getattr(sampler, "generator", None), torch.Generator) and not isinstance(sampler, _EpochStart)
+    return _EpochStart(sampler, wrapper, unused) if shuffled else sampler
 
 
 class WorkerRandomState(Dataset):
