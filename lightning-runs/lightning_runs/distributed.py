@@ -18,6 +18,15 @@ def gather_rows(rows: torch.Tensor) -> list[torch.Tensor]:
     return gather_all_tensors(rows)
 
 
+def every_ranks(thing) -> list:
+    """Every rank's `thing` (picklable: a loader's state), in rank order. Collective: every rank calls it."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return [thing]
+    gathered = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(gathered, thing)
+    return gathered
+
+
 def whole(tensor: torch.Tensor) -> torch.Tensor:
     """A sharded tensor (a DTensor: FSDP's parameters and gradients, a norm of them) as one plain tensor. Collective
     where it is sharded: every rank calls it. Any other tensor as it is."""

@@ -11,8 +11,8 @@ Also relied on, where no wrapper can stand (each in tests/test_private_apis.py):
 - `lightning.fabric.utilities.logger._convert_params` / `_flatten_dict` (loggers/run_folder.py, records/hparams.py);
 - the fit loop's `epoch_progress.current.processed/completed` between an epoch's last batch and its scheduler step
   (checkpoints/last_checkpoint.py: schedulers_after_epoch);
-- a checkpoint's `loops.fit_loop.state_dict.combined_loader` (parallel/fsdp.py) and `meta.pt` as Lightning's name for
-  a sharded checkpoint's unsharded part (checkpoints/sharded.py);
+- the fit loop's `on_save_checkpoint()["combined_loader"]`, its loaders' states (checkpoints/random_state.py), and
+  `meta.pt` as Lightning's name for a sharded checkpoint's unsharded part (checkpoints/sharded.py);
 - that a fit looks `train_dataloader` and the module's `on_train_start` up on the instance after restoring callbacks,
   and builds the training iterator before `on_train_start` (checkpoints/random_state.py).
 """
@@ -116,17 +116,37 @@ def subcommand_parser(parser, name: str):
     return parser._subcommands_action._name_parser_map[name]
 
 
-def load_pending_loader_states(trainer) -> None:
-    """Hands the training loaders the states a resume's checkpoint saved for them (a StatefulDataLoader's position),
-    where Lightning did not: its fit loop hands them over only as `setup_data` builds the loaders after the checkpoint
-    is read, and a module reading `trainer.estimated_stepping_batches` in `configure_optimizers` (a per-step schedule)
-    built them before (and the epoch's iterator from them), so the states stayed pending and a resume inside an epoch
-    started it over. What `setup_data` does after the checkpoint is read, done where it was not (Lightning 2.6.6):
-    the states loaded (`_load_combined_loader_states`), then the iterator made again from them."""
+def load_loader_states(trainer, states: list | None = None) -> None:
+    """Hands the training loaders `states` (each loader's `state_dict()`, as the fit loop saves them; None: the ones a
+    resume's checkpoint left pending) and makes the epoch's iterator again from them, the samplers' epoch set first.
+    Lightning makes the iterator in `setup_data`, before it sets the epoch (`_set_sampler_epoch`): a DistributedSampler
+    shuffles by its epoch as the iterator is made, so a resume inside epoch k continued epoch 0's order. And a module
+    reading `trainer.estimated_stepping_batches` in `configure_optimizers` built the loaders before the checkpoint was
+    read, so their states stayed pending. The fit loop's `_load_combined_loader_states`, `_combined_loader` and
+    `_data_fetcher` (Lightning 2.6.6)."""
+    from lightning.fabric.utilities.data import _set_sampler_epoch
+
     loop = trainer.fit_loop
+    loop._combined_loader_states_to_load = states or loop._combined_loader_states_to_load
     if loop.restarting and loop._combined_loader_states_to_load and loop._combined_loader is not None:
+        for loader in loop._combined_loader.flattened:
+            _set_sampler_epoch(loader, loop.epoch_progress.current.processed)
         loop._load_combined_loader_states()
         iter(loop._data_fetcher)
+
+
+def wrap_distributed_sampler(loader, wrap):
+    """Where Lightning's DistributedSamplerWrapper wraps `loader`'s sampler (one other than torch's RandomSampler or
+    SequentialSampler: torchdata's RandomSampler among them), the wrapped sampler replaced by `wrap(sampler, wrapper)`,
+    which is returned; else None. The wrapper lists its private `dataset._sampler` again at every epoch's start: each
+    epoch's order is drawn from that sampler's generator (Lightning 2.6.6)."""
+    from lightning.fabric.utilities.distributed import DistributedSamplerWrapper
+
+    for sampler in (getattr(loader, "sampler", None), getattr(getattr(loader, "batch_sampler", None), "sampler", None)):
+        if isinstance(sampler, DistributedSamplerWrapper):
+            sampler.dataset._sampler = wrap(sampler.dataset._sampler, sampler)
+            return sampler.dataset._sampler
+    return None
 
 
 def given_options(parser, args: list[str]):

@@ -13,6 +13,7 @@ import lightning as L
 import pytest
 import torch
 from jsonargparse import ActionConfigFile, ActionYesNo, ArgumentError, ArgumentParser, DefaultHelpFormatter, Namespace
+from lightning.fabric.utilities.data import _set_sampler_epoch
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
 from lightning.pytorch import LightningDataModule
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
@@ -22,7 +23,8 @@ from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.loggers.mlflow import _MLFLOW_AVAILABLE
 from lightning.pytorch.loggers.wandb import _WANDB_AVAILABLE
 from lightning.pytorch.utilities import rank_zero_info
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, DistributedSampler
+from torchdata.stateful_dataloader import StatefulDataLoader
 
 from lightning_runs.checkpoints import LastCheckpoint
 from lightning_runs.cli.help import RunsHelpFormatter
@@ -33,7 +35,7 @@ from lightning_runs.private import (
     datamodules_described_plainly,
     given_options,
     lightning_modules_traceable,
-    load_pending_loader_states,
+    load_loader_states,
     option_nargs,
     parsed_unchecked,
     print_config_deferred,
@@ -49,6 +51,7 @@ from lightning_runs.private import (
     trial_id,
     typed_options,
     unnumbered_logger,
+    wrap_distributed_sampler,
 )
 from tiny_tasks import TinyClassifier, TinyDataModule
 
@@ -442,9 +445,14 @@ def test_a_fit_loop_keeps_a_checkpoints_loader_states_pending_until_it_loads_the
     loop = L.Trainer(logger=False, enable_progress_bar=False).fit_loop
     loop.on_load_checkpoint({"combined_loader": [{"position": 3}]})  # what restore_training_state hands it
     assert loop._combined_loader_states_to_load == [{"position": 3}]
-    load_pending_loader_states(loop.trainer)  # not restarting, no loader built: nothing to do, nothing lost
+    load_loader_states(loop.trainer)  # not restarting, no loader built: nothing to do, nothing lost
     assert loop._combined_loader_states_to_load == [{"position": 3}] and hasattr(loop, "_data_fetcher")
+    load_loader_states(loop.trainer, [{"position": 5}])  # a rank's own states (test_ddp_loaders.py), kept the same way
+    assert loop._combined_loader_states_to_load == [{"position": 5}]
     assert callable(loop._load_combined_loader_states)  # test_exact_restarts' sized schedule: the load, done
+    sampler = DistributedSampler(range(4), num_replicas=2, rank=0)
+    _set_sampler_epoch(StatefulDataLoader(range(4), sampler=sampler), 3)  # what the resumed epoch is shuffled by
+    assert sampler.epoch == 3
 
 
 def test_lightningcli_saves_its_modules_hyperparameters_from_the_config_dump_it_is_given():
@@ -466,3 +474,31 @@ def test_a_parse_unchecked_leaves_out_only_the_validation_at_its_end():
     assert parsed_unchecked(parser, ["--classes=3"]).classes == 3
     with pytest.raises(ArgumentError):  # a value is still checked as it is read
         parsed_unchecked(parser, ["--classes=x", "--model=m"])
+
+
+def test_lightnings_ddp_wrapper_lists_the_sampler_it_wraps_again_at_each_epochs_start():
+    # torchdata's RandomSampler is not torch's: Lightning wraps it, and each epoch's order comes from its generator.
+    from lightning.fabric.utilities.distributed import DistributedSamplerWrapper
+    from torchdata.stateful_dataloader.sampler import RandomSampler
+
+    listed = []
+
+    class Listed:
+        def __init__(self, sampler, wrapper) -> None:
+            self.sampler, self.wrapper = sampler, wrapper
+
+        def __len__(self) -> int:
+            return len(self.sampler)
+
+        def __iter__(self):
+            listed.append(self.wrapper.epoch)
+            return iter(self.sampler)
+
+    wrapper = DistributedSamplerWrapper(RandomSampler(range(8)), num_replicas=2, rank=0)
+    loader = StatefulDataLoader(range(8), batch_sampler=torch.utils.data.BatchSampler(wrapper, 2, False))
+    assert isinstance(wrap_distributed_sampler(loader, Listed), Listed)
+    for epoch in (0, 1):
+        wrapper.set_epoch(epoch)
+        assert len(list(wrapper)) == 4
+    assert listed == [0, 1]
+    assert wrap_distributed_sampler(StatefulDataLoader(range(8)), Listed) is None  # no wrapper: nothing wrapped

@@ -17,7 +17,8 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 from torch.utils.data import Dataset, RandomSampler, get_worker_info
 
 from lightning_runs.console import say
-from lightning_runs.private import call_epoch_start_hooks, load_pending_loader_states, skip_batches
+from lightning_runs.distributed import every_ranks
+from lightning_runs.private import call_epoch_start_hooks, load_loader_states, skip_batches, wrap_distributed_sampler
 
 
 class RandomState(Callback):
@@ -25,7 +26,11 @@ class RandomState(Callback):
     run drew other dropout masks), and the torch.Generators of the training loaders
     (`DataLoader(..., generator=torch.Generator().manual_seed(0))`, PyTorch's reproducibility recipe): rebuilt by
     `train_dataloader()`, such a generator would start again from its seed and retrain epoch 1's order. All ranks were
-    seeded alike, so rank zero's state (the one written) is every rank's. Tensors and lists only: weights_only loads it.
+    seeded alike, so rank zero's state (the one written) is every rank's. Not so the loaders' own states (Lightning
+    keeps rank zero's): every rank's are gathered here, and each rank resumes inside an epoch from its own (a worker's
+    RNG, seeded by rank). Under DDP, Lightning wraps a sampler other than torch's (torchdata's) in a
+    DistributedSamplerWrapper that draws each epoch's order from that sampler's generator, which no loader state holds:
+    its state before each epoch's draw is kept. Tensors and lists only: weights_only loads it.
 
     Building the loaders after a restore draws from the restored RNG (torchdata's shuffling sampler seeds itself), and
     so does the restored loader's iterator (its base seed): each later draw was shifted. So the RNG is set as saved
@@ -56,21 +61,33 @@ class RandomState(Callback):
 
     def _built_loaders(self, loaders) -> None:
         saved, self._pending = self._pending, None
-        if saved is None:
-            return
-        generators, states = loader_generators(loaders), list(saved.get("loaders", []))
-        if len(generators) == len(states):  # the same loaders as when saved; else nothing to match them by
-            for generator, state in zip(generators, states, strict=True):
-                generator.set_state(state)
-        _set_rng(saved)  # building drew (torchdata's shuffling sampler seeds itself), as the first build did
+        generators = loader_generators(loaders)
+        if saved is not None:
+            states = list(saved.get("loaders", []))
+            if len(generators) == len(states):  # the same loaders as when saved; else nothing to match them by
+                for generator, state in zip(generators, states, strict=True):
+                    generator.set_state(state)
+            _set_rng(saved)  # building drew (torchdata's shuffling sampler seeds itself), as the first build did
+        # What the first iterator's order is drawn from: Lightning's DDP wrapper of a sampler draws it before any hook.
+        self._unused = {id(generator): generator.get_state() for generator in generators}
 
     def on_train_start(self, trainer, pl_module) -> None:
         restored, self._restored = getattr(self, "_restored", None), None
-        load_pending_loader_states(trainer)  # before the epoch's iterator is made from the loader
         # A resume inside an epoch is exact only where the loader resumes its position: said in one line of its own.
         # (Lightning's own restart stage: a checkpoint taken at an epoch's end restores with its batches counted.)
         resumed_inside = trainer.ckpt_path and trainer.fit_loop.restarted_mid_epoch
         loaders = CombinedLoader(trainer.train_dataloader).flattened
+        unused = getattr(self, "_unused", {})
+        wrapped = [wrap_distributed_sampler(d, lambda s, wrapper: _epoch_start(s, wrapper, unused)) for d in loaders]
+        self._epoch_starts = [sampler for sampler in wrapped if isinstance(sampler, _EpochStart)]
+        starts = (restored or {}).get("epoch_starts") or []  # none in a checkpoint of an earlier version
+        if resumed_inside and len(starts) == len(self._epoch_starts):  # the epoch's order drawn again, as it was
+            for sampler, state in zip(self._epoch_starts, starts, strict=True):
+                sampler.generator.set_state(state)
+                sampler.epoch = None
+        ranks = (restored or {}).get("ranks_loaders") or []  # none in a checkpoint of an earlier version
+        own = ranks[trainer.global_rank] if resumed_inside and len(ranks) == trainer.world_size else None
+        load_loader_states(trainer, own)  # before the epoch's iterator is made from the loader
         stateful = all(_stateful(d) for d in loaders)
         stateful = stateful or is_overridden("state_dict", trainer.datamodule, LightningDataModule)
         shuffled = any(isinstance(getattr(d, "sampler", None), RandomSampler) for d in loaders)
@@ -101,10 +118,15 @@ class RandomState(Callback):
             _once_around(pl_module, "on_train_start", lambda: None, replay)
 
     def state_dict(self) -> dict[str, Any]:
-        trainer = getattr(self, "_trainer", None)
+        trainer, wrapped = getattr(self, "_trainer", None), getattr(self, "_epoch_starts", [])
+        generators = [*loader_generators(trainer and trainer.train_dataloader), *(s.generator for s in wrapped)]
+        # Collective (each rank's loader states): every rank saves a checkpoint, as Trainer.save_checkpoint requires.
+        ranks = every_ranks(trainer.fit_loop.on_save_checkpoint().get("combined_loader", [])) if trainer else []
         return {
             **_rng_state(),
-            "loaders": [g.get_state() for g in loader_generators(trainer and trainer.train_dataloader)],
+            "loaders": [g.get_state() for g in generators],
+            "epoch_starts": [sampler.state for sampler in wrapped],
+            "ranks_loaders": ranks,
             "trainable": trainable(trainer.lightning_module) if trainer and trainer.lightning_module else {},
             "built": getattr(self, "_built", None) or {},
         }
@@ -112,6 +134,31 @@ class RandomState(Callback):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         _set_rng(state_dict)
         self._restored = self._pending = state_dict
+
+
+class _EpochStart:
+    """A sampler whose order Lightning's DDP wrapper lists once an epoch, drawing it from the sampler's generator: the
+    generator's state before each epoch's draw is kept (a resume inside that epoch draws the same order from it), and
+    the order is drawn once an epoch (the resume lists it more than once)."""
+
+    def __init__(self, sampler, wrapper, unused: dict) -> None:
+        self.sampler, self.wrapper, self.generator = sampler, wrapper, sampler.generator
+        self.state = unused.get(id(self.generator), self.generator.get_state())
+        self.epoch, self.order = wrapper.epoch, None  # the first epoch's order was drawn before it was wrapped
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+    def __iter__(self):
+        if self.order is None or self.epoch != self.wrapper.epoch:
+            self.epoch, self.state = self.wrapper.epoch, self.generator.get_state()
+            self.order = list(self.sampler)
+        return iter(self.order)
+
+
+def _epoch_start(sampler, wrapper, unused: dict):
+    shuffled = isinstance(getattr(sampler, "generator", None), torch.Generator) and not isinstance(sampler, _EpochStart)
+    return _EpochStart(sampler, wrapper, unused) if shuffled else sampler
 
 
 class WorkerRandomState(Dataset):

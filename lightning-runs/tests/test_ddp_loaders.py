@@ -1,0 +1,101 @@
+"""A user's StatefulDataLoader (as torchdata's docs show it: shuffled, no generator of its own) under DDP, stopped
+inside an epoch and resumed, ends with the uninterrupted fit's weights on every rank: with and without workers, with a
+random draw per sample. Lightning's one-file checkpoint holds rank zero's loader state only, draws each epoch's order
+from a sampler it wraps (DistributedSamplerWrapper) whose generator no state holds, and makes the resumed epoch's
+iterator before it sets the sampler's epoch; RandomState keeps every rank's loader state and that order."""
+
+import subprocess
+import sys
+
+import lightning as L
+import pytest
+import torch
+from test_exact_restarts import BATCHES, Dropout, Stateful, fit
+from tiny_launchers import launch
+from tiny_runs import QUIET, assert_same_checkpoint, load, process_environment
+from torch.utils.data import Dataset, TensorDataset
+from torchdata.stateful_dataloader import StatefulDataLoader
+
+from lightning_runs.checkpoints import WorkerRandomState
+from lightning_runs.testing import SignalAt
+
+PER_EPOCH = 6  # 192 training points, 96 a rank, in batches of 16
+LAST = "runs/tiny/version_0/checkpoints/last.ckpt"
+
+
+class Noisy(Dataset):
+    """Points with noise drawn as each is read (an augmentation)."""
+
+    def __init__(self, points: TensorDataset) -> None:
+        self.points = points
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def __getitem__(self, i: int):
+        x, y = self.points[i]
+        return x + 0.1 * torch.rand(x.shape), y
+
+
+class UserPoints(L.LightningDataModule):
+    """A user's DataModule over the tiny task's points; `keep_worker_rng`: the library's WorkerRandomState around it."""
+
+    num_classes, sample_shape = 3, (4,)  # what the tiny task's model is built from
+
+    def __init__(self, workers: int = 0, noisy: bool = False, keep_worker_rng: bool = False) -> None:
+        super().__init__()
+        self.workers, self.noisy, self.keep = workers, noisy, keep_worker_rng
+
+    def setup(self, stage: str) -> None:
+        generator = torch.Generator().manual_seed(0)
+        points = torch.randn(224, 4, generator=generator)
+        labels = (points @ torch.randn(4, 3, generator=generator)).argmax(dim=1)
+        self.train, self.val = TensorDataset(points[:192], labels[:192]), TensorDataset(points[192:], labels[192:])
+
+    def train_dataloader(self):
+        data = Noisy(self.train) if self.noisy else self.train
+        data = WorkerRandomState(data) if self.keep else data
+        return StatefulDataLoader(data, batch_size=16, shuffle=True, num_workers=self.workers)
+
+    def val_dataloader(self):
+        return StatefulDataLoader(self.val, batch_size=16)
+
+
+@pytest.mark.slow  # three DDP fits as processes
+@pytest.mark.parametrize(
+    "data",
+    [
+        ["--data.noisy=true"],
+        ["--data.workers=2"],
+        ["--data.workers=2", "--data.noisy=true", "--data.keep_worker_rng=true"],
+    ],
+    ids=["no_workers_noisy", "two_workers", "two_workers_noisy"],
+)
+def test_a_users_stateful_loader_under_ddp_resumes_inside_an_epoch_bit_for_bit(tmp_path, data):
+    fit = [sys.executable, "-m", "tiny_tasks", "fit", *QUIET, "--model=test_exact_restarts.DropoutClassifier"]
+    fit += ["--data=test_ddp_loaders.UserPoints", *data, "--trainer.max_epochs=2"]
+    fit += ["--trainer.strategy=ddp", "--trainer.devices=2", "--trainer.accelerator=cpu"]
+    (tmp_path / "whole").mkdir()
+    launch(tmp_path / "whole", fit)
+    # A step checkpoint inside the second epoch (its third batch), then a crash in the batch after it.
+    stop = [*fit, "--last_checkpoint.every_n_train_steps=4", "--trainer.callbacks+=lightning_runs.testing.CrashAt"]
+    crashed = subprocess.run([*stop, "--trainer.callbacks.step=9"], capture_output=True, text=True, timeout=300,
+                             env=process_environment())  # fmt: skip
+    assert crashed.returncode != 0 and load(LAST)["global_step"] == 8, crashed.stderr[-2000:]
+    launch(tmp_path, [*fit, "--ckpt_path=last"])
+    whole, resumed = load(tmp_path / "whole" / LAST), load(LAST)
+    assert resumed["global_step"] == 2 * PER_EPOCH
+    assert_same_checkpoint(whole, resumed)
+
+
+def test_a_checkpoint_without_the_ranks_loader_states_resumes_as_before(tmp_path):
+    # One process, a checkpoint of the previous version (no `ranks_loaders` nor `epoch_starts`): Lightning's own loader
+    # state resumes the epoch, as it did.
+    whole = fit(tmp_path / "whole", Dropout, Stateful, epochs=2)
+    fit(tmp_path / "resumed", Dropout, Stateful, epochs=2, stop=SignalAt(step=BATCHES + 1))
+    last = tmp_path / "resumed/checkpoints/last.ckpt"
+    checkpoint = load(last)
+    assert len(checkpoint["callbacks"]["RandomState"].pop("ranks_loaders")) == 1  # this process's, in one
+    del checkpoint["callbacks"]["RandomState"]["epoch_starts"]
+    torch.save(checkpoint, last)
+    assert_same_checkpoint(whole, fit(tmp_path / "resumed", Dropout, Stateful, epochs=2))
