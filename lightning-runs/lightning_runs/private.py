@@ -116,7 +116,7 @@ def subcommand_parser(parser, name: str):
     return parser._subcommands_action._name_parser_map[name]
 
 
-def load_loader_states(trainer, states: list | None = None) -> None:
+def load_loader_states(trainer, states: list | None = None, again: bool = False) -> None:
     """Hands the training loaders `states` (each loader's `state_dict()`, as the fit loop saves them; None: the ones a
     resume's checkpoint left pending) and makes the epoch's iterator again from them, the samplers' epoch set first.
     Lightning makes the iterator in `setup_data`, before it sets the epoch (`_set_sampler_epoch`): a DistributedSampler
@@ -128,10 +128,12 @@ def load_loader_states(trainer, states: list | None = None) -> None:
 
     loop = trainer.fit_loop
     loop._combined_loader_states_to_load = states or loop._combined_loader_states_to_load
-    if loop.restarting and loop._combined_loader_states_to_load and loop._combined_loader is not None:
+    pending = loop.restarting and loop._combined_loader_states_to_load
+    if (pending or again) and loop._combined_loader is not None:  # `again`: the iterator made again all the same
         for loader in loop._combined_loader.flattened:
             _set_sampler_epoch(loader, loop.epoch_progress.current.processed)
-        loop._load_combined_loader_states()
+        if pending:
+            loop._load_combined_loader_states()
         iter(loop._data_fetcher)
 
 

@@ -81,13 +81,18 @@ class RandomState(Callback):
         wrapped = [wrap_distributed_sampler(d, lambda s, wrapper: _epoch_start(s, wrapper, unused)) for d in loaders]
         self._epoch_starts = [sampler for sampler in wrapped if isinstance(sampler, _EpochStart)]
         starts = (restored or {}).get("epoch_starts") or []  # none in a checkpoint of an earlier version
-        if resumed_inside and len(starts) == len(self._epoch_starts):  # the epoch's order drawn again, as it was
-            for sampler, state in zip(self._epoch_starts, starts, strict=True):
-                sampler.generator.set_state(state)
-                sampler.epoch = None
+        inside = resumed_inside and len(starts) == len(self._epoch_starts)
+        # At an epoch's end too: `setup_data` drew the next epoch's order before the epoch was set (as epoch 0's).
+        at_end = bool(trainer.ckpt_path and self._epoch_starts and not resumed_inside)
+        for i, sampler in enumerate(self._epoch_starts if inside or at_end else []):  # the epoch's order drawn again
+            sampler.generator.set_state(starts[i] if inside else sampler.state)
+            sampler.epoch = None
         ranks = (restored or {}).get("ranks_loaders") or []  # none in a checkpoint of an earlier version
         own = ranks[trainer.global_rank] if resumed_inside and len(ranks) == trainer.world_size else None
-        load_loader_states(trainer, own)  # before the epoch's iterator is made from the loader
+        drawn = _rng_state()  # the iterator made again draws its base seed, as the one `setup_data` made drew it
+        load_loader_states(trainer, own, again=at_end)  # before the epoch's iterator is made from the loader
+        if at_end:
+            _set_rng(drawn)
         stateful = all(_stateful(d) for d in loaders)
         stateful = stateful or is_overridden("state_dict", trainer.datamodule, LightningDataModule)
         shuffled = any(isinstance(getattr(d, "sampler", None), RandomSampler) for d in loaders)
