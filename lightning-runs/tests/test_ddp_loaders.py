@@ -72,18 +72,9 @@ class UserPoints(L.LightningDataModule):
     ids=["no_workers_noisy", "two_workers", "two_workers_noisy"],
 )
 def test_a_users_stateful_loader_under_ddp_resumes_inside_an_epoch_bit_for_bit(tmp_path, data):
-    fit = [sys.executable, "-m", "tiny_tasks", "fit", *QUIET, "--model=test_exact_restarts.DropoutClassifier"]
-    fit += ["--data=test_ddp_loaders.UserPoints", *data, "--trainer.max_epochs=2"]
-    fit += ["--trainer.strategy=ddp", "--trainer.devices=2", "--trainer.accelerator=cpu"]
-    (tmp_path / "whole").mkdir()
-    launch(tmp_path / "whole", fit)
+    fit = ddp_fit(data, epochs=2)
     # A step checkpoint inside the second epoch (its third batch), then a crash in the batch after it.
-    stop = [*fit, "--last_checkpoint.every_n_train_steps=4", "--trainer.callbacks+=lightning_runs.testing.CrashAt"]
-    crashed = subprocess.run([*stop, "--trainer.callbacks.step=9"], capture_output=True, text=True, timeout=300,
-                             env=process_environment())  # fmt: skip
-    assert crashed.returncode != 0 and load(LAST)["global_step"] == 8, crashed.stderr[-2000:]
-    launch(tmp_path, [*fit, "--ckpt_path=last"])
-    whole, resumed = load(tmp_path / "whole" / LAST), load(LAST)
+    whole, resumed = whole_and_resumed(tmp_path, fit, ["--last_checkpoint.every_n_train_steps=4"], crash=9, saved=8)
     assert resumed["global_step"] == 2 * PER_EPOCH
     assert_same_checkpoint(whole, resumed)
 
@@ -102,18 +93,27 @@ def test_a_users_stateful_loader_under_ddp_resumes_inside_an_epoch_bit_for_bit(t
 )
 def test_a_users_stateful_loader_under_ddp_resumes_from_an_epochs_end_bit_for_bit(tmp_path, data):
     # The resumed epoch's iterator was made before its epoch was set: it took epoch 0's order (issue found 2026-12-07).
-    fit = [sys.executable, "-m", "tiny_tasks", "fit", *QUIET, "--model=test_exact_restarts.DropoutClassifier"]
-    fit += ["--data=test_ddp_loaders.UserPoints", *data, "--trainer.max_epochs=3"]
-    fit += ["--trainer.strategy=ddp", "--trainer.devices=2", "--trainer.accelerator=cpu"]
-    (tmp_path / "whole").mkdir()
-    launch(tmp_path / "whole", fit)
-    stop = [*fit, "--trainer.callbacks+=lightning_runs.testing.CrashAt", "--trainer.callbacks.step=8"]
-    crashed = subprocess.run(stop, capture_output=True, text=True, timeout=300, env=process_environment())
-    assert crashed.returncode != 0 and load(LAST)["global_step"] == PER_EPOCH, crashed.stderr[-2000:]
-    launch(tmp_path, [*fit, "--ckpt_path=last"])
-    whole, resumed = load(tmp_path / "whole" / LAST), load(LAST)
+    whole, resumed = whole_and_resumed(tmp_path, ddp_fit(data, epochs=3), [], crash=8, saved=PER_EPOCH)
     assert resumed["global_step"] == 3 * PER_EPOCH
     assert_same_checkpoint(whole, resumed)
+
+
+def ddp_fit(data: list[str], epochs: int) -> list[str]:
+    fit = [sys.executable, "-m", "tiny_tasks", "fit", *QUIET, "--model=test_exact_restarts.DropoutClassifier"]
+    fit += ["--data=test_ddp_loaders.UserPoints", *data, f"--trainer.max_epochs={epochs}"]
+    return [*fit, "--trainer.strategy=ddp", "--trainer.devices=2", "--trainer.accelerator=cpu"]
+
+
+def whole_and_resumed(tmp_path, fit: list[str], saving: list[str], crash: int, saved: int) -> tuple[dict, dict]:
+    """The fit uninterrupted (in whole/), and the same crashed as step `crash` begins, its last checkpoint at step
+    `saved`, then resumed: both last checkpoints."""
+    (tmp_path / "whole").mkdir()
+    launch(tmp_path / "whole", fit)
+    stop = [*fit, *saving, "--trainer.callbacks+=lightning_runs.testing.CrashAt", f"--trainer.callbacks.step={crash}"]
+    crashed = subprocess.run(stop, capture_output=True, text=True, timeout=300, env=process_environment())
+    assert crashed.returncode != 0 and load(LAST)["global_step"] == saved, crashed.stderr[-2000:]
+    launch(tmp_path, [*fit, "--ckpt_path=last"])
+    return load(tmp_path / "whole" / LAST), load(LAST)
 
 
 def test_a_checkpoint_without_the_ranks_loader_states_resumes_as_before(tmp_path):
@@ -123,7 +123,7 @@ def test_a_checkpoint_without_the_ranks_loader_states_resumes_as_before(tmp_path
     fit(tmp_path / "resumed", Dropout, Stateful, epochs=2, stop=SignalAt(step=BATCHES + 1))
     last = tmp_path / "resumed/checkpoints/last.ckpt"
     checkpoint = load(last)
-    assert len(checkpoint["callbacks"]["RandomState"].pop("ranks_loaders")) == 1  # this process's, in one
+    assert checkpoint["callbacks"]["RandomState"].pop("ranks_loaders") == []  # one process: Lightning's own copy
     del checkpoint["callbacks"]["RandomState"]["epoch_starts"]
     torch.save(checkpoint, last)
     assert_same_checkpoint(whole, fit(tmp_path / "resumed", Dropout, Stateful, epochs=2))

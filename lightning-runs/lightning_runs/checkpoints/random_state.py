@@ -126,7 +126,9 @@ class RandomState(Callback):
         trainer, wrapped = getattr(self, "_trainer", None), getattr(self, "_epoch_starts", [])
         generators = [*loader_generators(trainer and trainer.train_dataloader), *(s.generator for s in wrapped)]
         # Collective (each rank's loader states): every rank saves a checkpoint, as Trainer.save_checkpoint requires.
-        ranks = every_ranks(trainer.fit_loop.on_save_checkpoint().get("combined_loader", [])) if trainer else []
+        # One process: Lightning's own copy of its loader states is that rank's, not asked for twice.
+        several = trainer is not None and trainer.world_size > 1
+        ranks = every_ranks(trainer.fit_loop.on_save_checkpoint().get("combined_loader", [])) if several else []
         return {
             **_rng_state(),
             "loaders": [g.get_state() for g in generators],
