@@ -13,6 +13,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from lightning_runs.atomic import write_atomically
 from lightning_runs.errors import UsageError
 
@@ -206,8 +208,6 @@ def read_run_data(path: Path, fix: str = DAMAGED, sections: tuple[str, ...] | No
     """The mapping a run's config.yaml or summary.json holds (a .json file as JSON, any other as YAML); Unreadable
     where it is not a regular file, is over MAX_RUN_FILE_BYTES, not UTF-8, empty, does not parse, gives a key twice,
     expands past MAX_VALUES values (an alias bomb) or holds no mapping (`sections`: keys whose value must be one)."""
-    import yaml
-
     if not stat.S_ISREG(path.stat().st_mode):  # a folder, a FIFO, /dev/zero: never opened
         raise Unreadable(path, "not a regular file", fix)
     with path.open("rb") as file:
@@ -222,7 +222,7 @@ def read_run_data(path: Path, fix: str = DAMAGED, sections: tuple[str, ...] | No
         raise Unreadable(path, "empty", fix)
     form = "JSON" if path.suffix == ".json" else "YAML"
     try:
-        data = json.loads(text) if form == "JSON" else yaml.load(text, _strict_loader())
+        data = json.loads(text) if form == "JSON" else yaml.load(text, StrictLoader)
     except RecursionError:
         raise Unreadable(path, "nested too deeply to read", fix) from None
     except yaml.MarkedYAMLError as error:
@@ -239,18 +239,13 @@ def read_run_data(path: Path, fix: str = DAMAGED, sections: tuple[str, ...] | No
     return data
 
 
-def _strict_loader():
-    import yaml
-
-    class Strict(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser where PyYAML has it: 10x faster
-        def construct_mapping(self, node, deep=False):
-            keys = [key.value for key, _ in node.value if isinstance(key, yaml.ScalarNode) and key.value != "<<"]
-            twice = next((key for key in keys if keys.count(key) > 1), None)  # PyYAML keeps the last, silently
-            if twice is not None:
-                raise yaml.MarkedYAMLError(problem=f"the key {twice!r} given twice", problem_mark=node.start_mark)
-            return super().construct_mapping(node, deep)
-
-    return Strict
+class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser where PyYAML has it: 10x faster
+    def construct_mapping(self, node, deep=False):
+        keys = [key.value for key, _ in node.value if isinstance(key, yaml.ScalarNode) and key.value != "<<"]
+        twice = next((key for key in keys if keys.count(key) > 1), None)  # PyYAML keeps the last, silently
+        if twice is not None:
+            raise yaml.MarkedYAMLError(problem=f"the key {twice!r} given twice", problem_mark=node.start_mark)
+        return super().construct_mapping(node, deep)
 
 
 def _values(data, budget: int = MAX_VALUES) -> int:
