@@ -5,8 +5,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from lightning_runs.errors import UsageError
-
 
 def write_atomically(path: Path, content: bytes | str | Callable[[BinaryIO], object]) -> None:
     """Write `content` (bytes, text, or a function that writes to the open file) to `path`: readers, and a kill at any
@@ -44,23 +42,3 @@ def write_atomically(path: Path, content: bytes | str | Callable[[BinaryIO], obj
         if named:
             os.unlink(temp, dir_fd=folder)
         os.close(folder)
-
-
-def write_output(path: Path, content: bytes | str, mine: Callable[[bytes], bool], tool: str) -> None:
-    """A tool's `--output`: written as write_atomically writes, where `path` is new or holds what the tool writes
-    (check_output); a folder passes to write_atomically, whose OSError the entry point words."""
-    check_output(path, mine, tool)
-    write_atomically(Path(path), content)
-
-
-def check_output(path: Path | None, mine: Callable[[bytes], bool], tool: str) -> None:
-    """An `--output` that is new or holds what the tool writes (`mine` of its first 4 KB: a mark its output carries);
-    any other file (a README, a config, a checkpoint) is refused, never replaced. A tool checks it before its work."""
-    path = Path(path) if path is not None else None
-    if path is not None and path.exists() and not path.is_dir():
-        head = b""
-        if path.is_file():  # not a FIFO or a device: never read
-            with path.open("rb") as file:
-                head = file.read(4096)
-        if not mine(head):
-            raise UsageError(f"--output {path}: a file {tool} did not write; give a new file, or move that one away")

@@ -16,13 +16,12 @@ import torch
 from jsonargparse.typing import PositiveInt
 from lightning.pytorch.utilities.model_helpers import is_overridden
 
-from lightning_runs.atomic import check_output, write_output
 from lightning_runs.checkpoints.checkpoint_io import read_checkpoint, refuse_non_finite
 from lightning_runs.cli import RunsCLI
 from lightning_runs.cli.evaluation import BUILDING, say_evaluated
 from lightning_runs.errors import UsageError, first_line
 from lightning_runs.export.exporting import example_of, exported, input_names, named_outputs, resized
-from lightning_runs.tools.function_cli import function_cli
+from lightning_runs.tools.function_cli import check_output, function_cli, write_output
 
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".torchscript.pt", "pt2": ".pt2"}
 # How each format's file starts: an existing --output is replaced only where it is an export (ONNX's protobuf opens with

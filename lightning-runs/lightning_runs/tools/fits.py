@@ -14,8 +14,8 @@ import yaml
 from lightning_runs.configs import differences
 from lightning_runs.console import program
 from lightning_runs.errors import UsageError
-from lightning_runs.processes import run_processes, stop_signal
 from lightning_runs.run_folders import check_folder_name
+from lightning_runs.tools.children import run_processes, stop_signal
 
 STATISTICS = dict(mean=statistics.mean, median=statistics.median, std=lambda v: statistics.stdev(v) if v[1:] else 0.0)
 

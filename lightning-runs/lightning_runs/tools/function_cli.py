@@ -3,9 +3,11 @@
 import inspect
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from jsonargparse import ActionConfigFile, ArgumentError, ArgumentParser, set_parsing_settings
 
+from lightning_runs.atomic import write_atomically
 from lightning_runs.cli.help import RunsHelpFormatter
 from lightning_runs.console import program
 from lightning_runs.errors import UsageError
@@ -52,3 +54,23 @@ def _split(args: list[str], own: set[str]) -> tuple[list[str], list[str]]:
             side = mine if arg == "-h" or arg[2:].partition("=")[0].partition(".")[0] in own else fit
         (mine if side is None else side).append(arg)
     return mine, fit
+
+
+def write_output(path: Path, content: bytes | str, mine: Callable[[bytes], bool], tool: str) -> None:
+    """A tool's `--output`: written as write_atomically writes, where `path` is new or holds what the tool writes
+    (check_output); a folder passes to write_atomically, whose OSError the entry point words."""
+    check_output(path, mine, tool)
+    write_atomically(Path(path), content)
+
+
+def check_output(path: Path | None, mine: Callable[[bytes], bool], tool: str) -> None:
+    """An `--output` that is new or holds what the tool writes (`mine` of its first 4 KB: a mark its output carries);
+    any other file (a README, a config, a checkpoint) is refused, never replaced. A tool checks it before its work."""
+    path = Path(path) if path is not None else None
+    if path is not None and path.exists() and not path.is_dir():
+        head = b""
+        if path.is_file():  # not a FIFO or a device: never read
+            with path.open("rb") as file:
+                head = file.read(4096)
+        if not mine(head):
+            raise UsageError(f"--output {path}: a file {tool} did not write; give a new file, or move that one away")

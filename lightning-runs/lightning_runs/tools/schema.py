@@ -21,11 +21,10 @@ from typing import Literal
 
 from jsonargparse import ArgumentParser, Namespace, capture_parser
 
-from lightning_runs.atomic import check_output, write_output
 from lightning_runs.console import program
 from lightning_runs.messages import class_parser
 from lightning_runs.private import subcommand_parser, typed_options
-from lightning_runs.tools.function_cli import function_cli
+from lightning_runs.tools.function_cli import check_output, function_cli, write_output
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 ANYTHING: dict = {}
