@@ -86,8 +86,14 @@ def first_line(error: BaseException) -> str:
 # The parts word their lines for a plain script, a setting as the Python that gives it (`Trainer(limit_val_batches=0)`,
 # `EarlyStopping(monitor=...)`, `trainer.fit(..., ckpt_path="last")`, `leave EarlyStopping out`); a command line's
 # lines name its options instead (`--trainer.limit_val_batches 0`, `--early_stopping.monitor`, `--ckpt_path last`,
-# `--early_stopping null`): a class's group is `configs.option`'s name of it; fit's arguments are the command's own.
-IN_PYTHON = re.compile(r'(?:trainer\.)?\b([A-Z]\w*|fit)\((?:\.\.\., )?(\w+)=("[^"]*"|[\w.+-]*)\)|leave ([A-Z]\w*) out')
+# `--early_stopping null`): a class's group is `configs.option`'s name of it, unless OPTIONS names the option.
+IN_PYTHON = re.compile(
+    r'(?:trainer\.)?\b([A-Z]\w*|fit|fold_indices)\((?:\.\.\., )?(\w+)=("[^"]*"|[\w.+-]*)\)|leave ([A-Z]\w*) out'
+)
+# The options the CLI names otherwise: fit's argument is the command's own, fold_indices' the DataModule's (the
+# contract's `folds`), InitFrom's two the command's own (cli/parts.py adds them).
+OPTIONS = {"fit.ckpt_path": "ckpt_path", "fold_indices.folds": "data.folds"}
+OPTIONS |= {"InitFrom.path": "init_from", "InitFrom.freeze": "freeze"}
 
 
 def cli_terms(line: str) -> str:
@@ -95,8 +101,10 @@ def cli_terms(line: str) -> str:
         name, key, value, off = match.groups()
         if off:
             return f"--{option(off)} null"
-        group = "" if name == "fit" else f"{option(name)}."  # fit's own arguments: the command's own options
-        return f"--{group}{key}" + ("" if value == "..." else " " + value.strip('"'))
+        flag = OPTIONS.get(f"{name}.{key}", f"{option(name)}.{key}")
+        if value == "None":  # a command's own option left out is None
+            return f"drop --{flag}"
+        return f"--{flag}" + ("" if value == "..." else " " + value.strip('"'))
 
     return IN_PYTHON.sub(term, line)
 
