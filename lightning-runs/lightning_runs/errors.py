@@ -61,15 +61,11 @@ class Stopped(SystemExit):
     def __init__(self, signum: int, message: str) -> None:
         super().__init__(128 + signum)  # what shells report for a process ended by that signal: 143, 130
         self.exit_code, self.message = 128 + signum, message
-        if not _Main.depth:
+        if not isinstance(threading.excepthook, _BackgroundErrors):  # else `main` runs, and says it in its terms
             print(message, file=sys.stderr, flush=True)
 
     def __str__(self) -> str:
         return self.message
-
-
-class _Main:
-    depth = 0  # `main` calls running
 
 
 class Terminated(BaseException):
@@ -87,12 +83,10 @@ def first_line(error: BaseException) -> str:
 # `EarlyStopping(monitor=...)`, `trainer.fit(..., ckpt_path="last")`, `leave EarlyStopping out`); a command line's
 # lines name its options instead (`--trainer.limit_val_batches 0`, `--early_stopping.monitor`, `--ckpt_path last`,
 # `--early_stopping null`): a class's group is `configs.option`'s name of it, unless OPTIONS names the option.
-IN_PYTHON = re.compile(
-    r'(?:trainer\.)?\b([A-Z]\w*|fit|fold_indices)\((?:\.\.\., )?(\w+)=("[^"]*"|[\w.+-]*)\)|leave ([A-Z]\w*) out'
-)
-# The options the CLI names otherwise: fit's argument is the command's own, fold_indices' the DataModule's (the
+IN_PYTHON = r'\b([A-Z]\w*|trainer\.fit|fold_indices)\((?:\.{3}, )?(\w+)=("[^"]*"|[\w.+-]*)\)|leave ([A-Z]\w*) out'
+# The options the CLI names otherwise: trainer.fit's argument is the command's own, fold_indices' the DataModule's (the
 # contract's `folds`), InitFrom's two the command's own (cli/parts.py adds them).
-OPTIONS = {"fit.ckpt_path": "ckpt_path", "fold_indices.folds": "data.folds"}
+OPTIONS = {"trainer.fit.ckpt_path": "ckpt_path", "fold_indices.folds": "data.folds"}
 OPTIONS |= {"InitFrom.path": "init_from", "InitFrom.freeze": "freeze"}
 
 
@@ -101,12 +95,11 @@ def cli_terms(line: str) -> str:
         name, key, value, off = match.groups()
         if off:
             return f"--{option(off)} null"
-        flag = OPTIONS.get(f"{name}.{key}", f"{option(name)}.{key}")
-        if value == "None":  # a command's own option left out is None
-            return f"drop --{flag}"
-        return f"--{flag}" + ("" if value == "..." else " " + value.strip('"'))
+        flag = "--" + OPTIONS.get(f"{name}.{key}", f"{option(name)}.{key}")
+        # None: the command's own option left out (fit's ckpt_path)
+        return f"drop {flag}" if value == "None" else flag + ("" if value == "..." else " " + value.strip('"'))
 
-    return IN_PYTHON.sub(term, line)
+    return re.sub(IN_PYTHON, term, line)
 
 
 def said(error: BaseException) -> tuple[str, int] | None:
@@ -152,7 +145,6 @@ def said(error: BaseException) -> tuple[str, int] | None:
 def main(command: Callable[[], T]) -> T:
     """Run `command`; on failure exit as a scheduler or a shell script expects: 1 failed, 2 bad input, 130/143."""
     background = _BackgroundErrors()
-    _Main.depth += 1
     try:
         result = command()
         if background.error is not None:  # a writer thread's only trace: the command went on without what it wrote
@@ -171,7 +163,6 @@ def main(command: Callable[[], T]) -> T:
             print(message, file=sys.stderr, flush=True)
         sys.exit(code)
     finally:
-        _Main.depth -= 1
         threading.excepthook = background.previous
 
 
