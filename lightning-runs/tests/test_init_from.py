@@ -120,7 +120,7 @@ def test_init_from_in_a_plain_trainer_words_its_refusals_as_python_gives_its_set
     refusals = [
         (InitFrom(str(other)), f'InitFrom(path="{other}"): none of its weights fits TinyClassifier (no name and shape'),
         (InitFrom(None, freeze=["nothing"]), "InitFrom(freeze=...): 'nothing' is no submodule of TinyClassifier"),
-        (InitFrom(None, freeze=["layer"]), "InitFrom(freeze=...): every parameter frozen, nothing would train"),
+        (InitFrom(None, freeze=["layer"]), "InitFrom(freeze=...): every parameter frozen (layer), nothing trains"),
     ]
     for part, said in refusals:
         trainer = L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, callbacks=[part])
@@ -138,7 +138,7 @@ def test_a_missing_origin_is_one_line(capsys, path):
 def test_freezing_every_parameter_is_one_line_before_training_and_leaves_no_run_folder(capsys):
     """Backward failed on the first step (`element 0 of tensors does not require grad`), its run folder left."""
     line = refusal(capsys, lambda: run("fit", "--freeze=[layer]"))
-    assert line == "error: --freeze: every parameter frozen, nothing would train"
+    assert line == "error: --freeze: every parameter frozen (layer), nothing trains"
     assert not Path("runs").exists()
 
 

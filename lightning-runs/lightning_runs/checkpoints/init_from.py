@@ -69,7 +69,7 @@ class InitFrom(Callback):
         # Lightning's own freeze: parameters untrained, and batch norms' running statistics kept as loaded.
         BaseFinetuning.freeze([modules[name] for name in self.freeze], train_bn=False)
         if self.freeze and not any(p.requires_grad for p in pl_module.parameters()):  # backward would fail on them all
-            raise UsageError("InitFrom(freeze=...): every parameter frozen, nothing would train")
+            raise UsageError(f"InitFrom(freeze=...): every parameter frozen ({', '.join(self.freeze)}), nothing trains")
         return sum(p.numel() for name in self.freeze for p in modules[name].parameters())
 
     def state_dict(self) -> dict:
