@@ -61,15 +61,11 @@ class Stopped(SystemExit):
     def __init__(self, signum: int, message: str) -> None:
         super().__init__(128 + signum)  # what shells report for a process ended by that signal: 143, 130
         self.exit_code, self.message = 128 + signum, message
-        if not _Main.depth:
+        if not isinstance(threading.excepthook, _BackgroundErrors):  # else `main` runs, and says it in its terms
             print(message, file=sys.stderr, flush=True)
 
     def __str__(self) -> str:
         return self.message
-
-
-class _Main:
-    depth = 0  # `main` calls running
 
 
 class Terminated(BaseException):
@@ -86,8 +82,12 @@ def first_line(error: BaseException) -> str:
 # The parts word their lines for a plain script, a setting as the Python that gives it (`Trainer(limit_val_batches=0)`,
 # `EarlyStopping(monitor=...)`, `trainer.fit(..., ckpt_path="last")`, `leave EarlyStopping out`); a command line's
 # lines name its options instead (`--trainer.limit_val_batches 0`, `--early_stopping.monitor`, `--ckpt_path last`,
-# `--early_stopping null`): a class's group is `configs.option`'s name of it; fit's arguments are the command's own.
-IN_PYTHON = re.compile(r'(?:trainer\.)?\b([A-Z]\w*|fit)\((?:\.\.\., )?(\w+)=("[^"]*"|[\w.+-]*)\)|leave ([A-Z]\w*) out')
+# `--early_stopping null`): a class's group is `configs.option`'s name of it, unless OPTIONS names the option.
+IN_PYTHON = r'\b([A-Z]\w*|trainer\.fit|fold_indices)\((?:\.{3}, )?(\w+)=("[^"]*"|[\w.+-]*)\)|leave ([A-Z]\w*) out'
+# The options the CLI names otherwise: trainer.fit's argument is the command's own, fold_indices' the DataModule's (the
+# contract's `folds`), InitFrom's two the command's own (cli/parts.py adds them).
+OPTIONS = {"trainer.fit.ckpt_path": "ckpt_path", "fold_indices.folds": "data.folds"}
+OPTIONS |= {"InitFrom.path": "init_from", "InitFrom.freeze": "freeze"}
 
 
 def cli_terms(line: str) -> str:
@@ -95,10 +95,11 @@ def cli_terms(line: str) -> str:
         name, key, value, off = match.groups()
         if off:
             return f"--{option(off)} null"
-        group = "" if name == "fit" else f"{option(name)}."  # fit's own arguments: the command's own options
-        return f"--{group}{key}" + ("" if value == "..." else " " + value.strip('"'))
+        flag = "--" + OPTIONS.get(f"{name}.{key}", f"{option(name)}.{key}")
+        # None: the command's own option left out (fit's ckpt_path)
+        return f"drop {flag}" if value == "None" else flag + ("" if value == "..." else " " + value.strip('"'))
 
-    return IN_PYTHON.sub(term, line)
+    return re.sub(IN_PYTHON, term, line)
 
 
 def said(error: BaseException) -> tuple[str, int] | None:
@@ -144,7 +145,6 @@ def said(error: BaseException) -> tuple[str, int] | None:
 def main(command: Callable[[], T]) -> T:
     """Run `command`; on failure exit as a scheduler or a shell script expects: 1 failed, 2 bad input, 130/143."""
     background = _BackgroundErrors()
-    _Main.depth += 1
     try:
         result = command()
         if background.error is not None:  # a writer thread's only trace: the command went on without what it wrote
@@ -163,7 +163,6 @@ def main(command: Callable[[], T]) -> T:
             print(message, file=sys.stderr, flush=True)
         sys.exit(code)
     finally:
-        _Main.depth -= 1
         threading.excepthook = background.previous
 
 

@@ -161,9 +161,9 @@ def test_folds_stratify_by_classes_only_and_never_ask_more_than_the_samples_allo
     assert len(val) == 10 and sorted([*train.tolist(), *val.tolist()]) == list(range(40))
     classes = torch.tensor([0] * 30 + [1] * 10)
     assert (classes[fold_indices(40, 5, 0, seed=0, labels=classes)[1]] == 1).sum() == 2, "stratified: 2 of each 8"
-    with pytest.raises(UsageError, match=r"--data.folds 31: more folds than the largest class has samples \(30\)"):
+    with pytest.raises(UsageError, match=r"^fold_indices\(\.\.\., folds=31\): more folds than the largest class has"):
         fold_indices(40, 31, 0, seed=0, labels=classes)
-    with pytest.raises(UsageError, match="folds must be 2 to the 40 samples"):
+    with pytest.raises(UsageError, match=r"^fold_indices\(\.\.\., folds=41\) \(fold 0\): folds must be 2 to the 40"):
         fold_indices(40, 41, 0, seed=0)
 
 

@@ -59,6 +59,7 @@ def test_a_fit_resumed_on_other_data_is_refused_in_one_line_naming_both_reads(tm
     with pytest.raises(UsageError) as refused:
         trainer(tmp_path, 2).fit(TinyClassifier(), datamodule=PointsFile(path), ckpt_path=last)
     assert str(refused.value).startswith(f"{path}: not the data the checkpoint's run read ({saved} then, 32 samples #")
+    assert str(refused.value).endswith("start a new run (trainer.fit(..., ckpt_path=None))")
     assert "\n" not in str(refused.value)
     trainer(tmp_path, 2).test(TinyClassifier(), datamodule=PointsFile(path), ckpt_path=last, verbose=False)
     write_points(path, seed=0)  # put back: the fit resumes

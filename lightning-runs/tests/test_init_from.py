@@ -13,6 +13,7 @@ import yaml
 from tiny_runs import load, refusal, run
 
 from lightning_runs.checkpoints import InitFrom
+from lightning_runs.errors import UsageError
 from lightning_runs.testing import SignalAt
 
 ORIGIN = "runs/tiny/version_0"
@@ -86,7 +87,7 @@ def test_nothing_in_common_and_unknown_parts_are_refused(origin, capsys):
                                        f"--init_from={origin}", cli=cli_main))  # fmt: skip
     assert "none of its weights fits" in line and "start from a checkpoint of a module with the same parts" in line
     line = refusal(capsys, lambda: run("fit", "--name=c", "--freeze=[nothing]"))
-    assert line.endswith("--freeze nothing: TinyClassifier has no such part (a submodule's name)")
+    assert line == "error: --freeze: 'nothing' is no submodule of TinyClassifier"
     assert not any(p.name in ("b", "c") for p in __import__("pathlib").Path("runs").iterdir())
 
 
@@ -108,6 +109,26 @@ def test_init_from_alone_in_a_plain_trainer(tmp_path):
     assert part.left == [] and len(part.loaded) == len(origin.state_dict())
 
 
+def test_init_from_in_a_plain_trainer_words_its_refusals_as_python_gives_its_settings(tmp_path):
+    import lightning as L
+    from tiny_networks import Hidden, WithNetwork
+
+    from tiny_tasks import TinyClassifier, TinyDataModule
+
+    other = tmp_path / "other.ckpt"
+    torch.save({"state_dict": WithNetwork(Hidden).state_dict()}, other)  # no name in common with TinyClassifier's
+    refusals = [
+        (InitFrom(str(other)), f'InitFrom(path="{other}"): none of its weights fits TinyClassifier (no name and shape'),
+        (InitFrom(None, freeze=["nothing"]), "InitFrom(freeze=...): 'nothing' is no submodule of TinyClassifier"),
+        (InitFrom(None, freeze=["layer"]), "InitFrom(freeze=...): every parameter frozen (layer), nothing trains"),
+    ]
+    for part, said in refusals:
+        trainer = L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, callbacks=[part])
+        with pytest.raises(UsageError) as refused:
+            trainer.fit(TinyClassifier(), TinyDataModule())
+        assert str(refused.value).startswith(said), str(refused.value)
+
+
 @pytest.mark.parametrize("path", ["runs/none/version_0", "missing.ckpt"])
 def test_a_missing_origin_is_one_line(capsys, path):
     line = refusal(capsys, lambda: run("fit", f"--init_from={path}"))
@@ -117,7 +138,7 @@ def test_a_missing_origin_is_one_line(capsys, path):
 def test_freezing_every_parameter_is_one_line_before_training_and_leaves_no_run_folder(capsys):
     """Backward failed on the first step (`element 0 of tensors does not require grad`), its run folder left."""
     line = refusal(capsys, lambda: run("fit", "--freeze=[layer]"))
-    assert line == "error: --freeze layer: every parameter frozen, nothing would train"
+    assert line == "error: --freeze: every parameter frozen (layer), nothing trains"
     assert not Path("runs").exists()
 
 

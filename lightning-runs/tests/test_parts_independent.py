@@ -110,5 +110,7 @@ def test_the_cli_rewrites_the_parts_python_terms_only():
     said = 'lower the learning rate or use Trainer(precision="bf16-mixed") or 32; set Trainer(gradient_clip_val=...)'
     options = "lower the learning rate or use --trainer.precision bf16-mixed or 32; set --trainer.gradient_clip_val"
     assert cli_terms(said) == options
+    said = 'InitFrom(path="runs/a b.ckpt"): ...; fold_indices(..., folds=3) (fold 0); trainer.fit(..., ckpt_path=None)'
+    assert cli_terms(said) == "--init_from runs/a b.ckpt: ...; --data.folds 3 (fold 0); drop --ckpt_path"
     own = "error: torch.compile(fullgraph=True) met a graph break; compile without fullgraph"
     assert cli_terms(own) == own, "a line of the CLI's own, whose Python is no setting, is left as it is"

@@ -33,6 +33,7 @@ def stopped(capsys, command, signum: int) -> str:
     err = capsys.readouterr().err
     assert exit_.value.code == 128 + signum, err[-2000:]
     assert "Traceback" not in err, err[-2000:]
+    assert "trainer.fit(" not in err, "the part's own line, said at once as in a plain script, not only by `main`"
     return err.strip().splitlines()[-1]
 
 

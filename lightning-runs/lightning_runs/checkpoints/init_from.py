@@ -41,14 +41,14 @@ class InitFrom(Callback):
         wrong = [k for k, v in own.items() if isinstance(v, Tensor) and not isinstance(saved.get(k, v), Tensor)]
         if wrong:  # its shape was read: an AttributeError traceback
             raise UsageError(
-                f"--init_from {self.path}: its weight {wrong[0]} is a {type(saved[wrong[0]]).__name__}, not a tensor"
-                " (a damaged checkpoint?); start from a checkpoint a fit saved"
+                f'InitFrom(path="{self.path}"): its weight {wrong[0]} is a {type(saved[wrong[0]]).__name__}, not a'
+                " tensor (a damaged checkpoint?); start from a checkpoint a fit saved"
             )
         fits = {k: v for k, v in saved.items() if k in own and tuple(v.shape) == tuple(own[k].shape)}
         if not fits:
             raise UsageError(
-                f"--init_from {self.path}: none of its weights fits {type(pl_module).__name__} (no name and shape in"
-                " common); start from a checkpoint of a module with the same parts"
+                f'InitFrom(path="{self.path}"): none of its weights fits {type(pl_module).__name__} (no name and'
+                " shape in common); start from a checkpoint of a module with the same parts"
             )
         pl_module.load_state_dict(fits, strict=False)
         self.loaded = list(fits)
@@ -65,11 +65,11 @@ class InitFrom(Callback):
         modules = dict(pl_module.named_modules())
         unknown = [name for name in self.freeze if name not in modules]
         if unknown:
-            raise UsageError(f"--freeze {unknown[0]}: {type(pl_module).__name__} has no such part (a submodule's name)")
+            raise UsageError(f"InitFrom(freeze=...): {unknown[0]!r} is no submodule of {type(pl_module).__name__}")
         # Lightning's own freeze: parameters untrained, and batch norms' running statistics kept as loaded.
         BaseFinetuning.freeze([modules[name] for name in self.freeze], train_bn=False)
         if self.freeze and not any(p.requires_grad for p in pl_module.parameters()):  # backward would fail on them all
-            raise UsageError(f"--freeze {','.join(self.freeze)}: every parameter frozen, nothing would train")
+            raise UsageError(f"InitFrom(freeze=...): every parameter frozen ({', '.join(self.freeze)}), nothing trains")
         return sum(p.numel() for name in self.freeze for p in modules[name].parameters())
 
     def state_dict(self) -> dict:

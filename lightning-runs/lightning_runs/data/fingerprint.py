@@ -31,5 +31,5 @@ def check_same_data(datamodule, saved: str | None, read: Callable[[], str | None
     if fitting and saved is not None and saved != (now := read()):
         raise UsageError(
             f"{what}: not the data the checkpoint's run read ({saved} then, {now} now), so the resume would not be"
-            " exact; put the data back as it was, or start a new run (drop --ckpt_path)"
+            " exact; put the data back as it was, or start a new run (trainer.fit(..., ckpt_path=None))"
         )
