@@ -89,7 +89,10 @@ class RandomState(Callback):
             sampler.epoch = None
         ranks = (restored or {}).get("ranks_loaders") or []  # none in a checkpoint of an earlier version
         own = ranks[trainer.global_rank] if resumed_inside and len(ranks) == trainer.world_size else None
-        drawn = _rng_state()  # the iterator made again draws its base seed, as the one `setup_data` made drew it
+        # `setup_data` made the epoch's iterator from the checkpoint's RNG (its workers' base seed): made again, from it
+        drawn = _rng_state()
+        if at_end and restored:
+            _set_rng(restored)
         load_loader_states(trainer, own, again=at_end)  # before the epoch's iterator is made from the loader
         if at_end:
             _set_rng(drawn)
