@@ -137,6 +137,27 @@ def load_loader_states(trainer, states: list | None = None, again: bool = False)
         iter(loop._data_fetcher)
 
 
+def continue_persistent_workers(trainer) -> bool:
+    """Hands each training loader whose workers persist (`persistent_workers`) the state the fit loop left pending (it
+    loads none from an epoch's end) and makes its iterator from it, at that epoch's end, then the next epoch's: the
+    workers start from their saved states. True where a loader did. The fit loop's `_combined_loader_states_to_load`,
+    `_combined_loader` and `_data_fetcher` (Lightning 2.6.6)."""
+    from lightning.fabric.utilities.data import _set_sampler_epoch
+
+    loop = trainer.fit_loop
+    stateful = [loader for loader in loop._combined_loader.flattened if hasattr(loader, "load_state_dict")]
+    states = loop._combined_loader_states_to_load
+    matched = zip(stateful, states, strict=True) if len(states) == len(stateful) else []
+    kept = [(loader, state) for loader, state in matched if getattr(loader, "persistent_workers", False)]
+    for loader, state in kept:
+        loader.load_state_dict(state)
+        iter(loader)
+        _set_sampler_epoch(loader, loop.epoch_progress.current.processed)  # the saved one's epoch was restored
+    if kept:
+        iter(loop._data_fetcher)
+    return bool(kept)
+
+
 def wrap_distributed_sampler(loader, wrap):
     """Where Lightning's DistributedSamplerWrapper wraps `loader`'s sampler (one other than torch's RandomSampler or
     SequentialSampler: torchdata's RandomSampler among them), the wrapped sampler replaced by `wrap(sampler, wrapper)`,

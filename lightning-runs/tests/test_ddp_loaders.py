@@ -10,14 +10,15 @@ import sys
 import lightning as L
 import pytest
 import torch
-from test_exact_restarts import BATCHES, Dropout, Stateful, fit
+from test_exact_restarts import BATCHES, Dropout, Points, Stateful, fit
 from tiny_launchers import launch
 from tiny_runs import QUIET, assert_same_checkpoint, load, process_environment
 from torch.utils.data import Dataset, TensorDataset
 from torchdata.stateful_dataloader import StatefulDataLoader
+from torchdata.stateful_dataloader.sampler import StatefulDistributedSampler
 
 from lightning_runs.checkpoints import WorkerRandomState
-from lightning_runs.testing import SignalAt
+from lightning_runs.testing import CrashAt, SignalAt
 
 PER_EPOCH = 6  # 192 training points, 96 a rank, in batches of 16
 LAST = "runs/tiny/version_0/checkpoints/last.ckpt"
@@ -42,9 +43,9 @@ class UserPoints(L.LightningDataModule):
 
     num_classes, sample_shape = 3, (4,)  # what the tiny task's model is built from
 
-    def __init__(self, workers: int = 0, noisy: bool = False, keep_worker_rng: bool = False) -> None:
+    def __init__(self, workers: int = 0, noisy: bool = False, keep_worker_rng: bool = False, persistent: bool = False):
         super().__init__()
-        self.workers, self.noisy, self.keep = workers, noisy, keep_worker_rng
+        self.workers, self.noisy, self.keep, self.persistent = workers, noisy, keep_worker_rng, persistent
 
     def setup(self, stage: str) -> None:
         generator = torch.Generator().manual_seed(0)
@@ -55,7 +56,8 @@ class UserPoints(L.LightningDataModule):
     def train_dataloader(self):
         data = Noisy(self.train) if self.noisy else self.train
         data = WorkerRandomState(data) if self.keep else data
-        return StatefulDataLoader(data, batch_size=16, shuffle=True, num_workers=self.workers)
+        kept = self.persistent  # the workers, with their RNG, go on from one epoch to the next
+        return StatefulDataLoader(data, batch_size=16, shuffle=True, num_workers=self.workers, persistent_workers=kept)
 
     def val_dataloader(self):
         return StatefulDataLoader(self.val, batch_size=16)
@@ -84,15 +86,14 @@ def test_a_users_stateful_loader_under_ddp_resumes_inside_an_epoch_bit_for_bit(t
     "data",
     [
         ["--data.noisy=true"],
-        pytest.param(
-            ["--data.workers=2", "--data.noisy=true", "--data.keep_worker_rng=true"],
-            marks=pytest.mark.xfail(strict=True, reason="the workers' draws after an epoch's end: not exact yet"),
-        ),
+        ["--data.workers=2", "--data.noisy=true", "--data.keep_worker_rng=true"],
+        ["--data.workers=2", "--data.noisy=true", "--data.keep_worker_rng=true", "--data.persistent=true"],
     ],
-    ids=["no_workers_noisy", "two_workers_noisy"],
+    ids=["no_workers_noisy", "two_workers_noisy", "two_persistent_workers_noisy"],
 )
 def test_a_users_stateful_loader_under_ddp_resumes_from_an_epochs_end_bit_for_bit(tmp_path, data):
     # The resumed epoch's iterator was made before its epoch was set: it took epoch 0's order (issue found 2026-12-07).
+    # Made again, it drew its workers' base seed a second time, from a later RNG state: their noise differed.
     whole, resumed = whole_and_resumed(tmp_path, ddp_fit(data, epochs=3), [], crash=8, saved=PER_EPOCH)
     assert resumed["global_step"] == 3 * PER_EPOCH
     assert_same_checkpoint(whole, resumed)
@@ -127,3 +128,27 @@ def test_a_checkpoint_without_the_ranks_loader_states_resumes_as_before(tmp_path
     del checkpoint["callbacks"]["RandomState"]["epoch_starts"]
     torch.save(checkpoint, last)
     assert_same_checkpoint(whole, fit(tmp_path / "resumed", Dropout, Stateful, epochs=2))
+
+
+class PersistentWorkers(L.LightningDataModule):
+    def __init__(self, by_epoch: bool) -> None:
+        super().__init__()
+        self.by_epoch = by_epoch
+
+    def train_dataloader(self):
+        data = WorkerRandomState(Points((4,), noisy=True))
+        # A sampler shuffled by its epoch (a DistributedSampler, as Lightning's own), or by its generator's draws.
+        shuffled = {"sampler": StatefulDistributedSampler(data, 1, 0)} if self.by_epoch else {"shuffle": True}
+        return StatefulDataLoader(data, batch_size=8, num_workers=2, persistent_workers=True, **shuffled)
+
+
+@pytest.mark.parametrize("by_epoch", [False, True], ids=["shuffled", "shuffled_by_epoch"])
+def test_a_loader_whose_workers_persist_resumes_from_an_epochs_end_bit_for_bit(tmp_path, by_epoch):
+    # One process. Its workers (their RNG) go on from one epoch to the next: the resumed run's started from their seeds,
+    # and drew those from the global RNG, which the uninterrupted run had not (its dropout masks came apart too).
+    data = lambda: PersistentWorkers(by_epoch)  # noqa: E731
+    whole = fit(tmp_path / "whole", Dropout, data, epochs=2)
+    with pytest.raises(RuntimeError, match="crash at step"):
+        fit(tmp_path / "resumed", Dropout, data, epochs=2, stop=CrashAt(step=BATCHES + 2))
+    assert load(tmp_path / "resumed/checkpoints/last.ckpt")["global_step"] == BATCHES  # the first epoch's end
+    assert_same_checkpoint(whole, fit(tmp_path / "resumed", Dropout, data, epochs=2))

@@ -31,6 +31,7 @@ from lightning_runs.cli.help import RunsHelpFormatter
 from lightning_runs.console import RANK_ZERO_LOGGERS
 from lightning_runs.private import (
     call_epoch_start_hooks,
+    continue_persistent_workers,
     continue_version,
     datamodules_described_plainly,
     given_options,
@@ -453,6 +454,28 @@ def test_a_fit_loop_keeps_a_checkpoints_loader_states_pending_until_it_loads_the
     sampler = DistributedSampler(range(4), num_replicas=2, rank=0)
     _set_sampler_epoch(StatefulDataLoader(range(4), sampler=sampler), 3)  # what the resumed epoch is shuffled by
     assert sampler.epoch == 3
+
+
+def test_a_fit_loop_resumed_from_an_epochs_end_is_not_restarting_and_leaves_its_loaders_states_pending(tmp_path):
+    """What continue_persistent_workers reads: from an epoch's end the fit loop hands its loaders no state, and makes
+    the next epoch's iterator from its fetcher."""
+    seen = []
+
+    class Continue(Callback):
+        def on_train_start(self, trainer, pl_module) -> None:
+            loop = trainer.fit_loop
+            seen.append((loop.restarting, loop._combined_loader_states_to_load, continue_persistent_workers(trainer)))
+
+    model = BoringModel()
+    data = RandomDataset(32, 8)
+    model.train_dataloader = lambda: StatefulLoader(data, batch_size=2, num_workers=1, persistent_workers=True)
+    quiet = {"logger": False, "enable_checkpointing": False, "enable_progress_bar": False, "limit_val_batches": 0}
+    trainer = L.Trainer(max_epochs=1, limit_train_batches=2, enable_model_summary=False, **quiet)
+    trainer.fit(model)
+    trainer.save_checkpoint(tmp_path / "end.ckpt")
+    resumed = L.Trainer(max_epochs=2, limit_train_batches=2, callbacks=[Continue()], **quiet)
+    resumed.fit(model, ckpt_path=tmp_path / "end.ckpt")
+    assert seen == [(False, [{"position": 1}], True)] and resumed.global_step == 4
 
 
 def test_lightningcli_saves_its_modules_hyperparameters_from_the_config_dump_it_is_given():

@@ -18,7 +18,13 @@ from torch.utils.data import Dataset, RandomSampler, get_worker_info
 
 from lightning_runs.console import say
 from lightning_runs.distributed import every_ranks
-from lightning_runs.private import call_epoch_start_hooks, load_loader_states, skip_batches, wrap_distributed_sampler
+from lightning_runs.private import (
+    call_epoch_start_hooks,
+    continue_persistent_workers,
+    load_loader_states,
+    skip_batches,
+    wrap_distributed_sampler,
+)
 
 
 class RandomState(Callback):
@@ -88,11 +94,18 @@ class RandomState(Callback):
             sampler.generator.set_state(starts[i] if inside else sampler.state)
             sampler.epoch = None
         ranks = (restored or {}).get("ranks_loaders") or []  # none in a checkpoint of an earlier version
-        own = ranks[trainer.global_rank] if resumed_inside and len(ranks) == trainer.world_size else None
-        drawn = _rng_state()  # the iterator made again draws its base seed, as the one `setup_data` made drew it
+        own = ranks[trainer.global_rank] if len(ranks) == trainer.world_size else None
+        # `setup_data` made the epoch's iterator from the checkpoint's RNG (its workers' base seed): made again, from it
+        drawn = _rng_state()
+        if at_end and restored:
+            _set_rng(restored)
         load_loader_states(trainer, own, again=at_end)  # before the epoch's iterator is made from the loader
         if at_end:
             _set_rng(drawn)
+        # From an epoch's end, workers kept from one epoch to the next (`persistent_workers`) go on from their saved
+        # states (their RNG: WorkerRandomState), as the uninterrupted run's did; it drew no seed for them.
+        if trainer.ckpt_path and not resumed_inside and restored and continue_persistent_workers(trainer):
+            _set_rng(restored)
         stateful = all(_stateful(d) for d in loaders)
         stateful = stateful or is_overridden("state_dict", trainer.datamodule, LightningDataModule)
         shuffled = any(isinstance(getattr(d, "sampler", None), RandomSampler) for d in loaders)
