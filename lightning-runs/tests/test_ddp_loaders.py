@@ -13,7 +13,7 @@ import torch
 from test_exact_restarts import BATCHES, Dropout, Points, Stateful, fit
 from tiny_launchers import launch
 from tiny_runs import QUIET, assert_same_checkpoint, load, process_environment
-from torch.utils.data import Dataset, TensorDataset
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, TensorDataset
 from torchdata.stateful_dataloader import StatefulDataLoader
 from torchdata.stateful_dataloader.sampler import StatefulDistributedSampler
 
@@ -152,3 +152,37 @@ def test_a_loader_whose_workers_persist_resumes_from_an_epochs_end_bit_for_bit(t
         fit(tmp_path / "resumed", Dropout, data, epochs=2, stop=CrashAt(step=BATCHES + 2))
     assert load(tmp_path / "resumed/checkpoints/last.ckpt")["global_step"] == BATCHES  # the first epoch's end
     assert_same_checkpoint(whole, fit(tmp_path / "resumed", Dropout, data, epochs=2))
+
+
+def by_epoch(data) -> DistributedSampler:
+    return DistributedSampler(data, num_replicas=1, rank=0)  # a user's one loader for DDP and one process
+
+
+LOADERS = {  # their samplers order each epoch by its number (`set_epoch`)
+    "stateful_loader": lambda data: StatefulDataLoader(data, batch_size=8, sampler=by_epoch(data)),
+    "two_workers": lambda data: DataLoader(
+        data, batch_size=8, sampler=StatefulDistributedSampler(data, 1, 0), num_workers=2
+    ),
+    "own_generator": lambda data: DataLoader(data, batch_size=8, sampler=by_epoch(data), generator=torch.Generator()),
+}
+
+
+class Loader(L.LightningDataModule):
+    def __init__(self, make) -> None:
+        super().__init__()
+        self.make = make
+
+    def train_dataloader(self):
+        return self.make(Points((4,), noisy=True))
+
+
+@pytest.mark.parametrize("make", list(LOADERS.values()), ids=list(LOADERS))
+def test_a_sampler_shuffled_by_its_epoch_resumes_from_an_epochs_end_bit_for_bit(tmp_path, make):
+    # One process. Lightning makes the resumed epoch's iterator before it sets the sampler's epoch: one made eagerly
+    # (workers fetch ahead, torchdata's batch sampler lists its sampler) took epoch 0's order. Made again, it must draw
+    # from a loader's own generator as it was (`own_generator`: exact before, as its iterator is lazy).
+    whole = fit(tmp_path / "whole", Dropout, lambda: Loader(make), epochs=2)
+    with pytest.raises(RuntimeError, match="crash at step"):
+        fit(tmp_path / "resumed", Dropout, lambda: Loader(make), epochs=2, stop=CrashAt(step=BATCHES + 2))
+    assert load(tmp_path / "resumed/checkpoints/last.ckpt")["global_step"] == BATCHES  # the first epoch's end
+    assert_same_checkpoint(whole, fit(tmp_path / "resumed", Dropout, lambda: Loader(make), epochs=2))

@@ -88,8 +88,13 @@ class RandomState(Callback):
         self._epoch_starts = [sampler for sampler in wrapped if isinstance(sampler, _EpochStart)]
         starts = (restored or {}).get("epoch_starts") or []  # none in a checkpoint of an earlier version
         inside = resumed_inside and len(starts) == len(self._epoch_starts)
-        # At an epoch's end too: `setup_data` drew the next epoch's order before the epoch was set (as epoch 0's).
-        at_end = bool(trainer.ckpt_path and self._epoch_starts and not resumed_inside)
+        # At an epoch's end too, where a sampler orders by its epoch (`set_epoch`: a DistributedSampler, Lightning's
+        # DDP wrapper): `setup_data` made the iterator before the epoch was set, and one made eagerly (workers fetch
+        # ahead; torchdata's batch sampler lists its sampler) drew epoch 0's order. Made again, from each loader's own
+        # generator as it was before the first (each iterator draws from it).
+        at_end = bool(trainer.ckpt_path and not resumed_inside and any(map(_by_epoch, loaders)))
+        for generator in loader_generators(loaders) if at_end else []:
+            generator.set_state(unused.get(id(generator), generator.get_state()))
         for i, sampler in enumerate(self._epoch_starts if inside or at_end else []):  # the epoch's order drawn again
             sampler.generator.set_state(starts[i] if inside else sampler.state)
             sampler.epoch = None
@@ -201,6 +206,11 @@ class WorkerRandomState(Dataset):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state and get_worker_info():
             _set_rng(state)
+
+
+def _by_epoch(loader) -> bool:
+    inner = getattr(getattr(loader, "batch_sampler", None), "sampler", None)
+    return any(callable(getattr(sampler, "set_epoch", None)) for sampler in (getattr(loader, "sampler", None), inner))
 
 
 def _stateful(thing) -> bool:
