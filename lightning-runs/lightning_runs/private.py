@@ -118,7 +118,7 @@ def subcommand_parser(parser, name: str):
 
 def load_loader_states(trainer, states: list | None = None, again: bool = False) -> None:
     """Hands the training loaders `states` (each loader's `state_dict()`, as the fit loop saves them; None: the ones a
-    resume's checkpoint left pending) and makes the epoch's iterator again from them, the samplers' epoch set first.
+    resume's checkpoint left pending; []: none) and makes the epoch's iterator again from them, the epoch set first.
     Lightning makes the iterator in `setup_data`, before it sets the epoch (`_set_sampler_epoch`): a DistributedSampler
     shuffles by its epoch as the iterator is made, so a resume inside epoch k continued epoch 0's order. And a module
     reading `trainer.estimated_stepping_batches` in `configure_optimizers` built the loaders before the checkpoint was
@@ -127,7 +127,7 @@ def load_loader_states(trainer, states: list | None = None, again: bool = False)
     from lightning.fabric.utilities.data import _set_sampler_epoch
 
     loop = trainer.fit_loop
-    loop._combined_loader_states_to_load = states or loop._combined_loader_states_to_load
+    loop._combined_loader_states_to_load = loop._combined_loader_states_to_load if states is None else states
     pending = loop.restarting and loop._combined_loader_states_to_load
     if (pending or again) and loop._combined_loader is not None:  # `again`: the iterator made again all the same
         for loader in loop._combined_loader.flattened:

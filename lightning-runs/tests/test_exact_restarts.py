@@ -8,6 +8,7 @@ import lightning as L
 import pytest
 import torch
 import torch.nn.functional as F
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.callbacks.finetuning import BaseFinetuning
 from lightning.pytorch.loggers import TensorBoardLogger
 from tiny_runs import assert_same_checkpoint, load
@@ -66,7 +67,7 @@ class Dropout(L.LightningModule):
         return optim.SGD(self.parameters(), lr=0.1)
 
 
-def fit(folder: Path, model, data, epochs: int, stop: SignalAt | None = None) -> dict:
+def fit(folder: Path, model, data, epochs: int, stop: Callback | None = None) -> dict:
     """A plain Lightning script with the library's parts in `folder` (`model` and `data` built after seeding);
     resumed from its last.ckpt where it has one."""
     folder.mkdir(exist_ok=True)
@@ -88,7 +89,7 @@ def fit(folder: Path, model, data, epochs: int, stop: SignalAt | None = None) ->
     return load(last)
 
 
-def stopped_and_resumed(tmp_path, model, data, epochs: int, stop: SignalAt) -> tuple[dict, dict]:
+def stopped_and_resumed(tmp_path, model, data, epochs: int, stop: Callback) -> tuple[dict, dict]:
     whole = fit(tmp_path / "whole", model, data, epochs)
     fit(tmp_path / "resumed", model, data, epochs, stop=stop)
     return whole, fit(tmp_path / "resumed", model, data, epochs)
@@ -287,3 +288,32 @@ def test_lightnings_fine_tuning_example_resumes_with_its_unfrozen_layers_trainin
     tracked = [int(whole["state_dict"][f"feature_extractor.{i}.num_batches_tracked"]) for i in (1, 4, 7)]
     assert tracked == [BATCHES, BATCHES, 2 * BATCHES], "BN tracks from its milestone on: 1 for the last five, then 2"
     assert_same_checkpoint(whole, resumed)
+
+
+class SavedAtTheLastBatch(ModelCheckpoint):
+    """Lightning's own step checkpoint (as tests/test_images.py's), at the first epoch's last batch, before that epoch
+    ends; then a crash."""
+
+    def __init__(self) -> None:
+        super().__init__(filename="last", every_n_train_steps=BATCHES, enable_version_counter=False)
+
+    def on_train_batch_end(self, trainer, *args) -> None:
+        super().on_train_batch_end(trainer, *args)
+        if trainer.global_step == BATCHES:
+            raise RuntimeError("crash after the step checkpoint")
+
+
+def plain_loader() -> L.LightningDataModule:
+    return L.LightningDataModule.from_datasets(Points((4,), noisy=True), batch_size=8)  # a shuffled DataLoader
+
+
+@pytest.mark.parametrize("data", [Stateful, plain_loader], ids=["stateful_loader", "plain_loader"])
+def test_a_step_checkpoint_at_an_epochs_last_batch_resumes_with_the_next_epoch_bit_for_bit(tmp_path, data):
+    # Lightning goes on with the next epoch as a restart inside it. RandomState replayed the ended epoch: the
+    # StatefulDataLoader, handed its state, took no batch of the next; the plain loader had the batches taken skipped,
+    # all of them (tests/test_images.py's step-7 case with RandomState: 16 tensors apart).
+    whole = fit(tmp_path / "whole", Dropout, data, epochs=2)
+    with pytest.raises(RuntimeError, match="after the step checkpoint"):
+        fit(tmp_path / "resumed", Dropout, data, epochs=2, stop=SavedAtTheLastBatch())
+    assert load(tmp_path / "resumed/checkpoints/last.ckpt")["global_step"] == BATCHES
+    assert_same_checkpoint(whole, fit(tmp_path / "resumed", Dropout, data, epochs=2))

@@ -81,7 +81,12 @@ class RandomState(Callback):
         restored, self._restored = getattr(self, "_restored", None), None
         # A resume inside an epoch is exact only where the loader resumes its position: said in one line of its own.
         # (Lightning's own restart stage: a checkpoint taken at an epoch's end restores with its batches counted.)
-        resumed_inside = trainer.ckpt_path and trainer.fit_loop.restarted_mid_epoch
+        restarted, loop = trainer.ckpt_path and trainer.fit_loop.restarted_mid_epoch, trainer.fit_loop
+        # Saved after an epoch's last batch, before it ended (a step checkpoint, before validation), Lightning goes on
+        # with the next epoch as a restart inside it: its start hooks skipped, its loaders' states the ended epoch's
+        # (from them a StatefulDataLoader took no batch; any loader none, its batches taken skipped). Started below.
+        ended = bool(restarted) and loop.epoch_loop.batch_progress.current.ready >= trainer.num_training_batches
+        resumed_inside = restarted and not ended
         loaders = CombinedLoader(trainer.train_dataloader).flattened
         unused = getattr(self, "_unused", {})
         wrapped = [wrap_distributed_sampler(d, lambda s, wrapper: _epoch_start(s, wrapper, unused)) for d in loaders]
@@ -92,10 +97,12 @@ class RandomState(Callback):
         # DDP wrapper): `setup_data` made the iterator before the epoch was set, and one made eagerly (workers fetch
         # ahead; torchdata's batch sampler lists its sampler) drew epoch 0's order. Made again, from each loader's own
         # generator as it was before the first (each iterator draws from it).
-        at_end = bool(trainer.ckpt_path and not resumed_inside and any(map(_by_epoch, loaders)))
-        for generator in loader_generators(loaders) if at_end else []:
+        at_end = bool(trainer.ckpt_path and not restarted and any(map(_by_epoch, loaders)))
+        for generator in loader_generators(loaders) if at_end or ended else []:
             generator.set_state(unused.get(id(generator), generator.get_state()))
-        for i, sampler in enumerate(self._epoch_starts if inside or at_end else []):  # the epoch's order drawn again
+        for i, sampler in enumerate(
+            self._epoch_starts if inside or at_end or ended else []
+        ):  # the epoch's order drawn again
             sampler.generator.set_state(starts[i] if inside else sampler.state)
             sampler.epoch = None
         ranks = (restored or {}).get("ranks_loaders") or []  # none in a checkpoint of an earlier version
@@ -104,7 +111,7 @@ class RandomState(Callback):
         drawn = _rng_state()
         if at_end and restored:
             _set_rng(restored)
-        load_loader_states(trainer, own, again=at_end)  # before the epoch's iterator is made from the loader
+        load_loader_states(trainer, [] if ended else own, again=at_end)  # before the epoch's iterator is made from it
         if at_end:
             _set_rng(drawn)
         # From an epoch's end, workers kept from one epoch to the next (`persistent_workers`) go on from their saved
@@ -130,10 +137,13 @@ class RandomState(Callback):
             return
         if restored.get("trainable"):  # none in a checkpoint of an earlier version
             train_as(pl_module, restored["trainable"])
-        if resumed_inside:  # after every callback's and the module's own on_train_start, as in a fit from the start
+        if restarted:  # after every callback's and the module's own on_train_start, as in a fit from the start
 
             def replay(_) -> None:
+                _set_rng(restored)  # what the next epoch's hooks, then its iterator, draw from
                 call_epoch_start_hooks(trainer)
+                if ended:  # its iterator made from no state, once the epoch is set
+                    return load_loader_states(trainer, [], again=True)
                 if not stateful:  # the batches the epoch had taken, fetched again and dropped: exact in a fixed order
                     skip_batches(trainer, trainer.fit_loop.epoch_loop.batch_progress.current.ready)
                 _set_rng(restored)
