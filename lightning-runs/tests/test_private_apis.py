@@ -450,6 +450,8 @@ def test_a_fit_loop_keeps_a_checkpoints_loader_states_pending_until_it_loads_the
     assert loop._combined_loader_states_to_load == [{"position": 3}] and hasattr(loop, "_data_fetcher")
     load_loader_states(loop.trainer, [{"position": 5}])  # a rank's own states (test_ddp_loaders.py), kept the same way
     assert loop._combined_loader_states_to_load == [{"position": 5}]
+    load_loader_states(loop.trainer, [])  # none: an epoch's last batch saved before it ended (test_exact_restarts.py)
+    assert loop._combined_loader_states_to_load == []
     assert callable(loop._load_combined_loader_states)  # test_exact_restarts' sized schedule: the load, done
     sampler = DistributedSampler(range(4), num_replicas=2, rank=0)
     _set_sampler_epoch(StatefulDataLoader(range(4), sampler=sampler), 3)  # what the resumed epoch is shuffled by

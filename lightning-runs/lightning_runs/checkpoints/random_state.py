@@ -81,7 +81,8 @@ class RandomState(Callback):
         restored, self._restored = getattr(self, "_restored", None), None
         # A resume inside an epoch is exact only where the loader resumes its position: said in one line of its own.
         # (Lightning's own restart stage: a checkpoint taken at an epoch's end restores with its batches counted.)
-        restarted, loop = trainer.ckpt_path and trainer.fit_loop.restarted_mid_epoch, trainer.fit_loop
+        loop = trainer.fit_loop
+        restarted = trainer.ckpt_path and loop.restarted_mid_epoch
         # Saved after an epoch's last batch, before it ended (a step checkpoint, before validation), Lightning goes on
         # with the next epoch as a restart inside it: its start hooks skipped, its loaders' states the ended epoch's
         # (from them a StatefulDataLoader took no batch; any loader none, its batches taken skipped). Started below.
@@ -100,9 +101,8 @@ class RandomState(Callback):
         at_end = bool(trainer.ckpt_path and not restarted and any(map(_by_epoch, loaders)))
         for generator in loader_generators(loaders) if at_end or ended else []:
             generator.set_state(unused.get(id(generator), generator.get_state()))
-        for i, sampler in enumerate(
-            self._epoch_starts if inside or at_end or ended else []
-        ):  # the epoch's order drawn again
+        again = inside or at_end or ended
+        for i, sampler in enumerate(self._epoch_starts if again else []):  # the epoch's order drawn again
             sampler.generator.set_state(starts[i] if inside else sampler.state)
             sampler.epoch = None
         ranks = (restored or {}).get("ranks_loaders") or []  # none in a checkpoint of an earlier version
@@ -140,7 +140,7 @@ class RandomState(Callback):
         if restarted:  # after every callback's and the module's own on_train_start, as in a fit from the start
 
             def replay(_) -> None:
-                _set_rng(restored)  # what the next epoch's hooks, then its iterator, draw from
+                _set_rng(restored)  # what the next epoch's hooks, then its iterator, draw from (`ended`)
                 call_epoch_start_hooks(trainer)
                 if ended:  # its iterator made from no state, once the epoch is set
                     return load_loader_states(trainer, [], again=True)
