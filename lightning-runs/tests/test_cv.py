@@ -6,13 +6,12 @@ import inspect
 import json
 import signal
 import statistics
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
-from tiny_runs import load, process_environment, refusal, snapshot, start, wait_for
+from tiny_runs import finished, load, process_environment, refusal, snapshot, start, wait_for
 
 import lightning_runs
 from tiny_tasks import cli_main
@@ -22,21 +21,11 @@ ROOT = Path("runs/tiny/cv-study")
 
 @pytest.fixture
 def cv(monkeypatch, capfd):
-    """`python -m tiny_tasks cv <args>` in this process, as a finished process tells it (exit code, stdout, stderr):
-    its folds are `python -m tiny_tasks fit` processes either way, seeing this checkout with one thread each."""
+    """`python -m tiny_tasks cv <args>` in this process, as a finished process tells it: its folds are `python -m
+    tiny_tasks fit` processes either way, seeing this checkout with one thread each."""
     for name in ("PYTHONPATH", "OMP_NUM_THREADS"):
         monkeypatch.setenv(name, process_environment()[name])
-
-    def command(*args: str) -> subprocess.CompletedProcess:
-        capfd.readouterr()
-        try:
-            lightning_runs.main(cli_main, "tiny_tasks", list(args))
-            code = 0
-        except SystemExit as exit:
-            code = exit.code
-        return subprocess.CompletedProcess(args, code, *capfd.readouterr())
-
-    return command
+    return lambda *args: finished(capfd, lambda: lightning_runs.main(cli_main, "tiny_tasks", list(args)))
 
 
 @pytest.mark.slow

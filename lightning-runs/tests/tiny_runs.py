@@ -69,6 +69,22 @@ def process_environment() -> dict[str, str]:
     return {**clean, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
 
 
+def finished(capfd, command) -> subprocess.CompletedProcess:
+    """`command()` run in this process and told as a finished process tells it: its exit code (its SystemExit's, else
+    0) and what it and the processes it started printed. For a tool whose fits are processes either way (cv, verify):
+    the tool's own process is not what the test is about."""
+    capfd.readouterr()
+    threads = torch.get_num_threads()
+    try:
+        command()
+        code = 0
+    except SystemExit as exit:
+        code = exit.code
+    finally:
+        torch.set_num_threads(threads)  # verify sets its fits' thread count in the process it runs in
+    return subprocess.CompletedProcess([], code, *capfd.readouterr())
+
+
 def command(*args: str, timeout: float = 300, cwd=None):
     """`python -m tiny_tasks <args>` as a process: its subprocess.CompletedProcess, output as text."""
     import subprocess
