@@ -3,9 +3,6 @@ test_run_names.py."""
 
 import os
 import shutil
-import signal
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +10,7 @@ from lightning.pytorch.callbacks import Callback
 from tiny_runs import (
     QUIET,
     assert_kept,
-    command,
+    exit_status,
     immutable,
     refusal,
     run,
@@ -65,33 +62,6 @@ def test_ckpt_path_last_with_a_version_given_by_hand_resumes_that_run_or_starts_
 
 
 KILLED_AT_STEP_1 = ["--trainer.callbacks+=lightning_runs.testing.SignalAt", "--trainer.callbacks.step=1"]
-
-
-# Threads a fork may copy: tqdm's monitor wakes every 10 s holding only tqdm's lock, which a fit without a progress
-# bar never takes.
-HARMLESS_THREADS = {"MainThread", "tqdm_monitor"}
-
-
-def exit_status(*args: str) -> int:
-    """`fit <args>` in a process of its own, its exit status as subprocess gives it (-9: killed with -9): forked from
-    this one where no other thread could hold a lock the child would wait for (a fresh interpreter spends seconds
-    importing Lightning before its first step), else `python -m tiny_tasks`."""
-    if {thread.name for thread in threading.enumerate()} - HARMLESS_THREADS:
-        return command("fit", *QUIET, *args).returncode
-    pid = os.fork()
-    if pid == 0:  # the child: the fit, then out without running this process's exit handlers or pytest's
-        try:
-            run("fit", *args)
-        finally:
-            os._exit(1)
-    deadline = time.monotonic() + 120
-    while (ended := os.waitpid(pid, os.WNOHANG))[0] != pid:
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise TimeoutError("the forked fit ran past 120 s")
-        time.sleep(0.01)
-    return os.waitstatus_to_exitcode(ended[1])
 
 
 # About 8 s each on an idle machine (a process killed, then a fit); the second form every slow run.

@@ -1,12 +1,17 @@
 """Running the library's tiny tasks (tiny_tasks.py) as a user types them, and reading what a run did: in this process
-(`run`), as a process of its own (`command`, `start`: `python -m tiny_tasks`, and `wait_for` what it does), a refusal's
-one line, the files a command kept, a checkpoint's data and a run's TensorBoard scalars; which cases of a matrix run
-every day (`slow_repeats`); and a sweep's parse of its trials' config made once for the same options (`printed_once`).
+(`run`), as a process of its own (`command`, `start`: `python -m tiny_tasks`, and `wait_for` what it does; a fit to be
+killed, forked: `exit_status`), a refusal's one line, the files a command kept, a checkpoint's data and a run's
+TensorBoard scalars; which cases of a matrix run every day (`slow_repeats`); and a sweep's parse of its trials' config
+made once for the same options (`printed_once`).
 """
 
 import contextlib
 import functools
+import os
+import signal
 import subprocess
+import threading
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -83,6 +88,33 @@ def finished(capfd, command) -> subprocess.CompletedProcess:
     finally:
         torch.set_num_threads(threads)  # verify sets its fits' thread count in the process it runs in
     return subprocess.CompletedProcess([], code, *capfd.readouterr())
+
+
+# Threads a fork may copy: tqdm's monitor wakes every 10 s holding only tqdm's lock, which a fit without a progress
+# bar never takes.
+HARMLESS_THREADS = {"MainThread", "tqdm_monitor"}
+
+
+def exit_status(*args: str) -> int:
+    """`fit <args>` in a process of its own, its exit status as subprocess gives it (-9: killed with -9): forked from
+    this one where no other thread could hold a lock the child would wait for (a fresh interpreter spends seconds
+    importing Lightning before its first step), else `python -m tiny_tasks`."""
+    if {thread.name for thread in threading.enumerate()} - HARMLESS_THREADS:
+        return command("fit", *QUIET, *args).returncode
+    pid = os.fork()
+    if pid == 0:  # the child: the fit, then out without running this process's exit handlers or pytest's
+        try:
+            run("fit", *args)
+        finally:
+            os._exit(1)
+    deadline = time.monotonic() + 120
+    while (ended := os.waitpid(pid, os.WNOHANG))[0] != pid:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise TimeoutError("the forked fit ran past 120 s")
+        time.sleep(0.01)
+    return os.waitstatus_to_exitcode(ended[1])
 
 
 def command(*args: str, timeout: float = 300, cwd=None):
