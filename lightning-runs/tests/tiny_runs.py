@@ -96,15 +96,20 @@ HARMLESS_THREADS = {"MainThread", "tqdm_monitor"}
 
 
 def exit_status(*args: str) -> int:
-    """`fit <args>` in a process of its own, its exit status as subprocess gives it (-9: killed with -9): forked from
-    this one where no other thread could hold a lock the child would wait for (a fresh interpreter spends seconds
-    importing Lightning before its first step), else `python -m tiny_tasks`."""
+    """`fit <args>` in a process of its own, its exit status as subprocess gives it (-9: killed with -9)."""
+    return forked(lambda: run("fit", *args), lambda: command("fit", *QUIET, *args).returncode)
+
+
+def forked(fit, fallback) -> int:
+    """`fit()` in a process forked from this one, its exit status as subprocess gives it, where no other thread could
+    hold a lock the child would wait for (a fresh interpreter spends seconds importing Lightning before its first
+    step); else `fallback()`, the same fit as a fresh process, its exit status."""
     if {thread.name for thread in threading.enumerate()} - HARMLESS_THREADS:
-        return command("fit", *QUIET, *args).returncode
+        return fallback()
     pid = os.fork()
     if pid == 0:  # the child: the fit, then out without running this process's exit handlers or pytest's
         try:
-            run("fit", *args)
+            fit()
         finally:
             os._exit(1)
     deadline = time.monotonic() + 120

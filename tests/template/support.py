@@ -20,6 +20,7 @@ from tiny_runs import (  # noqa: F401 - re-exported
     assert_kept,
     assert_same_checkpoint,
     finished,
+    forked,
     load,
     process_environment,
     same,

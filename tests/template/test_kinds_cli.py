@@ -16,7 +16,7 @@ import torch
 
 from project.cli import run
 
-from support import ROOT, assert_same_checkpoint, load
+from support import ROOT, assert_same_checkpoint, forked, load
 
 BATCHES = 4  # training batches an epoch; the kill comes as the second epoch's first batch begins
 KINDS = {  # module, DataModule, what best.ckpt watches (None: the newest), whether it validates and tests
@@ -60,15 +60,21 @@ def test_each_kind_runs_every_command_with_a_config_of_its_own(kind, tmp_path, m
     for folder in (whole, stopped):
         folder.mkdir()
         (folder / f"{kind}.yaml").write_text(config(kind))
-    monkeypatch.chdir(whole)  # the uninterrupted run in this process, with the one thread the processes below have
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(1)  # in this process, the one thread the processes have
     try:
+        monkeypatch.chdir(whole)  # the uninterrupted run, in this process
         run(["fit", f"--config={kind}.yaml", "--quiet"])
+        # Killed with -9 as the second epoch's first batch begins: a process of its own, forked where it can be.
+        monkeypatch.chdir(stopped)
+        killed = [f"--config={kind}.yaml", "--trainer.callbacks+=lightning_runs.testing.SignalAt"]
+        killed += ["--trainer.callbacks.signum=9", f"--trainer.callbacks.batch={BATCHES}"]
+        status = forked(
+            lambda: run(["fit", *killed, "--quiet"]), lambda: project("fit", *killed, cwd=stopped).returncode
+        )
+        assert status == -9
     finally:
         torch.set_num_threads(threads)
-    killed = ["--trainer.callbacks+=lightning_runs.testing.SignalAt", "--trainer.callbacks.signum=9"]
-    assert project("fit", f"--config={kind}.yaml", *killed, f"--trainer.callbacks.batch={BATCHES}", cwd=stopped)
     resumed = project("fit", f"--config={kind}.yaml", "--ckpt_path=last", cwd=stopped)
     assert resumed.returncode == 0 and f"fit resumes runs/{kind}/version_0" in resumed.stdout, resumed.stderr[-3000:]
     run_folder = Path(f"runs/{kind}/version_0/checkpoints")
