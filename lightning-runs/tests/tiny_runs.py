@@ -101,25 +101,51 @@ def exit_status(*args: str) -> int:
 
 
 def forked(fit, fallback) -> int:
-    """`fit()` in a process forked from this one, its exit status as subprocess gives it, where no other thread could
-    hold a lock the child would wait for (a fresh interpreter spends seconds importing Lightning before its first
-    step); else `fallback()`, the same fit as a fresh process, its exit status."""
-    if {thread.name for thread in threading.enumerate()} - HARMLESS_THREADS:
+    """`fit()` in a process forked from this one, its exit status as subprocess gives it, where it can be (`can_fork`: a
+    fresh interpreter spends seconds importing Lightning before its first step); else `fallback()`, the same fit as a
+    fresh process, its exit status."""
+    if not can_fork():
         return fallback()
-    pid = os.fork()
-    if pid == 0:  # the child: the fit, then out without running this process's exit handlers or pytest's
-        try:
-            fit()
-        finally:
-            os._exit(1)
-    deadline = time.monotonic() + 120
-    while (ended := os.waitpid(pid, os.WNOHANG))[0] != pid:
+    process, deadline = Forked(fit), time.monotonic() + 120
+    while process.poll() is None:
         if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            process.kill()
+            process.wait()
             raise TimeoutError("the forked fit ran past 120 s")
         time.sleep(0.01)
-    return os.waitstatus_to_exitcode(ended[1])
+    return process.returncode
+
+
+def can_fork() -> bool:
+    """No other thread could hold a lock the forked child would wait for."""
+    return not {thread.name for thread in threading.enumerate()} - HARMLESS_THREADS
+
+
+class Forked:
+    """`fit()` in a process forked from this one, used as the tests use a subprocess.Popen: pid, poll, kill, wait and
+    returncode (-9: killed with -9)."""
+
+    def __init__(self, fit) -> None:
+        self.returncode = None
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: the fit, then out without running this process's exit handlers or pytest's
+            try:
+                fit()
+            finally:
+                os._exit(1)
+
+    def poll(self) -> int | None:
+        if self.returncode is None and (ended := os.waitpid(self.pid, os.WNOHANG))[0] == self.pid:
+            self.returncode = os.waitstatus_to_exitcode(ended[1])
+        return self.returncode
+
+    def kill(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
 
 
 def command(*args: str, timeout: float = 300, cwd=None):
