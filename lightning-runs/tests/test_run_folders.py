@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from lightning.pytorch.callbacks import Callback
 from tiny_runs import (
-    QUIET,
     assert_kept,
     exit_status,
     immutable,
@@ -16,7 +15,7 @@ from tiny_runs import (
     run,
     slow_repeats,
     snapshot,
-    start,
+    started_fit,
     wait_for,
 )
 
@@ -121,10 +120,10 @@ def test_a_command_that_fails_lets_go_of_its_run_folder(runs):
 @pytest.mark.slow
 def test_a_second_resume_while_the_first_still_runs_is_refused(capsys):
     long = ["--trainer.max_epochs=100000"]  # the tiny task's epochs take milliseconds: this one is still running
-    first = start("fit", *QUIET, *long)
+    first = started_fit(*long)
     try:
         wait_for(lambda: (RUN / "checkpoints/last.ckpt").exists() or first.poll() is not None, what="a last.ckpt")
-        assert first.poll() is None, first.stderr.read()[-2000:]
+        assert first.poll() is None, "the first run ended (its output is above)"
         error = refusal(capsys, lambda: run("fit", *long, "--ckpt_path=last"))  # finds the running run's last.ckpt
         assert f"{RUN} is in use by another command" in error
         assert first.poll() is None, "the first run goes on"
@@ -144,9 +143,9 @@ def test_runs_of_different_configs_or_the_same_one_twice_get_their_own_folders()
 
 @pytest.mark.slow
 def test_two_runs_started_at_the_same_moment_get_different_folders():
-    processes = [start("fit", *QUIET, *SHORT) for _ in range(2)]
+    processes = [started_fit(*SHORT) for _ in range(2)]
     for process in processes:
-        assert process.wait(timeout=120) == 0, process.stderr.read()[-2000:]
+        assert process.wait(timeout=120) == 0, "a run failed (its output is above)"
     folders = sorted(Path("runs/tiny").iterdir())
     assert [p.name for p in folders] == ["version_0", "version_1"]
     assert all(len(list(p.glob("events.out.tfevents.*"))) == 1 for p in folders)

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import threading
 import time
+import traceback
 from collections.abc import Sequence
 
 import pytest
@@ -129,10 +130,16 @@ class Forked:
         self.returncode = None
         self.pid = os.fork()
         if self.pid == 0:  # the child: the fit, then out without running this process's exit handlers or pytest's
+            code = 1
             try:
                 fit()
+                code = 0
+            except SystemExit as exit:  # run's exit status, as a process gives it
+                code = exit.code if isinstance(exit.code, int) else 1
+            except BaseException:
+                traceback.print_exc()
             finally:
-                os._exit(1)
+                os._exit(code)
 
     def poll(self) -> int | None:
         if self.returncode is None and (ended := os.waitpid(self.pid, os.WNOHANG))[0] == self.pid:
@@ -142,10 +149,16 @@ class Forked:
     def kill(self) -> None:
         os.kill(self.pid, signal.SIGKILL)
 
-    def wait(self) -> int:
-        if self.returncode is None:
-            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+    def wait(self, timeout: float = 120) -> int:
+        wait_for(lambda: self.poll() is not None, timeout, what=f"the forked fit {self.pid} to end")
         return self.returncode
+
+
+def started_fit(*args: str):
+    """`fit <args>` in the background, in a process of its own: forked from this one where it can be (`Forked`), else
+    `python -m tiny_tasks` (a subprocess.Popen). What it prints goes to this process's output, which pytest shows on a
+    failure."""
+    return Forked(lambda: run("fit", *args)) if can_fork() else start("fit", *QUIET, *args)
 
 
 def command(*args: str, timeout: float = 300, cwd=None):
