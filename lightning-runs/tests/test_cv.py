@@ -11,15 +11,26 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from tiny_runs import command, load, process_environment, refusal, snapshot, start, wait_for
+from tiny_runs import finished, load, process_environment, refusal, snapshot, start, wait_for
+
+import lightning_runs
+from tiny_tasks import cli_main
 
 ROOT = Path("runs/tiny/cv-study")
 
 
+@pytest.fixture
+def cv(monkeypatch, capfd):
+    """`python -m tiny_tasks cv <args>` in this process, as a finished process tells it: its folds are `python -m
+    tiny_tasks fit` processes either way, seeing this checkout with one thread each."""
+    for name in ("PYTHONPATH", "OMP_NUM_THREADS"):
+        monkeypatch.setenv(name, process_environment()[name])
+    return lambda *args: finished(capfd, lambda: lightning_runs.main(cli_main, "tiny_tasks", list(args)))
+
+
 @pytest.mark.slow
-def test_each_fold_validates_on_its_own_fold_and_the_table_sums_them(capsys):
-    # In this process: the fold fits are processes of their own (python -m tiny_tasks fit) either way.
-    done = command("cv", "--folds=3", "--study=study", "--test=true", "--trainer.max_epochs", "1")  # as fit takes it
+def test_each_fold_validates_on_its_own_fold_and_the_table_sums_them(cv):
+    done = cv("cv", "--folds=3", "--study=study", "--test=true", "--trainer.max_epochs", "1")  # as fit takes it
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads((ROOT / "cv.json").read_text())
     scores = [row["val/loss"] for row in result["folds"]]
@@ -34,7 +45,7 @@ def test_each_fold_validates_on_its_own_fold_and_the_table_sums_them(capsys):
         validated.append(set(fold_of(k)))
     assert not validated[0] & validated[1] and not validated[1] & validated[2]  # each sample validates once
     assert sum(map(len, validated)) == 192 + 32  # train + val of 256 points; the test split is never a fold's
-    again = command("cv", "--folds=3", "--study=study", "--test=true", "--args=[--trainer.max_epochs=1]")  # the same
+    again = cv("cv", "--folds=3", "--study=study", "--test=true", "--args=[--trainer.max_epochs=1]")  # the same
     assert "3 finished, 0 to run" in again.stdout and json.loads((ROOT / "cv.json").read_text()) == result
 
 
@@ -47,17 +58,17 @@ def fold_of(k: int) -> list[tuple[float, ...]]:
 
 
 @pytest.mark.slow
-def test_a_stopped_cv_keeps_finished_folds_and_resumes_the_stopped_one():
+def test_a_stopped_cv_keeps_finished_folds_and_resumes_the_stopped_one(cv):
     args = ["cv", "--folds=2", "--study=study", "--trainer.max_epochs=40", "--data.n=512"]
-    cv = start(*args)
+    stopped = start(*args)  # a process: SIGTERM is what it is sent
     wait_for(lambda: (ROOT / "fold_1/checkpoints/last.ckpt").exists(), what="fold 1's first checkpoint")
     finished = (ROOT / "fold_0/summary.json").read_text()
-    cv.send_signal(signal.SIGTERM)
-    _, err = cv.communicate(timeout=120)
-    assert cv.returncode == 143, err[-2000:]
+    stopped.send_signal(signal.SIGTERM)
+    _, err = stopped.communicate(timeout=120)
+    assert stopped.returncode == 143, err[-2000:]
     assert "run the same command again" in err
     assert json.loads((ROOT / "fold_1/summary.json").read_text())["status"] == "interrupted"
-    again = command(*args)
+    again = cv(*args)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "1 finished, 1 to run" in again.stdout and "fit resumes runs/tiny/cv-study/fold_1" in again.stdout
     assert (ROOT / "fold_0/summary.json").read_text() == finished  # not rerun
@@ -65,8 +76,8 @@ def test_a_stopped_cv_keeps_finished_folds_and_resumes_the_stopped_one():
 
 
 @pytest.mark.slow
-def test_folds_in_parallel_write_a_log_each():
-    done = command("cv", "--folds=2", "--workers=2", "--threads=1", "--trainer.max_epochs=1")
+def test_folds_in_parallel_write_a_log_each(cv):
+    done = cv("cv", "--folds=2", "--workers=2", "--threads=1", "--trainer.max_epochs=1")
     assert done.returncode == 0, done.stderr[-2000:]
     for k in range(2):
         assert "Fit completed" in Path(f"runs/tiny/cv-cv/fold_{k}.log").read_text()
@@ -168,20 +179,20 @@ def test_folds_stratify_by_classes_only_and_never_ask_more_than_the_samples_allo
 
 
 @pytest.mark.slow
-def test_a_study_continued_with_another_recipe_or_fold_count_is_refused_naming_what_differs():
+def test_a_study_continued_with_another_recipe_or_fold_count_is_refused_naming_what_differs(cv):
     """It said "2 finished, 0 to run" and printed the old table; 3 folds on a 2-fold study mixed the splits."""
     base = ["cv", "--folds=2", "--study=base", "--args=[--trainer.max_epochs=1,--trainer.limit_train_batches=2]"]
-    assert command(*base).returncode == 0
+    assert cv(*base).returncode == 0
     before = snapshot()
     for changed, said in [
         (["--args=[--trainer.max_epochs=1,--trainer.limit_train_batches=2,--model.lr=0.01]"], "--model.lr 0.01 (the"
          " study: 0.05)"),
         (["--folds=3"], "--folds 3 (the study: 2)"),
     ]:  # fmt: skip
-        again = command(*base, *changed)
+        again = cv(*base, *changed)
         errors = [line for line in again.stderr.splitlines() if line.startswith("error:")]
         assert again.returncode == 2 and len(errors) == 1 and said in errors[0], again.stderr[-2000:]
         assert errors[0].endswith("began with another recipe; give another --study for this one, or the study's to"
                                   " continue it")  # fmt: skip
     assert snapshot() == before, "nothing ran"
-    assert "2 finished, 0 to run" in command(*base).stdout
+    assert "2 finished, 0 to run" in cv(*base).stdout

@@ -3,23 +3,19 @@ test_run_names.py."""
 
 import os
 import shutil
-import signal
-import threading
-import time
 from pathlib import Path
 
 import pytest
 from lightning.pytorch.callbacks import Callback
 from tiny_runs import (
-    QUIET,
     assert_kept,
-    command,
+    exit_status,
     immutable,
     refusal,
     run,
     slow_repeats,
     snapshot,
-    start,
+    started_fit,
     wait_for,
 )
 
@@ -65,33 +61,6 @@ def test_ckpt_path_last_with_a_version_given_by_hand_resumes_that_run_or_starts_
 
 
 KILLED_AT_STEP_1 = ["--trainer.callbacks+=lightning_runs.testing.SignalAt", "--trainer.callbacks.step=1"]
-
-
-# Threads a fork may copy: tqdm's monitor wakes every 10 s holding only tqdm's lock, which a fit without a progress
-# bar never takes.
-HARMLESS_THREADS = {"MainThread", "tqdm_monitor"}
-
-
-def exit_status(*args: str) -> int:
-    """`fit <args>` in a process of its own, its exit status as subprocess gives it (-9: killed with -9): forked from
-    this one where no other thread could hold a lock the child would wait for (a fresh interpreter spends seconds
-    importing Lightning before its first step), else `python -m tiny_tasks`."""
-    if {thread.name for thread in threading.enumerate()} - HARMLESS_THREADS:
-        return command("fit", *QUIET, *args).returncode
-    pid = os.fork()
-    if pid == 0:  # the child: the fit, then out without running this process's exit handlers or pytest's
-        try:
-            run("fit", *args)
-        finally:
-            os._exit(1)
-    deadline = time.monotonic() + 120
-    while (ended := os.waitpid(pid, os.WNOHANG))[0] != pid:
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise TimeoutError("the forked fit ran past 120 s")
-        time.sleep(0.01)
-    return os.waitstatus_to_exitcode(ended[1])
 
 
 # About 8 s each on an idle machine (a process killed, then a fit); the second form every slow run.
@@ -151,10 +120,10 @@ def test_a_command_that_fails_lets_go_of_its_run_folder(runs):
 @pytest.mark.slow
 def test_a_second_resume_while_the_first_still_runs_is_refused(capsys):
     long = ["--trainer.max_epochs=100000"]  # the tiny task's epochs take milliseconds: this one is still running
-    first = start("fit", *QUIET, *long)
+    first = started_fit(*long)
     try:
         wait_for(lambda: (RUN / "checkpoints/last.ckpt").exists() or first.poll() is not None, what="a last.ckpt")
-        assert first.poll() is None, first.stderr.read()[-2000:]
+        assert first.poll() is None, "the first run ended (its output is above)"
         error = refusal(capsys, lambda: run("fit", *long, "--ckpt_path=last"))  # finds the running run's last.ckpt
         assert f"{RUN} is in use by another command" in error
         assert first.poll() is None, "the first run goes on"
@@ -174,9 +143,9 @@ def test_runs_of_different_configs_or_the_same_one_twice_get_their_own_folders()
 
 @pytest.mark.slow
 def test_two_runs_started_at_the_same_moment_get_different_folders():
-    processes = [start("fit", *QUIET, *SHORT) for _ in range(2)]
+    processes = [started_fit(*SHORT) for _ in range(2)]
     for process in processes:
-        assert process.wait(timeout=120) == 0, process.stderr.read()[-2000:]
+        assert process.wait(timeout=120) == 0, "a run failed (its output is above)"
     folders = sorted(Path("runs/tiny").iterdir())
     assert [p.name for p in folders] == ["version_0", "version_1"]
     assert all(len(list(p.glob("events.out.tfevents.*"))) == 1 for p in folders)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from tiny_runs import command
+from tiny_runs import command, finished, process_environment
 
 import lightning_runs
 from lightning_runs.testing import refusal
@@ -36,9 +36,18 @@ def rows(stdout: str) -> dict[str, str]:
     return {name: line[len(name) :].strip() for line in lines for name in names if line.startswith(name)}
 
 
+@pytest.fixture
+def verified(monkeypatch, capfd):
+    """`python -m tiny_tasks verify <args>` in this process, as a finished process tells it: its stopped and resumed
+    fits are `python -m tiny_tasks fit` processes either way, seeing this checkout with one thread each."""
+    for name in ("PYTHONPATH", "OMP_NUM_THREADS"):
+        monkeypatch.setenv(name, process_environment()[name])
+    return lambda *args: finished(capfd, lambda: lightning_runs.main(cli_main, "tiny_tasks", ["verify", *args]))
+
+
 @pytest.mark.slow
-def test_a_module_that_resumes_exactly_is_exact_at_every_stop_and_every_command_works():
-    done = command("verify", EXACT)
+def test_a_module_that_resumes_exactly_is_exact_at_every_stop_and_every_command_works(verified):
+    done = verified(EXACT)
     assert done.returncode == 0, done.stderr[-3000:]
     table = rows(done.stdout)
     assert all(table[name].startswith("exact at batch") for name in verify.POINTS), done.stdout
@@ -47,8 +56,8 @@ def test_a_module_that_resumes_exactly_is_exact_at_every_stop_and_every_command_
 
 
 @pytest.mark.slow
-def test_a_module_drawing_from_an_unsaved_generator_differs_and_the_weights_are_named():
-    done = command("verify", EXACT, "--model=test_verify.UnsavedNoise")
+def test_a_module_drawing_from_an_unsaved_generator_differs_and_the_weights_are_named(verified):
+    done = verified(EXACT, "--model=test_verify.UnsavedNoise")
     assert done.returncode == 1, done.stderr[-3000:]
     table = rows(done.stdout)
     for name in verify.POINTS:
@@ -59,6 +68,7 @@ def test_a_module_drawing_from_an_unsaved_generator_differs_and_the_weights_are_
 
 @pytest.mark.slow
 def test_a_recipe_of_more_than_one_process_is_refused_in_one_line_after_its_first_fit():
+    # A process: the DDP launcher's process group, once started, would stay in this one.
     done = command("verify", EXACT, "--trainer.accelerator=cpu", "--trainer.strategy=ddp", "--trainer.devices=2")
     assert done.returncode == 2, done.stderr[-3000:]
     assert done.stderr.strip().splitlines()[-1] == (

@@ -1,12 +1,18 @@
 """Running the library's tiny tasks (tiny_tasks.py) as a user types them, and reading what a run did: in this process
-(`run`), as a process of its own (`command`, `start`: `python -m tiny_tasks`, and `wait_for` what it does), a refusal's
-one line, the files a command kept, a checkpoint's data and a run's TensorBoard scalars; which cases of a matrix run
-every day (`slow_repeats`); and a sweep's parse of its trials' config made once for the same options (`printed_once`).
+(`run`), as a process of its own (`command`, `start`: `python -m tiny_tasks`, and `wait_for` what it does; a fit to be
+killed, forked: `exit_status`), a refusal's one line, the files a command kept, a checkpoint's data and a run's
+TensorBoard scalars; which cases of a matrix run every day (`slow_repeats`); and a sweep's parse of its trials' config
+made once for the same options (`printed_once`).
 """
 
 import contextlib
 import functools
+import os
+import signal
 import subprocess
+import threading
+import time
+import traceback
 from collections.abc import Sequence
 
 import pytest
@@ -67,6 +73,92 @@ def process_environment() -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if k not in launcher and not k.startswith(("SLURM_", "TORCHELASTIC_"))}
     path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
     return {**clean, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
+
+
+def finished(capfd, command) -> subprocess.CompletedProcess:
+    """`command()` run in this process and told as a finished process tells it: its exit code (its SystemExit's, else
+    0) and what it and the processes it started printed. For a tool whose fits are processes either way (cv, verify):
+    the tool's own process is not what the test is about."""
+    capfd.readouterr()
+    threads = torch.get_num_threads()
+    try:
+        command()
+        code = 0
+    except SystemExit as exit:
+        code = exit.code
+    finally:
+        torch.set_num_threads(threads)  # verify sets its fits' thread count in the process it runs in
+    return subprocess.CompletedProcess([], code, *capfd.readouterr())
+
+
+# Threads a fork may copy: tqdm's monitor wakes every 10 s holding only tqdm's lock, which a fit without a progress
+# bar never takes.
+HARMLESS_THREADS = {"MainThread", "tqdm_monitor"}
+
+
+def exit_status(*args: str) -> int:
+    """`fit <args>` in a process of its own, its exit status as subprocess gives it (-9: killed with -9)."""
+    return forked(lambda: run("fit", *args), lambda: command("fit", *QUIET, *args).returncode)
+
+
+def forked(fit, fallback) -> int:
+    """`fit()` in a process forked from this one, its exit status as subprocess gives it, where it can be (`can_fork`: a
+    fresh interpreter spends seconds importing Lightning before its first step); else `fallback()`, the same fit as a
+    fresh process, its exit status."""
+    if not can_fork():
+        return fallback()
+    process, deadline = Forked(fit), time.monotonic() + 120
+    while process.poll() is None:
+        if time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            raise TimeoutError("the forked fit ran past 120 s")
+        time.sleep(0.01)
+    return process.returncode
+
+
+def can_fork() -> bool:
+    """No other thread could hold a lock the forked child would wait for."""
+    return not {thread.name for thread in threading.enumerate()} - HARMLESS_THREADS
+
+
+class Forked:
+    """`fit()` in a process forked from this one, used as the tests use a subprocess.Popen: pid, poll, kill, wait and
+    returncode (-9: killed with -9)."""
+
+    def __init__(self, fit) -> None:
+        self.returncode = None
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: the fit, then out without running this process's exit handlers or pytest's
+            code = 1
+            try:
+                fit()
+                code = 0
+            except SystemExit as exit:  # run's exit status, as a process gives it
+                code = exit.code if isinstance(exit.code, int) else 1
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+
+    def poll(self) -> int | None:
+        if self.returncode is None and (ended := os.waitpid(self.pid, os.WNOHANG))[0] == self.pid:
+            self.returncode = os.waitstatus_to_exitcode(ended[1])
+        return self.returncode
+
+    def kill(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self, timeout: float = 120) -> int:
+        wait_for(lambda: self.poll() is not None, timeout, what=f"the forked fit {self.pid} to end")
+        return self.returncode
+
+
+def started_fit(*args: str):
+    """`fit <args>` in the background, in a process of its own: forked from this one where it can be (`Forked`), else
+    `python -m tiny_tasks` (a subprocess.Popen). What it prints goes to this process's output, which pytest shows on a
+    failure."""
+    return Forked(lambda: run("fit", *args)) if can_fork() else start("fit", *QUIET, *args)
 
 
 def command(*args: str, timeout: float = 300, cwd=None):

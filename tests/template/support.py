@@ -19,6 +19,8 @@ from tiny_launchers import free_port  # noqa: F401 - re-exported: the library's 
 from tiny_runs import (  # noqa: F401 - re-exported
     assert_kept,
     assert_same_checkpoint,
+    finished,
+    forked,
     load,
     process_environment,
     same,

@@ -61,9 +61,9 @@ IN_ORDER = {  # a document, where to stop (hardware and a scheduler this machine
 def test_the_commands_run_in_the_order_written_and_best_and_last_pick_the_run_each_describes(
     document, in_tmp, monkeypatch
 ):
-    """As a new user follows it: `make train` as its Makefile recipe, every fit and evaluation told the same short
-    schedule (the recipe they describe), a fit the document says was stopped crashed after its first epoch; targets
-    that serve or run the tests left out. The user's own files are those the README names."""
+    """As a new user follows it: `make train` as its Makefile recipe, every fit, evaluation and cv fold told the same
+    short schedule (the recipe they describe), a fit the document says was stopped crashed after its first epoch;
+    targets that serve or run the tests left out. The user's own files are those the README names."""
     write_documented_files(in_tmp)
     monkeypatch.syspath_prepend(str(in_tmp))  # my_models.TinyNet, as a class path
     images, labels = DigitsDataModule().load()
@@ -81,7 +81,7 @@ def test_the_commands_run_in_the_order_written_and_best_and_last_pick_the_run_ea
             continue  # make test, make tensorboard: they serve or test, they train nothing
         args = words[3:]
         if is_tool(args):
-            run(args)
+            run([*args, *short] if args[0] == "cv" else args)  # its folds are fits: the same short schedule
         elif comment.startswith("stopped"):
             with pytest.raises(RuntimeError, match="crash"):
                 cli_main(
