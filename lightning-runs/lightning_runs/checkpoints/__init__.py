@@ -6,7 +6,8 @@ another's weights (InitFrom)."""
 from lightning_runs.checkpoints.checkpoint_io import AtomicCheckpointIO, BackgroundCheckpointIO, read_checkpoint
 from lightning_runs.checkpoints.init_from import InitFrom
 from lightning_runs.checkpoints.last_checkpoint import BestCheckpoint, LastCheckpoint
-from lightning_runs.checkpoints.random_state import RandomState, WorkerRandomState
+from lightning_runs.checkpoints.random_state import RandomState
+from lightning_runs.checkpoints.rng import WorkerRandomState
 
 __all__ = [
     "AtomicCheckpointIO",

@@ -4,18 +4,17 @@ what a restart needs that Lightning's checkpoint lacks: which parameters train, 
 Trainer(callbacks=[RandomState()])
 """
 
-import random
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import torch
 from lightning.pytorch import LightningDataModule
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import CombinedLoader
 from lightning.pytorch.utilities.model_helpers import is_overridden
-from torch.utils.data import Dataset, RandomSampler, get_worker_info
+from torch.utils.data import RandomSampler
 
+from lightning_runs.checkpoints.rng import rng_state, set_rng
 from lightning_runs.console import say
 from lightning_runs.distributed import every_ranks
 from lightning_runs.private import (
@@ -62,8 +61,8 @@ class RandomState(Callback):
         # in every checkpoint: a resume builds them from it again, then takes the checkpoint's own state.
         built = (self._pending or {}).get("built")  # none in a checkpoint of an earlier version
         if built:
-            _set_rng(built)
-        self._built = built or _rng_state()
+            set_rng(built)
+        self._built = built or rng_state()
 
     def _built_loaders(self, loaders) -> None:
         saved, self._pending = self._pending, None
@@ -73,7 +72,7 @@ class RandomState(Callback):
             if len(generators) == len(states):  # the same loaders as when saved; else nothing to match them by
                 for generator, state in zip(generators, states, strict=True):
                     generator.set_state(state)
-            _set_rng(saved)  # building drew (torchdata's shuffling sampler seeds itself), as the first build did
+            set_rng(saved)  # building drew (torchdata's shuffling sampler seeds itself), as the first build did
         # What the first iterator's order is drawn from: Lightning's DDP wrapper of a sampler draws it before any hook.
         self._unused = {id(generator): generator.get_state() for generator in generators}
 
@@ -108,16 +107,16 @@ class RandomState(Callback):
         ranks = (restored or {}).get("ranks_loaders") or []  # none in a checkpoint of an earlier version
         own = ranks[trainer.global_rank] if len(ranks) == trainer.world_size else None
         # `setup_data` made the epoch's iterator from the checkpoint's RNG (its workers' base seed): made again, from it
-        drawn = _rng_state()
+        drawn = rng_state()
         if at_end and restored:
-            _set_rng(restored)
+            set_rng(restored)
         load_loader_states(trainer, [] if ended else own, again=at_end)  # before the epoch's iterator is made from it
         if at_end:
-            _set_rng(drawn)
+            set_rng(drawn)
         # From an epoch's end, workers kept from one epoch to the next (`persistent_workers`) go on from their saved
         # states (their RNG: WorkerRandomState), as the uninterrupted run's did; it drew no seed for them.
         if trainer.ckpt_path and not resumed_inside and restored and continue_persistent_workers(trainer):
-            _set_rng(restored)
+            set_rng(restored)
         stateful = all(_stateful(d) for d in loaders)
         stateful = stateful or is_overridden("state_dict", trainer.datamodule, LightningDataModule)
         shuffled = any(isinstance(getattr(d, "sampler", None), RandomSampler) for d in loaders)
@@ -140,13 +139,13 @@ class RandomState(Callback):
         if restarted:  # after every callback's and the module's own on_train_start, as in a fit from the start
 
             def replay(_) -> None:
-                _set_rng(restored)  # what the next epoch's hooks, then its iterator, draw from (`ended`)
+                set_rng(restored)  # what the next epoch's hooks, then its iterator, draw from (`ended`)
                 call_epoch_start_hooks(trainer)
                 if ended:  # its iterator made from no state, once the epoch is set
                     return load_loader_states(trainer, [], again=True)
                 if not stateful:  # the batches the epoch had taken, fetched again and dropped: exact in a fixed order
                     skip_batches(trainer, trainer.fit_loop.epoch_loop.batch_progress.current.ready)
-                _set_rng(restored)
+                set_rng(restored)
 
             _once_around(pl_module, "on_train_start", lambda: None, replay)
 
@@ -158,7 +157,7 @@ class RandomState(Callback):
         several = trainer is not None and trainer.world_size > 1
         ranks = every_ranks(trainer.fit_loop.on_save_checkpoint().get("combined_loader", [])) if several else []
         return {
-            **_rng_state(),
+            **rng_state(),
             "loaders": [g.get_state() for g in generators],
             "epoch_starts": [sampler.state for sampler in wrapped],
             "ranks_loaders": ranks,
@@ -167,7 +166,7 @@ class RandomState(Callback):
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _set_rng(state_dict)
+        set_rng(state_dict)
         self._restored = self._pending = state_dict
 
 
@@ -196,28 +195,6 @@ def _epoch_start(sampler, wrapper, unused: dict):
     return _EpochStart(sampler, wrapper, unused) if shuffled else sampler
 
 
-class WorkerRandomState(Dataset):
-    """`dataset`, whose random draws in a loader's worker processes (an augmentation) a resume continues: each worker's
-    RNG states are the dataset's state in torchdata's StatefulDataLoader, restored in the worker (else it starts again
-    from its seed). `StatefulDataLoader(WorkerRandomState(dataset), num_workers=2)`."""
-
-    def __init__(self, dataset: Dataset) -> None:
-        self.dataset = dataset
-
-    def __getitem__(self, index):
-        return self.dataset[index]
-
-    def __len__(self) -> int:
-        return len(self.dataset)  # ty: ignore[invalid-argument-type]  # torch's Dataset declares no __len__; the wrapped one has
-
-    def state_dict(self) -> dict[str, Any]:
-        return _rng_state(cuda=False) if get_worker_info() else {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state and get_worker_info():
-            _set_rng(state)
-
-
 def _by_epoch(loader) -> bool:
     inner = getattr(getattr(loader, "batch_sampler", None), "sampler", None)
     return any(callable(getattr(sampler, "set_epoch", None)) for sampler in (getattr(loader, "sampler", None), inner))
@@ -225,27 +202,6 @@ def _by_epoch(loader) -> bool:
 
 def _stateful(thing) -> bool:
     return hasattr(thing, "state_dict") and hasattr(thing, "load_state_dict")
-
-
-def _rng_state(cuda: bool = True) -> dict[str, Any]:
-    kind, keys, position, has_gauss, cached = np.random.get_state()
-    version, python_state, gauss_next = random.getstate()
-    return {
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if cuda and torch.cuda.is_available() else [],
-        "numpy": [kind, keys.tolist(), position, has_gauss, cached],  # ty: ignore[missing-attribute]  # numpy's stub allows the dict form; legacy=True (the default) gives the tuple
-        "python": [version, list(python_state), gauss_next],
-    }
-
-
-def _set_rng(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    if state["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-    kind, keys, position, has_gauss, cached = state["numpy"]
-    np.random.set_state((kind, np.array(keys, dtype=np.uint32), position, has_gauss, cached))
-    version, python_state, gauss_next = state["python"]
-    random.setstate((version, tuple(python_state), gauss_next))
 
 
 def trainable(module: torch.nn.Module) -> dict[str, list[str]]:
