@@ -118,8 +118,9 @@ def forked(fit, fallback) -> int:
 
 
 def can_fork() -> bool:
-    """No other thread could hold a lock the forked child would wait for."""
-    return not {thread.name for thread in threading.enumerate()} - HARMLESS_THREADS
+    """No other thread could hold a lock the forked child would wait for, and torch runs one thread (`make test`'s
+    OMP_NUM_THREADS=1): after an OpenMP team of two, a forked child's first parallel op hung (measured, torch 2.14)."""
+    return torch.get_num_threads() == 1 and not {thread.name for thread in threading.enumerate()} - HARMLESS_THREADS
 
 
 class Forked:
