@@ -119,7 +119,7 @@ update-template: $(UV_NEEDED) ## in a copy: merge in the template's changes sinc
 test: install ## the everyday suite: every test not marked slow; CI adds make test-slow
 	$(PYTEST) -m "not slow" $(ARGS)
 
-test-slow: install ## the slow end-to-end tests only: full fits, DDP, kill -9 resume, sweeps, copies (~23 min on 2 cores)
+test-slow: install ## the slow end-to-end tests only: full fits, DDP, kill -9 resume, sweeps, copies (~20 min on 2 cores)
 	$(PYTEST) -m slow $(ARGS) || [ $$? -eq 5 ]  # 5: no test is marked slow (a new copy has none yet)
 
 test-all: install ## the whole suite, slow tests included: what .ci/run runs, as make test then make test-slow
